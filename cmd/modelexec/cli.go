@@ -1,0 +1,22 @@
+package main
+
+// CLI is the whole command line.
+type CLI struct {
+	Serve    ServeCmd    `cmd:"" help:"Run the account API, queue host, synchronous host and workers."`
+	Migrate  MigrateCmd  `cmd:"" help:"Apply database migrations."`
+	Accounts AccountsCmd `cmd:"" help:"Operator console: accounts."`
+	Keys     KeysCmd     `cmd:"" help:"Operator console: API keys (the only place keys are minted)."`
+	Credits  CreditsCmd  `cmd:"" help:"Operator console: grant or remove credits."`
+	Passes   PassesCmd   `cmd:"" help:"Operator console: passes and promotions."`
+}
+
+// StoreFlags locate the data; every command takes them so the console works on the same store
+// while the server runs.
+type StoreFlags struct {
+	Data      string `default:"./data" help:"Data directory (SQLite database and local blobs)."`
+	Database  string `help:"Database: a SQLite file path or a postgres:// URL (default <data>/modelexec.db)."`
+	Secret    string `help:"Deployment secret for key hashing, signed URLs and webhook key encryption. --dev keeps one in <data>/dev-secret."`
+	KeyPrefix string `default:"svc_sk_" help:"API key prefix."`
+	LogLevel  string `default:"info" enum:"debug,info,warn,error" help:"Log level."`
+	LogFormat string `default:"text" enum:"text,json" help:"Log format."`
+}

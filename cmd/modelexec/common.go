@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+func (f StoreFlags) dsn() string {
+	if f.Database != "" {
+		return f.Database
+	}
+	return filepath.Join(f.Data, "modelexec.db")
+}
+
+func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
+	if err := os.MkdirAll(f.Data, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := sqlstore.Open(ctx, f.dsn())
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return db, nil
+}
+
+// secret returns the deployment secret: the flag (or MODELEXEC_SECRET), else in dev mode the
+// one kept in <data>/dev-secret (made on first use). Without either, keys are not configured.
+func (f StoreFlags) secret(dev bool) (string, error) {
+	if f.Secret != "" {
+		return f.Secret, nil
+	}
+	path := filepath.Join(f.Data, "dev-secret")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if !dev {
+		return "", nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	s := hex.EncodeToString(b[:])
+	if err := os.MkdirAll(f.Data, 0o755); err != nil {
+		return "", err
+	}
+	return s, os.WriteFile(path, []byte(s+"\n"), 0o600)
+}
+
+func (f StoreFlags) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(f.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if f.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// authService wires the auth domain onto the store.
+func (f StoreFlags) authService(db *sqlstore.DB, dev bool, log *slog.Logger, now func() time.Time) (*auth.Service, error) {
+	secret, err := f.secret(dev)
+	if err != nil {
+		return nil, err
+	}
+	return auth.NewService(db, auth.Format{Prefix: f.KeyPrefix}, auth.NewHasher(secret), now, log), nil
+}
+
+func newID(prefix string) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = alphabet[int(c)%len(alphabet)]
+	}
+	return prefix + string(out)
+}
+
+func utcNow() time.Time { return time.Now().UTC() }

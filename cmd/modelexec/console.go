@@ -1,0 +1,415 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// MigrateCmd applies migrations.
+type MigrateCmd struct {
+	StoreFlags
+}
+
+func (c *MigrateCmd) Run(e *env) error {
+	db, err := c.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintln(e.stdout, "migrations applied")
+	return nil
+}
+
+// AccountsCmd groups account commands.
+type AccountsCmd struct {
+	Create AccountsCreateCmd `cmd:"" help:"Create an account."`
+	Set    AccountsSetCmd    `cmd:"" help:"Change an account's status, plan or monthly allowance."`
+	Show   AccountsShowCmd   `cmd:"" help:"Show an account."`
+}
+
+type AccountsCreateCmd struct {
+	StoreFlags
+	Plan      string `default:"pro" enum:"free,pro,max,ultimate" help:"Plan."`
+	Credits   int64  `default:"0" help:"Opening balance in credits."`
+	Allowance int64  `default:"-1" help:"Monthly credit allowance (default: the plan's)."`
+	CreatedAt string `help:"Creation time (RFC 3339) for accounts imported from elsewhere; limits are x0.2 for 24 hours after it."`
+	PassOnly  bool   `help:"A pass-only plan: jobs run only when a pass or promotion pays."`
+	JSON      bool   `help:"Print JSON."`
+}
+
+func (c *AccountsCreateCmd) Run(e *env) error {
+	db, err := c.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	created := utcNow()
+	if c.CreatedAt != "" {
+		if created, err = time.Parse(time.RFC3339, c.CreatedAt); err != nil {
+			return fmt.Errorf("--created-at: %w", err)
+		}
+	}
+	plan := auth.Plan(c.Plan)
+	allowance := c.Allowance
+	if allowance < 0 {
+		allowance = auth.DefaultMonthlyAllowance(plan)
+	}
+	a := auth.Account{ID: newID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance, CreatedAt: created.UTC(), PassOnly: c.PassOnly}
+	if err := db.CreateAccount(e.ctx, a); err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]string{"id": a.ID})
+	}
+	fmt.Fprintf(e.stdout, "account %s created (plan %s, %d credits)\n", a.ID, a.Plan, a.Balance)
+	return nil
+}
+
+type AccountsSetCmd struct {
+	StoreFlags
+	ID        string `arg:"" help:"Account id."`
+	Status    string `enum:",live,banned,suspended,limited" default:"" help:"New status."`
+	Plan      string `enum:",free,pro,max,ultimate" default:"" help:"New plan."`
+	Allowance int64  `default:"-1" help:"New monthly allowance (with --plan, default: the plan's)."`
+	PassOnly  string `enum:",on,off" default:"" help:"Put the account on (on) or off (off) a pass-only plan."`
+	JSON      bool   `help:"Print JSON."`
+}
+
+func (c *AccountsSetCmd) Run(e *env) error {
+	db, err := c.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if c.Status != "" {
+		if err := db.SetAccountStatus(e.ctx, c.ID, auth.Status(c.Status)); err != nil {
+			return err
+		}
+	}
+	if c.PassOnly != "" {
+		if err := db.SetAccountPassOnly(e.ctx, c.ID, c.PassOnly == "on"); err != nil {
+			return err
+		}
+	}
+	if c.Plan != "" || c.Allowance >= 0 {
+		a, err := db.Account(e.ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		plan := a.Plan
+		allowance := a.MonthlyAllowance
+		if c.Plan != "" {
+			plan = auth.Plan(c.Plan)
+			allowance = auth.DefaultMonthlyAllowance(plan)
+		}
+		if c.Allowance >= 0 {
+			allowance = c.Allowance
+		}
+		if err := db.SetAccountPlan(e.ctx, c.ID, plan, allowance); err != nil {
+			return err
+		}
+	}
+	return printAccount(e, db, c.ID, c.JSON)
+}
+
+type AccountsShowCmd struct {
+	StoreFlags
+	ID   string `arg:"" help:"Account id."`
+	JSON bool   `help:"Print JSON."`
+}
+
+func (c *AccountsShowCmd) Run(e *env) error {
+	db, err := c.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return printAccount(e, db, c.ID, c.JSON)
+}
+
+func printAccount(e *env, db *sqlstore.DB, id string, asJSON bool) error {
+	a, err := db.Account(e.ctx, id)
+	if err != nil {
+		return fmt.Errorf("account %s: %w", id, err)
+	}
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": a.ID, "plan": a.Plan, "status": a.Status,
+			"balance": a.Balance, "monthly_allowance": a.MonthlyAllowance, "pass_only": a.PassOnly, "created_at": a.CreatedAt.Format(time.RFC3339)})
+	}
+	fmt.Fprintf(e.stdout, "account %s plan %s status %s balance %d allowance %d created %s\n", a.ID, a.Plan, a.Status, a.Balance, a.MonthlyAllowance, a.CreatedAt.Format(time.RFC3339))
+	return nil
+}
+
+// PassesCmd groups pass and promotion commands.
+type PassesCmd struct {
+	Grant PassesGrantCmd `cmd:"" help:"Give an account a pass or a promotion that pays for jobs instead of credits."`
+}
+
+type PassesGrantCmd struct {
+	StoreFlags
+	Account     string   `required:"" help:"Account id."`
+	Name        string   `required:"" help:"Name shown in coverage.pass and coverage.miss.pass."`
+	Promotion   bool     `help:"A promotion rather than a pass."`
+	Models      []string `help:"Model slugs it covers (the door); default every model."`
+	MaxCredits  int64    `help:"Largest quote it covers (the shape); 0: any."`
+	Uses        int64    `default:"-1" help:"Jobs it pays for; -1: unlimited."`
+	ExpiresDays int      `help:"Days until it ends; 0: never."`
+	JSON        bool     `help:"Print JSON."`
+}
+
+func (c *PassesGrantCmd) Run(e *env) error {
+	db, err := c.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	p := ledger.Pass{ID: newID("pass_"), AccountID: c.Account, Name: c.Name, Promotion: c.Promotion, Models: c.Models,
+		MaxCredits: c.MaxCredits, UsesLeft: c.Uses}
+	if c.ExpiresDays > 0 {
+		p.ExpiresAt = utcNow().AddDate(0, 0, c.ExpiresDays)
+	}
+	if _, err := db.Account(e.ctx, c.Account); err != nil {
+		return fmt.Errorf("account %s: %w", c.Account, err)
+	}
+	if err := db.AddPass(e.ctx, p); err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": p.ID, "account": p.AccountID, "name": p.Name})
+	}
+	fmt.Fprintf(e.stdout, "pass %s (%s) granted to %s\n", p.ID, p.Name, p.AccountID)
+	return nil
+}
+
+// CreditsCmd groups credit commands.
+type CreditsCmd struct {
+	Grant CreditsGrantCmd `cmd:"" help:"Add (or with a negative amount remove) credits; written to the ledger."`
+}
+
+type CreditsGrantCmd struct {
+	StoreFlags
+	Account string `arg:"" help:"Account id."`
+	Amount  int64  `arg:"" help:"Credits (negative to remove)."`
+	JSON    bool   `help:"Print JSON."`
+}
+
+func (c *CreditsGrantCmd) Run(e *env) error {
+	db, err := c.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	bal, err := db.Grant(e.ctx, c.Account, c.Amount, utcNow())
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.Account, "balance": bal})
+	}
+	fmt.Fprintf(e.stdout, "account %s balance %d\n", c.Account, bal)
+	return nil
+}
+
+// KeysCmd groups key commands.
+type KeysCmd struct {
+	Mint       KeysMintCmd       `cmd:"" help:"Mint a key; the key is printed once and cannot be read back."`
+	List       KeysListCmd       `cmd:"" help:"List an account's keys (ids only; keys are never shown again)."`
+	Revoke     KeysRevokeCmd     `cmd:"" help:"Revoke a key (a stamp; revoking twice answers the original time)."`
+	SetCeiling KeysSetCeilingCmd `cmd:"" help:"Set a key's monthly credit ceiling: a figure or 'plan'."`
+}
+
+type KeysMintCmd struct {
+	StoreFlags
+	Account     string `required:"" help:"Account id."`
+	Scopes      string `help:"Comma-separated scopes (default: the ticked set; jobs:read and assets:read always on)."`
+	ExpiresDays int    `default:"90" enum:"30,90,180,365" help:"Lifetime in days."`
+	Ceiling     string `help:"Monthly credit ceiling: a whole positive figure, or 'plan' (default)."`
+	JSON        bool   `help:"Print JSON: {\"key\": ..., \"id\": ...}."`
+}
+
+func (c *KeysMintCmd) Run(e *env) error {
+	db, svc, err := c.console(e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	p := auth.MintParams{AccountID: c.Account, LifetimeDays: c.ExpiresDays}
+	if c.Scopes != "" {
+		if p.Scopes, err = auth.ParseMintScopes(c.Scopes); err != nil {
+			return err
+		}
+	}
+	if c.Ceiling != "" {
+		r, err := parseCeiling(c.Ceiling)
+		if err != nil {
+			return err
+		}
+		p.Ceiling = &r
+	}
+	m, err := svc.Mint(e.ctx, p)
+	if err != nil {
+		return consoleErr(err)
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]string{"key": m.Key, "id": m.Record.ID})
+	}
+	fmt.Fprintf(e.stdout, "key %s (id %s, expires %s)\nThis is the only time the key is shown.\n", m.Key, m.Record.ID, m.Record.ExpiresAt.Format(time.RFC3339))
+	return nil
+}
+
+func parseCeiling(s string) (auth.CeilingRequest, error) {
+	if s == "plan" {
+		return auth.CeilingRequest{FollowPlan: true}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return auth.CeilingRequest{}, fmt.Errorf("ceiling is a whole number or 'plan', not %q", s)
+	}
+	return auth.CeilingRequest{Amount: n}, nil
+}
+
+// consoleErr renders a catalogued refusal for the terminal.
+func consoleErr(err error) error {
+	if e, ok := apierr.As(err); ok {
+		if len(e.Fields) > 0 {
+			b, _ := json.Marshal(e.Fields)
+			return fmt.Errorf("%s: %s %s", e.Code, e.Error(), b)
+		}
+	}
+	return err
+}
+
+type KeysListCmd struct {
+	StoreFlags
+	Account string `required:"" help:"Account id."`
+	JSON    bool   `help:"Print JSON."`
+}
+
+func (c *KeysListCmd) Run(e *env) error {
+	db, svc, err := c.console(e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	keys, err := svc.Keys(e.ctx, c.Account)
+	if err != nil {
+		return err
+	}
+	a, err := db.Account(e.ctx, c.Account)
+	if err != nil {
+		return err
+	}
+	now := utcNow()
+	type row struct {
+		ID           string   `json:"id"`
+		Status       string   `json:"status"`
+		Scopes       []string `json:"scopes"`
+		CreatedAt    string   `json:"created_at"`
+		ExpiresAt    string   `json:"expires_at"`
+		RevokedAt    *string  `json:"revoked_at"`
+		ExpiringSoon bool     `json:"expiring_soon"`
+		Ceiling      int64    `json:"credit_ceiling"`
+		CeilingMode  string   `json:"ceiling_mode"`
+		Spent        int64    `json:"credits_spent_period"`
+	}
+	rows := []row{}
+	for _, k := range keys {
+		r := row{ID: k.ID, Status: string(k.Status(now)), Scopes: auth.Strings(k.Scopes), CreatedAt: k.CreatedAt.Format(time.RFC3339),
+			ExpiresAt: k.ExpiresAt.Format(time.RFC3339), ExpiringSoon: k.ExpiringSoon(now), Ceiling: k.Ceiling.Effective(a.MonthlyAllowance),
+			CeilingMode: string(k.Ceiling.Mode), Spent: k.SpentIn(now)}
+		if k.RevokedAt != nil {
+			s := k.RevokedAt.Format(time.RFC3339)
+			r.RevokedAt = &s
+		}
+		rows = append(rows, r)
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"object": "list", "data": rows})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tEXPIRES\tCEILING\tSPENT\tSCOPES")
+	for _, r := range rows {
+		mark := ""
+		if r.ExpiringSoon {
+			mark = " (<14 days left)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%d\t%d\t%v\n", r.ID, r.Status, r.ExpiresAt, mark, r.Ceiling, r.Spent, r.Scopes)
+	}
+	return tw.Flush()
+}
+
+type KeysRevokeCmd struct {
+	StoreFlags
+	ID   string `arg:"" help:"Public key id (12 characters)."`
+	JSON bool   `help:"Print JSON: {\"id\": ..., \"revoked_at\": ...}."`
+}
+
+func (c *KeysRevokeCmd) Run(e *env) error {
+	db, svc, err := c.console(e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	at, err := svc.Revoke(e.ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]string{"id": c.ID, "revoked_at": at.Format(time.RFC3339Nano)})
+	}
+	fmt.Fprintf(e.stdout, "key %s revoked at %s\n", c.ID, at.Format(time.RFC3339Nano))
+	return nil
+}
+
+type KeysSetCeilingCmd struct {
+	StoreFlags
+	ID        string `arg:"" help:"Public key id."`
+	Ceiling   string `arg:"" help:"A whole positive figure, or 'plan'."`
+	BySupport bool   `help:"Set as the support team: the figure binds the key."`
+	JSON      bool   `help:"Print JSON."`
+}
+
+func (c *KeysSetCeilingCmd) Run(e *env) error {
+	db, svc, err := c.console(e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	r, err := parseCeiling(c.Ceiling)
+	if err != nil {
+		return err
+	}
+	r.BySupport = c.BySupport
+	ceil, err := svc.SetCeiling(e.ctx, c.ID, r)
+	if err != nil {
+		return consoleErr(err)
+	}
+	if c.JSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.ID, "ceiling_mode": ceil.Mode, "ceiling": ceil.Amount, "support_ceiling": ceil.Support})
+	}
+	fmt.Fprintf(e.stdout, "key %s ceiling %s %d\n", c.ID, ceil.Mode, ceil.Amount)
+	return nil
+}
+
+// console opens the store and the auth service for one console command.
+func (f StoreFlags) console(e *env) (*sqlstore.DB, *auth.Service, error) {
+	db, err := f.open(e.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := f.authService(db, false, f.logger(io.Discard), utcNow)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, svc, nil
+}

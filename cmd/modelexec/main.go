@@ -1,0 +1,73 @@
+// Command modelexec is the model execution service: one binary whose subcommands run the
+// surfaces and workers (serve), apply migrations (migrate), and act as the operator's console
+// (accounts, keys, credits). This package is the only place where adapters and the domain meet.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "modelexec:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args and runs one command. Every flag has an environment equivalent:
+// MODELEXEC_ followed by the flag name in upper case with dashes as underscores.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cli CLI
+	exitCode := -1
+	parser, err := kong.New(&cli,
+		kong.Name("modelexec"),
+		kong.Description("Model execution service: queue, synchronous and account API, billed in credits."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { exitCode = code }),
+		kong.Resolvers(envResolver(getenv)),
+		kong.Bind(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr}),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+	if err != nil {
+		return err
+	}
+	kctx, err := parser.Parse(args)
+	if exitCode >= 0 {
+		if exitCode == 0 {
+			return nil // --help
+		}
+		return fmt.Errorf("exit %d", exitCode)
+	}
+	if err != nil {
+		return err
+	}
+	return kctx.Run()
+}
+
+// env is what every command receives besides its flags.
+type env struct {
+	ctx    context.Context
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func envResolver(getenv func(string) string) kong.Resolver {
+	return kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
+		name := "MODELEXEC_" + strings.ToUpper(strings.ReplaceAll(flag.Name, "-", "_"))
+		if v := getenv(name); v != "" {
+			return v, nil
+		}
+		return nil, nil
+	})
+}

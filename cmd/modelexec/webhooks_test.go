@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/webhooks"
+)
+
+// buildServe builds the service the way `modelexec serve` does, over a fresh data directory.
+func buildServe(t *testing.T, secret, roles, scheme string) *app {
+	t.Helper()
+	c := &ServeCmd{Roles: roles, APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
+	c.Data, c.Secret, c.WebhookScheme = t.TempDir(), secret, scheme
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	db, err := c.open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc, err := c.authService(db, false, log, utcNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.build(ctx, db, svc, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func get(h http.Handler, method, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}
+
+// TestWH37_ServeWiresWebhooks: `serve` with a deployment secret (short ones are stretched with
+// SHA-256) serves the JWKS without a key and the webhook routes behind the key check, and runs
+// the delivery engine and the outbox relay only under the webhooks role. Proves WH-37 on the
+// wired service and the role split.
+func TestWH37_ServeWiresWebhooks(t *testing.T) {
+	a := buildServe(t, "a-20-byte-secret-xyz", "api,webhooks", "")
+	api := a.servers["api"].handler
+	rec := get(api, "GET", webhooks.JWKSPath)
+	var set struct {
+		Keys []map[string]string `json:"keys"`
+	}
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &set) != nil || len(set.Keys) != 1 || set.Keys[0]["kty"] != "OKP" {
+		t.Fatalf("jwks %d %s", rec.Code, rec.Body)
+	}
+	for _, r := range [][2]string{{"POST", "/v1/webhooks"}, {"GET", "/v1/webhooks"}, {"POST", "/v1/webhooks/wh_x"}, {"DELETE", "/v1/webhooks/wh_x"}} {
+		if rec := get(api, r[0], r[1]); rec.Code != 401 {
+			t.Fatalf("%s %s: %d %s", r[0], r[1], rec.Code, rec.Body)
+		}
+	}
+	if len(a.workers) != 2 {
+		t.Fatalf("webhooks role runs %d workers, want the engine and the relay", len(a.workers))
+	}
+	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); len(a.workers) != 0 {
+		t.Fatalf("api role alone runs %d workers", len(a.workers))
+	}
+	// Without a deployment secret nothing is wired.
+	a = buildServe(t, "", "api,webhooks", "")
+	if rec := get(a.servers["api"].handler, "GET", webhooks.JWKSPath); rec.Code != 404 || len(a.workers) != 0 {
+		t.Fatalf("unconfigured: jwks %d, %d workers", rec.Code, len(a.workers))
+	}
+}
+
+func TestWH43_WebhookSchemeFlag(t *testing.T) {
+	for in, want := range map[string]webhooks.Scheme{"": webhooks.SchemeEd25519, "ed25519": webhooks.SchemeEd25519, "hmac": webhooks.SchemeHMAC} {
+		if got, err := (WebhookFlags{WebhookScheme: in}).webhookScheme(); err != nil || got != want {
+			t.Fatalf("%q: %v %v", in, got, err)
+		}
+	}
+	if _, err := (WebhookFlags{WebhookScheme: "rsa"}).webhookScheme(); err == nil {
+		t.Fatal("unknown scheme accepted")
+	}
+	if len(webhookSecret("x")) < 16 || string(webhookSecret("0123456789abcdef0123456789abcdef")) != "0123456789abcdef0123456789abcdef" {
+		t.Fatal("secret stretching")
+	}
+}

@@ -1,0 +1,103 @@
+package accountapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/blobs"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/webhooks"
+)
+
+// Pinger reports whether a dependency answers (readiness).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Handler serves the account API. Every dependency is a field set by the caller (cmd/modelexec).
+type Handler struct {
+	Gate    *httpapi.Gate
+	Auth    *auth.Service
+	Jobs    *jobs.Service
+	Catalog *catalog.Catalog
+	URLs    jobview.URLs
+	Signer  blobs.URLSigner
+	Files   http.Handler    // serves and accepts the signed /files/ links
+	Uploads *blobs.Uploader // POST /v1/uploads
+	Ready   []Pinger
+	Now     func() time.Time
+	Log     *slog.Logger
+	OpenAPI []byte // the whole contract, built once at start
+
+	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
+	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
+	Usage    UsageReader       // GET /v1/usage; nil: not registered
+}
+
+func (h *Handler) me() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		p := httpapi.Principal(r)
+		now := h.Now()
+		httpapi.WriteJSON(w, r, http.StatusOK, meBody(p, now))
+		return nil
+	})
+}
+
+// meBody is the account record of spec 01 "Account record".
+func meBody(p *auth.Principal, now time.Time) map[string]any {
+	return map[string]any{
+		"object": "account",
+		"id":     p.Account.ID,
+		"plan":   string(p.Account.Plan),
+		"credits": map[string]any{
+			"balance":           p.Account.Balance,
+			"monthly_allowance": p.Account.MonthlyAllowance,
+			"period":            auth.Period(now),
+		},
+		"key": map[string]any{
+			"id":                   p.Key.ID,
+			"scopes":               auth.Strings(p.Key.Scopes),
+			"credit_ceiling":       p.Key.Ceiling.Effective(p.Account.MonthlyAllowance),
+			"credits_spent_period": p.Key.SpentIn(now),
+		},
+	}
+}
+
+func (h *Handler) openapi() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(h.OpenAPI)
+	})
+}
+
+func (h *Handler) healthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+}
+
+func (h *Handler) readyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		for _, p := range h.Ready {
+			if err := p.Ping(ctx); err != nil {
+				h.Log.Warn("not ready", "err", err)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+}

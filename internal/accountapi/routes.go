@@ -1,0 +1,31 @@
+package accountapi
+
+import (
+	"net/http"
+
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+)
+
+// Routes lists the whole account API surface.
+func (h *Handler) Routes() http.Handler {
+	mux := http.NewServeMux()
+	g := h.Gate
+	read := httpapi.Route{Bucket: ratelimit.Read}
+	public := httpapi.Route{Public: true, Bucket: ratelimit.Read}
+
+	mux.Handle("GET /healthz", h.healthz())
+	mux.Handle("GET /readyz", h.readyz())
+	mux.Handle("GET /v1/openapi.json", g.Protect(public, h.openapi()))
+	mux.Handle("GET /v1/me", g.Protect(read, h.me()))
+	if h.Files != nil {
+		mux.Handle("/files/", h.Files) // signed links: the signature is the credential
+	}
+	h.catalogRoutes(mux)
+	h.jobRoutes(mux)
+	h.uploadRoutes(mux)
+	h.webhookRoutes(mux)
+
+	mux.Handle("/", g.NotFound())
+	return httpapi.Wrap(httpapi.AccountSurface, h.Log, mux)
+}

@@ -1,0 +1,186 @@
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Code is an error code of the catalogue; clients match on it, never on the message.
+type Code string
+
+// Retry is the advice a client gets on whether resending can help.
+type Retry string
+
+const (
+	RetrySameKey         Retry = "same_key"
+	RetryAfterRetryAfter Retry = "after_retry_after"
+	RetryNewKey          Retry = "new_key"
+	RetryPollFirst       Retry = "poll_first"
+	RetryNever           Retry = "never"
+)
+
+// Charged says what happened to the credits of a refused request.
+type Charged string
+
+const (
+	ChargedNo       Charged = "no"
+	ChargedRefunded Charged = "refunded"
+	ChargedStands   Charged = "stands"
+	ChargedUnknown  Charged = "unknown"
+	// ChargedBool marks codes whose body carries a boolean `charged` (true = stands, false = no).
+	ChargedBool Charged = "bool"
+)
+
+// Entry is one row of the catalogue.
+type Entry struct {
+	Code    Code
+	Status  int
+	Type    string // error_type
+	Retry   Retry
+	Charged Charged
+	// Request marks a refusal of what the request says (option, header, body, field) decided
+	// before any charge: queue and synchronous hosts answer it 422 with `detail`.
+	Request bool
+	Carries []string // fields the body carries besides the common ones
+	Message string   // default human message
+}
+
+// Violation is one element of `detail`, the queue-protocol validation shape.
+type Violation struct {
+	Loc  []any  `json:"loc"`
+	Msg  string `json:"msg"`
+	Type string `json:"type"`
+}
+
+// Error is a catalogued refusal ready to be written by the HTTP layer.
+type Error struct {
+	Code    Code
+	Message string
+	// Fields are the code's carried fields (`required`, `balance`, `limit`, ...).
+	Fields map[string]any
+	// Detail is the queue-protocol list of violations; on queue hosts a request refusal
+	// without detail gets [{loc: [body], ...}].
+	Detail []Violation
+	// RetryAfter, when positive, is sent as the Retry-After header (whole seconds).
+	RetryAfter int
+	// Headers are extra response headers (e.g. X-Svc-Request-Timeout-Type).
+	Headers map[string]string
+	// Charged overrides the catalogue's charged value where the outcome is known
+	// (e.g. a boolean for wait_capacity and run_timed_out).
+	Charged any
+	// Status overrides the catalogue status where the spec gives two (e.g. service_busy 429/503).
+	Status int
+	cause  error
+}
+
+// New returns a catalogued error with the code's default message.
+func New(code Code, fields ...any) *Error {
+	e := &Error{Code: code}
+	if len(fields)%2 != 0 {
+		panic("apierr.New: odd number of field arguments")
+	}
+	for i := 0; i < len(fields); i += 2 {
+		e.With(fields[i].(string), fields[i+1])
+	}
+	return e
+}
+
+// Newf returns a catalogued error with its own message.
+func Newf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// With sets one carried field and returns e.
+func (e *Error) With(name string, v any) *Error {
+	if e.Fields == nil {
+		e.Fields = map[string]any{}
+	}
+	e.Fields[name] = v
+	return e
+}
+
+// WithDetail appends violations and returns e.
+func (e *Error) WithDetail(v ...Violation) *Error {
+	e.Detail = append(e.Detail, v...)
+	return e
+}
+
+// Wrap records the underlying cause (logged, never echoed).
+func (e *Error) Wrap(err error) *Error { e.cause = err; return e }
+
+func (e *Error) Unwrap() error { return e.cause }
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = Lookup(e.Code).Message
+	}
+	if e.cause != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, msg, e.cause)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, msg)
+}
+
+// Entry returns the catalogue row of e.
+func (e *Error) Entry() Entry { return Lookup(e.Code) }
+
+// As reports whether err is (or wraps) a catalogued error and returns it.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// Is reports whether err is a catalogued error with code.
+func Is(err error, code Code) bool {
+	e, ok := As(err)
+	return ok && e.Code == code
+}
+
+// Lookup returns the row for code; an unknown code reads as Internal.
+func Lookup(code Code) Entry {
+	if en, ok := catalogue[code]; ok {
+		return en
+	}
+	return catalogue[Internal]
+}
+
+// Known reports whether code has a row.
+func Known(code Code) bool { _, ok := catalogue[code]; return ok }
+
+// Codes lists every catalogued code, sorted.
+func Codes() []Code {
+	out := make([]Code, 0, len(catalogue))
+	for c := range catalogue {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// DocsURL is where each code's entry is documented.
+func DocsURL(code Code) string { return "https://docs.modelexec.dev/errors#" + string(code) }
+
+// ShouldNotRetry reports whether a response with this advice carries x-should-retry: false:
+// a retry cannot help, or may pay twice.
+func ShouldNotRetry(r Retry) bool {
+	return r == RetryNever || r == RetryNewKey || r == RetryPollFirst
+}
+
+// WithRetryAfter sets the Retry-After seconds and returns e.
+func (e *Error) WithRetryAfter(seconds int) *Error { e.RetryAfter = seconds; return e }
+
+// WithCharged sets the body's charged value where the outcome is known and returns e.
+func (e *Error) WithCharged(v any) *Error { e.Charged = v; return e }
+
+// WithHeader sets one extra response header and returns e.
+func (e *Error) WithHeader(name, value string) *Error {
+	if e.Headers == nil {
+		e.Headers = map[string]string{}
+	}
+	e.Headers[name] = value
+	return e
+}

@@ -1,0 +1,314 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+// KeyRecord is what the store keeps of a key: never the key itself.
+type KeyRecord struct {
+	ID          string // 12-character public id
+	AccountID   string
+	SecretHash  string // HMAC-SHA256 of the secret under the deployment secret, hex
+	Scopes      []Scope
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	RevokedAt   *time.Time
+	Ceiling     Ceiling
+	SpentPeriod string // UTC year-month the Spent figure counts
+	Spent       int64
+}
+
+// KeyStatus is live, expired or revoked; neither of the last two comes back (KEY-21).
+type KeyStatus string
+
+const (
+	KeyLive    KeyStatus = "live"
+	KeyExpired KeyStatus = "expired"
+	KeyRevoked KeyStatus = "revoked"
+)
+
+// Status of the key at now.
+func (k KeyRecord) Status(now time.Time) KeyStatus {
+	switch {
+	case k.RevokedAt != nil:
+		return KeyRevoked
+	case !now.Before(k.ExpiresAt):
+		return KeyExpired
+	}
+	return KeyLive
+}
+
+// SpentIn returns the key's spend in the period of now (0 after the month rolled over).
+func (k KeyRecord) SpentIn(now time.Time) int64 {
+	if k.SpentPeriod != Period(now) {
+		return 0
+	}
+	return k.Spent
+}
+
+// Listed reports whether the key still shows in the key list: an expired key stays 30 days (KEY-22).
+func (k KeyRecord) Listed(now time.Time) bool {
+	return k.Status(now) != KeyExpired || now.Before(k.ExpiresAt.Add(30*24*time.Hour))
+}
+
+// ExpiringSoon marks keys with fewer than 14 days left (KEY-23).
+func (k KeyRecord) ExpiringSoon(now time.Time) bool {
+	return k.Status(now) == KeyLive && k.ExpiresAt.Sub(now) < 14*24*time.Hour
+}
+
+// Lifetimes are the offered key lifetimes in days (KEY-18).
+var Lifetimes = []int{30, 90, 180, 365}
+
+// DefaultLifetimeDays is the lifetime of a key minted without a choice.
+const DefaultLifetimeDays = 90
+
+// Store is the persistence auth needs. Methods return ErrNotFound for a missing row.
+type Store interface {
+	CreateAccount(ctx context.Context, a Account) error
+	Account(ctx context.Context, id string) (Account, error)
+	SetAccountStatus(ctx context.Context, id string, s Status) error
+	SetAccountPlan(ctx context.Context, id string, p Plan, monthlyAllowance int64) error
+	// InsertKey stores k unless the account already holds maxLive live keys at now
+	// (ErrTooManyKeys); the count and the insert are atomic.
+	InsertKey(ctx context.Context, k KeyRecord, maxLive int, now time.Time) error
+	Key(ctx context.Context, id string) (KeyRecord, error)
+	Keys(ctx context.Context, accountID string) ([]KeyRecord, error)
+	// RevokeKey stamps the key at `at` unless it is already stamped; it returns the stamp in force.
+	RevokeKey(ctx context.Context, id string, at time.Time) (time.Time, error)
+	SetKeyCeiling(ctx context.Context, id string, c Ceiling) error
+}
+
+// Principal is an authenticated caller.
+type Principal struct {
+	Account Account
+	Key     KeyRecord
+}
+
+// Service authenticates keys and manages accounts and keys.
+type Service struct {
+	store  Store
+	format Format
+	hasher Hasher
+	now    func() time.Time
+	log    *slog.Logger
+
+	// cache holds recent lookups for read-only requests only: a revocation reaches reads
+	// within cacheTTL (KEY-26) and spending, writing or downloading requests at once (KEY-25).
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	p  Principal
+	at time.Time
+}
+
+const cacheTTL = time.Second
+
+// unknownKeyHash is compared against when no key has the presented id.
+const unknownKeyHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// NewService wires the auth service.
+func NewService(store Store, format Format, hasher Hasher, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{store: store, format: format, hasher: hasher, now: now, log: log, cache: map[string]cached{}}
+}
+
+// Format is the key format in force.
+func (s *Service) Format() Format { return s.format }
+
+// Configured reports whether keys can be verified (keys_not_configured otherwise).
+func (s *Service) Configured() bool { return s.hasher.Configured() }
+
+// Parse checks a presented key's shape (order of checks step 4).
+func (s *Service) Parse(raw string) (ParsedKey, error) {
+	if !s.hasher.Configured() {
+		return ParsedKey{}, apierr.New(apierr.KeysNotConfigured)
+	}
+	pk, err := s.format.Parse(raw)
+	if err != nil {
+		return ParsedKey{}, apierr.New(apierr.InvalidAPIKey)
+	}
+	return pk, nil
+}
+
+// Authenticate looks up a parsed key (order of checks step 6, first part): unknown key or wrong
+// secret → invalid_api_key (one answer for both, so a guessed id learns nothing); then account
+// status (banned, suspended, limited unless readOnly: account_limited without its bucket, which
+// the caller adds), then the key's own status (revoked, expired). readOnly requests may be
+// answered from a cache at most cacheTTL old.
+func (s *Service) Authenticate(ctx context.Context, pk ParsedKey, readOnly bool) (Principal, error) {
+	now := s.now()
+	var p Principal
+	hit := false
+	if readOnly {
+		s.mu.Lock()
+		c, ok := s.cache[pk.ID]
+		s.mu.Unlock()
+		if ok && now.Sub(c.at) < cacheTTL && s.hasher.Equal(pk.Secret, c.p.Key.SecretHash) {
+			p, hit = c.p, true
+		}
+	}
+	if !hit {
+		k, err := s.store.Key(ctx, pk.ID)
+		if errors.Is(err, ErrNotFound) {
+			// Spend the same HMAC as a wrong secret would, so timing tells an unknown id
+			// from a known one no better than the answer does.
+			_ = s.hasher.Equal(pk.Secret, unknownKeyHash)
+			return Principal{}, apierr.New(apierr.InvalidAPIKey)
+		}
+		if err != nil {
+			return Principal{}, fmt.Errorf("auth: read key: %w", err)
+		}
+		if !s.hasher.Equal(pk.Secret, k.SecretHash) {
+			return Principal{}, apierr.New(apierr.InvalidAPIKey)
+		}
+		a, err := s.store.Account(ctx, k.AccountID)
+		if err != nil {
+			return Principal{}, fmt.Errorf("auth: read account: %w", err)
+		}
+		p = Principal{Account: a, Key: k}
+		s.mu.Lock()
+		if len(s.cache) > 100_000 {
+			clear(s.cache)
+		}
+		s.cache[pk.ID] = cached{p: p, at: now}
+		s.mu.Unlock()
+	}
+	switch p.Account.Status {
+	case Banned:
+		return Principal{}, apierr.New(apierr.AccountBanned)
+	case Suspended:
+		return Principal{}, apierr.New(apierr.AccountSuspended)
+	case Limited:
+		// Spec 02 check 6 orders account_limited before the key's own status; the caller
+		// (httpapi.Gate) names the bucket.
+		if !readOnly {
+			return Principal{}, apierr.New(apierr.AccountLimited)
+		}
+	}
+	switch p.Key.Status(now) {
+	case KeyRevoked:
+		return Principal{}, apierr.New(apierr.KeyRevoked)
+	case KeyExpired:
+		return Principal{}, apierr.New(apierr.KeyExpired)
+	}
+	return p, nil
+}
+
+// MintParams asks for a new key.
+type MintParams struct {
+	AccountID    string
+	Scopes       []Scope // nil: the default ticked set; always-on scopes are added
+	LifetimeDays int     // 0: 90
+	Ceiling      *CeilingRequest
+}
+
+// Minted is a new key: the only moment the full key exists outside the caller's hands.
+type Minted struct {
+	Key    string
+	Record KeyRecord
+}
+
+// Mint creates a key (KEY-14, KEY-18, KEY-27).
+func (s *Service) Mint(ctx context.Context, p MintParams) (Minted, error) {
+	if !s.hasher.Configured() {
+		return Minted{}, apierr.New(apierr.KeysNotConfigured)
+	}
+	days := p.LifetimeDays
+	if days == 0 {
+		days = DefaultLifetimeDays
+	}
+	valid := false
+	for _, d := range Lifetimes {
+		valid = valid || d == days
+	}
+	if !valid {
+		return Minted{}, fmt.Errorf("key lifetime is 30, 90, 180 or 365 days, not %d", days)
+	}
+	a, err := s.store.Account(ctx, p.AccountID)
+	if err != nil {
+		return Minted{}, fmt.Errorf("account %s: %w", p.AccountID, err)
+	}
+	c := Ceiling{Mode: FollowPlan}
+	if p.Ceiling != nil {
+		if c, err = c.Apply(*p.Ceiling, a.MonthlyAllowance); err != nil {
+			return Minted{}, err
+		}
+	}
+	key, id, err := s.format.Mint()
+	if err != nil {
+		return Minted{}, err
+	}
+	now := s.now().UTC()
+	rec := KeyRecord{
+		ID: id, AccountID: a.ID, SecretHash: s.hasher.Hash(key[len(s.format.Prefix)+idLen+1 : len(key)-checksumLen]),
+		Scopes: Normalize(p.Scopes), CreatedAt: now, ExpiresAt: now.AddDate(0, 0, days), Ceiling: c,
+		SpentPeriod: Period(now),
+	}
+	if err := s.store.InsertKey(ctx, rec, a.Plan.MaxLiveKeys(), now); err != nil {
+		if errors.Is(err, ErrTooManyKeys) {
+			return Minted{}, fmt.Errorf("account %s already holds %d live keys (plan %s): revoke one first: %w", a.ID, a.Plan.MaxLiveKeys(), a.Plan, err)
+		}
+		return Minted{}, err
+	}
+	s.log.Info("key minted", "key_id", id, "account", a.ID)
+	return Minted{Key: key, Record: rec}, nil
+}
+
+// Revoke stamps a key; revoking twice answers the original stamp (KEY-24).
+func (s *Service) Revoke(ctx context.Context, id string) (time.Time, error) {
+	at, err := s.store.RevokeKey(ctx, id, s.now().UTC())
+	if err != nil {
+		return time.Time{}, err
+	}
+	s.mu.Lock()
+	delete(s.cache, id)
+	s.mu.Unlock()
+	s.log.Info("key revoked", "key_id", id, "revoked_at", at)
+	return at, nil
+}
+
+// SetCeiling changes a key's cap within the rules; spend so far stays counted.
+func (s *Service) SetCeiling(ctx context.Context, id string, r CeilingRequest) (Ceiling, error) {
+	k, err := s.store.Key(ctx, id)
+	if err != nil {
+		return Ceiling{}, err
+	}
+	a, err := s.store.Account(ctx, k.AccountID)
+	if err != nil {
+		return Ceiling{}, err
+	}
+	c, err := k.Ceiling.Apply(r, a.MonthlyAllowance)
+	if err != nil {
+		return Ceiling{}, err
+	}
+	return c, s.store.SetKeyCeiling(ctx, id, c)
+}
+
+// Keys lists an account's keys still shown (an expired key stays 30 days).
+func (s *Service) Keys(ctx context.Context, accountID string) ([]KeyRecord, error) {
+	all, err := s.store.Keys(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []KeyRecord
+	for _, k := range all {
+		if k.Listed(now) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Account reads an account.
+func (s *Service) Account(ctx context.Context, id string) (Account, error) {
+	return s.store.Account(ctx, id)
+}

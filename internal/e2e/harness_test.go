@@ -1,0 +1,458 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/queueapi"
+	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+	"github.com/modelexec/modelexec/internal/syncapi"
+)
+
+const secret = "e2e-secret-0123456789abcdef"
+
+// Test catalogue slugs, added to the shipped catalogue.
+const (
+	mFast      = "t-fast"      // refuses a queue, 10 credits per call-ish unit (quote 11 at defaults)
+	mQueue     = "t-queue"     // offers a queue, max wait 600 s
+	mStall     = "t-stall"     // stall ceiling 1 s
+	mSlow      = "t-slow"      // expected_seconds 120: not synchronous
+	mDescribed = "t-described" // 501 model_not_connected
+	mPaused    = "t-paused"    // 503 model_disabled
+)
+
+// testCatalog is the shipped catalogue plus the test models above (copies of image-4b).
+func testCatalog(t testing.TB, hosts catalog.Hosts) *catalog.Catalog {
+	t.Helper()
+	c, err := buildCatalog(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func buildCatalog(hosts catalog.Hosts) (*catalog.Catalog, error) {
+	var f catalog.File
+	if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {
+		return nil, err
+	}
+	var base catalog.ModelFile
+	for _, m := range f.Models {
+		if m.Slug == "image-4b" {
+			base = m
+		}
+	}
+	add := func(slug string, edit func(m *catalog.ModelFile)) {
+		m := base
+		m.Slug, m.Label, m.Name = slug, "T"+slug, slug
+		m.Price.Bands = append([]catalog.BandFile(nil), base.Price.Bands...)
+		m.Price.Bands[0].CreditsPerUnit = "10"
+		edit(&m)
+		f.Models = append(f.Models, m)
+	}
+	add(mFast, func(m *catalog.ModelFile) { m.ExpectedSeconds = 1 })
+	add(mQueue, func(m *catalog.ModelFile) { m.Lifecycle.Queue, m.Lifecycle.MaxWaitSeconds = catalog.QueueOffers, 600 })
+	add(mStall, func(m *catalog.ModelFile) { m.Lifecycle.StallCeilingSeconds = 1 })
+	add(mSlow, func(m *catalog.ModelFile) { m.ExpectedSeconds = 120 })
+	add(mDescribed, func(m *catalog.ModelFile) { m.State = catalog.Described })
+	add(mPaused, func(m *catalog.ModelFile) { m.State = catalog.Paused })
+	return catalog.New(f, catalog.WithHosts(hosts))
+}
+
+// clock is the service's clock: real time plus an offset a test may advance (no sleeping for
+// request timeouts).
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().UTC().Add(c.off)
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// ctlRunner behaves by the prompt it is handed: "ok" finishes at once, "block" waits until the
+// test releases it (or its context ends, reporting half the work done), "refuse" refuses the
+// request as written, "fail" fails.
+type ctlRunner struct {
+	mu      sync.Mutex
+	release chan struct{}
+	started chan string // request ids as they start
+}
+
+func newCtlRunner() *ctlRunner {
+	return &ctlRunner{release: make(chan struct{}), started: make(chan string, 1000)}
+}
+
+// Release lets every blocked run (and every later one) finish.
+func (r *ctlRunner) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.release:
+	default:
+		close(r.release)
+	}
+}
+
+func (r *ctlRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (runners.Result, error) {
+	var in struct {
+		Prompt string `json:"positivePrompt"`
+	}
+	_ = json.Unmarshal(j.Input, &in)
+	r.started <- j.RequestID
+	env.Report.Log("info", "running "+in.Prompt)
+	doc := map[string]any{"images": []any{map[string]any{"width": 1024, "height": 1024}}, "prompt": in.Prompt}
+	switch {
+	case strings.HasPrefix(in.Prompt, "block"):
+		env.Report.Progress(0.5)
+		r.mu.Lock()
+		rel := r.release
+		r.mu.Unlock()
+		select {
+		case <-rel:
+		case <-ctx.Done():
+			return runners.Result{Done: 0.5}, ctx.Err()
+		}
+	case strings.HasPrefix(in.Prompt, "refuse"):
+		return runners.Result{}, &runners.Refusal{Code: "content_policy", Detail: []runners.Violation{{Loc: []string{"body", "positivePrompt"}, Msg: "the model refused this prompt", Type: "content_policy"}}}
+	case strings.HasPrefix(in.Prompt, "fail"):
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "boom"}
+	}
+	return runners.Result{Document: doc, Done: 1}, nil
+}
+
+// harness is the whole service over HTTP.
+type harness struct {
+	t       testing.TB
+	db      *sqlstore.DB
+	clock   *clock
+	auth    *auth.Service
+	jobs    *jobs.Service
+	cat     *catalog.Catalog
+	runner  *ctlRunner
+	queue   *httptest.Server
+	sync    *httptest.Server
+	account string
+	key     string
+}
+
+type options struct {
+	cfg         func(*jobs.Config)
+	seats       *jobs.Seats
+	waitCeiling time.Duration
+	plan        auth.Plan
+	balance     int64
+	noWorker    bool
+}
+
+func quietLog() *slog.Logger {
+	if os.Getenv("E2E_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newHarness wires the service the way cmd/modelexec serve build() does, with httptest
+// servers, the test catalogue, the control runner on every model, and no rate limits.
+func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
+	t.Helper()
+	if o.plan == "" {
+		o.plan = auth.Pro
+	}
+	if o.balance == 0 {
+		o.balance = 1000
+	}
+	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
+	log := quietLog()
+	// Handlers are created before the servers know their URLs; a mux indirection fixes that.
+	var queueH, syncH http.Handler
+	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
+	h.sync = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { syncH.ServeHTTP(w, r) }))
+	t.Cleanup(h.sync.Close)
+	t.Cleanup(h.queue.Close)
+	h.cat = testCatalog(t, catalog.Hosts{Queue: h.queue.URL, Sync: h.sync.URL})
+	reg := runners.Registry{}
+	for _, m := range h.cat.Models() {
+		reg[m.Slug] = h.runner
+	}
+	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, log)
+	cfg := jobs.DefaultConfig()
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	seats := o.seats
+	if seats == nil {
+		seats = jobs.NewSeats(12, 200, 1000)
+	}
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
+	h.jobs = jobs.New(sqlstore.Jobs{DB: db}, h.cat, reg, env, seats, h.clock.Now, log, cfg)
+	gate := &httpapi.Gate{Auth: h.auth, Switches: &httpapi.Switches{}, Now: h.clock.Now, Log: log}
+	urls := jobview.URLs{Queue: h.queue.URL}
+	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, Now: h.clock.Now, Log: log}).Routes()
+	wc := o.waitCeiling
+	if wc == 0 {
+		wc = 60 * time.Second
+	}
+	syncH = (&syncapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, WaitCeiling: wc, Log: log}).Routes()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if !o.noWorker {
+		go func() { defer close(done); _ = h.jobs.Run(ctx) }()
+	} else {
+		close(done)
+	}
+	t.Cleanup(func() { h.runner.Release(); cancel(); <-done; h.jobs.Drain() })
+	h.account, h.key = h.newAccount("acct_e2e", o.plan, o.balance, nil)
+	return h
+}
+
+// newAccount creates an account with credits granted through the ledger and mints a key.
+func (h *harness) newAccount(id string, plan auth.Plan, balance int64, ceiling *auth.CeilingRequest) (string, string) {
+	h.t.Helper()
+	storetest.NewAccount(h.t, h.db, id, plan, 0)
+	if _, err := h.db.Grant(context.Background(), id, balance, h.clock.Now()); err != nil {
+		h.t.Fatal(err)
+	}
+	m, err := h.auth.Mint(context.Background(), auth.MintParams{AccountID: id, Ceiling: ceiling})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id, m.Key
+}
+
+type nopSigner struct{}
+
+func (nopSigner) SignGet(_ context.Context, key string) (string, time.Time, error) {
+	return "https://files.test/" + key, time.Now().Add(15 * time.Minute), nil
+}
+
+// resp is one HTTP answer.
+type resp struct {
+	Code   int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+func (r resp) str(k string) string { s, _ := r.Body[k].(string); return s }
+func (r resp) num(k string) int64  { f, _ := r.Body[k].(float64); return int64(f) }
+
+// call sends one request with the harness key (unless headers set Authorization).
+func (h *harness) call(method, url, body string, hdr ...string) resp {
+	h.t.Helper()
+	return h.callKey(h.key, method, url, body, hdr...)
+}
+
+func (h *harness) callKey(key, method, url, body string, hdr ...string) resp {
+	h.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := resp{Code: res.StatusCode, Header: res.Header, Raw: string(raw)}
+	_ = json.Unmarshal(raw, &out.Body)
+	return out
+}
+
+func (h *harness) submit(slug, query, body string, hdr ...string) resp {
+	h.t.Helper()
+	u := h.queue.URL + "/svc-serverless/" + slug
+	if query != "" {
+		u += "?" + query
+	}
+	return h.call(http.MethodPost, u, body, hdr...)
+}
+
+func (h *harness) status(r resp, logs bool) resp {
+	h.t.Helper()
+	u := r.str("status_url")
+	if logs {
+		u += "?logs=1"
+	}
+	return h.call(http.MethodGet, u, "")
+}
+
+func (h *harness) balanceOf(account string) int64 {
+	h.t.Helper()
+	a, err := h.db.Account(context.Background(), account)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return a.Balance
+}
+
+func (h *harness) balance() int64 { return h.balanceOf(h.account) }
+
+// waitSettled polls the store until the request settles (no sleeping on a timer the service
+// owns: the runner's own pace decides).
+func (h *harness) waitSettled(requestID string) jobs.Job {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		j, err := sqlstore.Jobs{DB: h.db}.JobByRequest(context.Background(), requestID)
+		if err == nil && j.Settled() {
+			return j
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("request %s did not settle", requestID)
+	return jobs.Job{}
+}
+
+// waitStarted waits until the runner has been handed n runs.
+func (h *harness) waitStarted(n int) []string {
+	h.t.Helper()
+	var ids []string
+	for len(ids) < n {
+		select {
+		case id := <-h.runner.started:
+			ids = append(ids, id)
+		case <-time.After(10 * time.Second):
+			h.t.Fatalf("only %d of %d runs started", len(ids), n)
+		}
+	}
+	return ids
+}
+
+func (h *harness) job(requestID string) jobs.Job {
+	h.t.Helper()
+	j, err := sqlstore.Jobs{DB: h.db}.JobByRequest(context.Background(), requestID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
+func (h *harness) countJobs() int {
+	h.t.Helper()
+	var n int
+	if err := h.db.SQL().QueryRow(`SELECT count(*) FROM jobs`).Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// checkBooks proves the invariants after a test: every account's balance equals the sum of
+// its ledger entries; every settled job has exactly one event and an unsettled one none; each
+// job's ledger movements sum to minus what it was charged; no job is charged above its quote.
+func (h *harness) checkBooks() {
+	h.t.Helper()
+	checkBooks(h.t, h.db)
+}
+
+func checkBooks(t testing.TB, db *sqlstore.DB) {
+	t.Helper()
+	h := &harness{t: t, db: db}
+	ctx := context.Background()
+	rows, err := h.db.SQL().QueryContext(ctx, `SELECT id FROM accounts`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var accts []string
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		accts = append(accts, id)
+	}
+	rows.Close()
+	for _, a := range accts {
+		sum, err := h.db.LedgerSum(ctx, a)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if bal := h.balanceOf(a); bal != sum {
+			h.t.Errorf("account %s: balance %d != sum of ledger entries %d", a, bal, sum)
+		}
+	}
+	rows, err = h.db.SQL().QueryContext(ctx, `SELECT j.id, j.status, j.outcome, j.quoted, j.charged, j.reserved,
+ (SELECT count(*) FROM events e WHERE e.account_id = j.account_id AND e.job_id = j.id),
+ (SELECT COALESCE(SUM(l.amount), 0) FROM ledger_entries l WHERE l.account_id = j.account_id AND l.job_id = j.id),
+ (SELECT count(*) FROM ledger_entries l WHERE l.account_id = j.account_id AND l.job_id = j.id AND l.kind = 'charge')
+ FROM jobs j`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, status, outcome string
+		var quoted, charged, reserved, events, moved, charges int64
+		if err := rows.Scan(&id, &status, &outcome, &quoted, &charged, &reserved, &events, &moved, &charges); err != nil {
+			h.t.Fatal(err)
+		}
+		settled := status == string(jobs.Completed)
+		switch {
+		case settled && events != 1:
+			h.t.Errorf("job %s (%s): %d events, want exactly 1", id, outcome, events)
+		case !settled && events != 0:
+			h.t.Errorf("job %s (%s): %d events before settling", id, status, events)
+		}
+		if charges > 1 {
+			h.t.Errorf("job %s charged %d times", id, charges)
+		}
+		if charged > quoted || reserved > quoted {
+			h.t.Errorf("job %s: charged %d reserved %d above the quote %d", id, charged, reserved, quoted)
+		}
+		if settled && moved != -charged {
+			h.t.Errorf("job %s (%s): ledger moved %d, want -%d (charged)", id, outcome, moved, charged)
+		}
+	}
+}
+
+// each runs f against a fresh database of each backend with a harness built by o.
+func each(t *testing.T, o options, f func(t *testing.T, h *harness)) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		h := newHarness(t, db, o)
+		f(t, h)
+		h.checkBooks()
+	})
+}
+
+func prettyBody(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", " ")
+	_ = enc.Encode(v)
+	return b.String()
+}

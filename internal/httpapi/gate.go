@@ -1,0 +1,227 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+)
+
+// Pacer is the rate-limit seam of the check order: the per-instance fuse (step 5, before the
+// key is looked up) and the shared limiter (step 6). An Admit error means the limiter could not
+// be reached (503 limiter_unavailable).
+type Pacer interface {
+	Fuse(key string, b ratelimit.Bucket, now time.Time) bool
+	Admit(ctx context.Context, req ratelimit.Request) (ratelimit.Decision, error)
+}
+
+// Switches are the operator's kill switches (order of checks step 1).
+type Switches struct {
+	APIDisabled      atomic.Bool
+	DisabledProducts atomic.Pointer[map[string]bool]
+}
+
+// ProductDisabled reports whether product is paused.
+func (s *Switches) ProductDisabled(product string) bool {
+	m := s.DisabledProducts.Load()
+	return m != nil && (*m)[product]
+}
+
+// Route describes what a route asks of the check order.
+type Route struct {
+	Bucket ratelimit.Bucket
+	// Public routes take no key (catalogue, openapi, jwks): checks 3-7 do not apply.
+	Public bool
+	// Product, when set, names the product the request is for (api_disabled per product).
+	Product func(r *http.Request) string
+	// Scope, when set, is the requirement checked last (step 7). It may return a catalogued
+	// error (e.g. not_found for an unknown model address).
+	Scope func(r *http.Request) (auth.Requirement, error)
+}
+
+// Gate runs the order of checks of spec 02 in front of every route.
+type Gate struct {
+	Auth     *auth.Service
+	Pacer    Pacer
+	Switches *Switches
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// Principal returns the authenticated caller of r (nil on public routes).
+func Principal(r *http.Request) *auth.Principal {
+	p, _ := r.Context().Value(principalKey).(*auth.Principal)
+	return p
+}
+
+// Protect wraps h in the order of checks for route.
+func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
+	return Func(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := g.check(w, r, route)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+		}
+		h.ServeHTTP(w, r)
+		return nil
+	})
+}
+
+func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
+	now := g.Now()
+	// 1. API or product paused.
+	if g.Switches != nil {
+		if g.Switches.APIDisabled.Load() || (route.Product != nil && g.Switches.ProductDisabled(route.Product(r))) {
+			g.anonymousHeaders(w, r, now)
+			return nil, apierr.New(apierr.APIDisabled)
+		}
+	}
+	// 2. Browser calls are refused before the key is read; then the declared body size.
+	if _, ok := r.Header["Origin"]; ok {
+		g.anonymousHeaders(w, r, now)
+		return nil, apierr.New(apierr.BrowserOriginRefused)
+	}
+	if r.ContentLength > MaxBody {
+		g.anonymousHeaders(w, r, now)
+		return nil, bodyTooLarge()
+	}
+	if route.Public {
+		g.anonymousHeaders(w, r, now)
+		return nil, nil
+	}
+	// 3. Authorization present.
+	raw, ok := credential(r)
+	if !ok {
+		g.anonymousHeaders(w, r, now)
+		return nil, apierr.New(apierr.MissingAuthorization)
+	}
+	// 4. Key well formed (keys_not_configured when the deployment has no secret).
+	pk, err := g.Auth.Parse(raw)
+	if err != nil {
+		g.anonymousHeaders(w, r, now)
+		return nil, err
+	}
+	bucket := route.Bucket
+	// 5. Per-instance fuse, before the key is looked up.
+	if g.Pacer != nil && !g.Pacer.Fuse(pk.ID, bucket, now) {
+		g.anonymousHeaders(w, r, now)
+		return nil, apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
+	}
+	// 6. Account status, key validity, plan and rate bucket.
+	p, err := g.Auth.Authenticate(r.Context(), pk, bucket == ratelimit.Read)
+	if err != nil {
+		g.anonymousHeaders(w, r, now)
+		if e, ok := apierr.As(err); ok && e.Code == apierr.AccountLimited {
+			e.With("bucket", string(bucket))
+		}
+		return nil, err
+	}
+	if p.Account.Status == auth.Limited && bucket != ratelimit.Read {
+		g.anonymousHeaders(w, r, now)
+		return nil, apierr.New(apierr.AccountLimited, "bucket", string(bucket))
+	}
+	if g.Pacer != nil {
+		if err := g.Admit(w, r, &p, bucket, 1); err != nil {
+			return nil, err
+		}
+	}
+	// 7. Scope, last.
+	if route.Scope != nil {
+		req, err := route.Scope(r)
+		if err != nil {
+			return nil, err
+		}
+		if !req.Satisfied(p.Key.Scopes) {
+			return nil, apierr.New(apierr.InsufficientScope, "required", string(req.Required),
+				"accepted", auth.Strings(req.Accepted), "scopes", auth.Strings(p.Key.Scopes))
+		}
+	}
+	return &p, nil
+}
+
+// Admit takes cost from the caller's bucket and sets the rate headers from the answer. The
+// asset-list route calls it a second time for egress; the headers show the last admission.
+func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, bucket ratelimit.Bucket, cost int64) error {
+	if g.Pacer == nil {
+		return nil
+	}
+	now := g.Now()
+	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: p.Key.ID, Plan: string(p.Account.Plan),
+		AccountCreated: p.Account.CreatedAt, Bucket: bucket, Cost: cost})
+	setRateHeaders(w.Header(), d, now)
+	if err != nil {
+		g.Log.Warn("rate limiter unavailable", "err", err, "key_id", p.Key.ID)
+		return apierr.New(apierr.LimiterUnavailable).WithRetryAfter(5)
+	}
+	switch d.Refusal {
+	case "":
+		return nil
+	case ratelimit.PlanHasNoAPIGenerate:
+		return apierr.New(apierr.PlanHasNoAPIGenerate, "plan", string(p.Account.Plan), "bucket", string(bucket))
+	case ratelimit.RequestTooLarge:
+		return apierr.New(apierr.RequestTooLarge, "plan", string(p.Account.Plan), "bucket", string(bucket), "limit", d.Limit)
+	default:
+		secs := ceilSeconds(d.RetryAfter)
+		return apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", secs, "reason", "bucket_spent").WithRetryAfter(secs)
+	}
+}
+
+// anonymousHeaders sets the rate headers of answers given before a key is known, from a
+// per-client-address read bucket (DESIGN.md decision 23).
+func (g *Gate) anonymousHeaders(w http.ResponseWriter, r *http.Request, now time.Time) {
+	if g.Pacer == nil {
+		return
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: "addr:" + host, Plan: string(auth.Free), Bucket: ratelimit.Read, Cost: 1})
+	if err == nil {
+		setRateHeaders(w.Header(), d, now)
+	}
+}
+
+func setRateHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
+	reset := ceilSeconds(d.ResetAfter)
+	limit, remaining := strconv.FormatInt(d.Limit, 10), strconv.FormatInt(d.Remaining, 10)
+	h.Set("RateLimit-Limit", limit)
+	h.Set("RateLimit-Remaining", remaining)
+	h.Set("RateLimit-Reset", strconv.Itoa(reset))
+	h.Set("X-RateLimit-Limit", limit)
+	h.Set("X-RateLimit-Remaining", remaining)
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(time.Duration(reset)*time.Second).Unix(), 10))
+}
+
+func ceilSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// credential extracts the key: "Bearer <key>", "Key <key>" (fal clients) or the bare key.
+func credential(r *http.Request) (string, bool) {
+	v, ok := r.Header["Authorization"]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	s := strings.TrimSpace(v[0])
+	if i := strings.IndexByte(s, ' '); i > 0 {
+		scheme := s[:i]
+		if strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Key") {
+			s = strings.TrimSpace(s[i+1:])
+		}
+	}
+	return s, true
+}

@@ -1,0 +1,191 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+// Surface is which host a request arrived on; queue and synchronous hosts answer refusals of
+// what the request says with 422 and detail (spec 02 "Error body").
+type Surface int
+
+const (
+	AccountSurface Surface = iota
+	QueueSurface
+	SyncSurface
+)
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	surfaceKey
+	principalKey
+)
+
+// RequestID returns the id of the HTTP request (X-Request-Id).
+func RequestID(r *http.Request) string {
+	if v, ok := r.Context().Value(requestIDKey).(string); ok {
+		return v
+	}
+	return ""
+}
+
+// SurfaceOf returns the surface the request arrived on.
+func SurfaceOf(r *http.Request) Surface {
+	s, _ := r.Context().Value(surfaceKey).(Surface)
+	return s
+}
+
+// NewRequestID mints a request id.
+func NewRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("req_%x", b)
+}
+
+// Func is a handler that returns an error; Func.ServeHTTP writes it with WriteError.
+type Func func(w http.ResponseWriter, r *http.Request) error
+
+func (f Func) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := f(w, r); err != nil {
+		WriteError(w, r, err)
+	}
+}
+
+// loggerKey carries the surface's logger.
+type loggerKey struct{}
+
+func logger(r *http.Request) *slog.Logger {
+	if l, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// WriteJSON writes v as JSON with request_id added to the top-level object.
+func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		WriteError(w, r, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	b := withRequestID(bytes.TrimRight(buf.Bytes(), "\n"), RequestID(r))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// withRequestID splices "request_id" into a JSON object unless it already has one.
+func withRequestID(b []byte, id string) []byte {
+	if len(b) < 2 || b[0] != '{' || id == "" {
+		return b
+	}
+	if bytes.Contains(b, []byte(`"request_id":`)) {
+		// Only a top-level request_id counts; nested ones (a job list's items) do not.
+		var top map[string]json.RawMessage
+		if json.Unmarshal(b, &top) != nil {
+			return b
+		}
+		if _, ok := top["request_id"]; ok {
+			return b
+		}
+	}
+	tail := `,"request_id":` + strconv.Quote(id) + `}`
+	if bytes.Equal(bytes.TrimSpace(b), []byte("{}")) {
+		tail = tail[1:]
+	}
+	out := make([]byte, 0, len(b)+len(tail))
+	out = append(out, b[:len(b)-1]...)
+	return append(out, tail...)
+}
+
+// WriteError is the one place an error becomes a response (STYLE.md convention 1). A
+// catalogued error is written with its row; anything else is logged and answered internal,
+// never echoed.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	e, ok := apierr.As(err)
+	if !ok {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			return // the client went away
+		}
+		logger(r).Error("internal error", "err", err, "request_id", RequestID(r), "path", r.URL.Path)
+		e = apierr.New(apierr.Internal)
+	} else if e.Unwrap() != nil {
+		logger(r).Warn("refusal with cause", "code", e.Code, "err", e.Unwrap(), "request_id", RequestID(r))
+	}
+	status, body := ErrorBody(e, SurfaceOf(r))
+	h := w.Header()
+	for k, v := range e.Headers {
+		h.Set(k, v)
+	}
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if apierr.ShouldNotRetry(e.Entry().Retry) {
+		h.Set("x-should-retry", "false")
+	}
+	WriteJSON(w, r, status, body)
+}
+
+// ErrorBody renders e as spec 02's error body for a surface.
+func ErrorBody(e *apierr.Error, s Surface) (int, map[string]any) {
+	en := e.Entry()
+	status := en.Status
+	if e.Status != 0 {
+		status = e.Status
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = en.Message
+	}
+	body := map[string]any{}
+	for k, v := range e.Fields {
+		body[k] = v
+	}
+	var charged any = string(en.Charged)
+	if en.Charged == apierr.ChargedBool {
+		charged = false
+	}
+	if e.Charged != nil {
+		charged = e.Charged
+	}
+	body["error"] = string(e.Code)
+	body["error_type"] = en.Type
+	body["message"] = msg
+	body["retry"] = string(en.Retry)
+	body["charged"] = charged
+	body["docs"] = apierr.DocsURL(e.Code)
+	detail := e.Detail
+	if (s == QueueSurface || s == SyncSurface) && en.Request && e.Code != apierr.ModelNotSynchronous {
+		status = http.StatusUnprocessableEntity
+		if en.Type != "ValidationError" && en.Type != "ContentPolicyError" {
+			body["error_type"] = "ValidationError" // 422 carries only these two (spec 02)
+		}
+		if len(detail) == 0 {
+			detail = []apierr.Violation{{Loc: []any{"body"}, Msg: msg, Type: string(e.Code)}}
+		}
+	}
+	if len(detail) > 0 {
+		body["detail"] = detail
+	}
+	if s == SyncSurface && status == http.StatusInternalServerError && en.Type == "ConfigurationError" {
+		body["error_type"] = "ExecutionError"
+	}
+	if s != SyncSurface && en.Type == "ExecutionError" {
+		body["error_type"] = "InternalError" // ExecutionError is the synchronous host's 500 only
+	}
+	return status, body
+}

@@ -1,0 +1,9 @@
+// Package jobs owns the job state machine: submit (quote, coverage, ceiling, balance, reserve,
+// insert, dispatch in one transaction), idempotency, the queue for models that offer one,
+// execution on runners with leases and heartbeats, settlement through the ledger (never above
+// the quote, refunds on failure, timeout and stall), cancellation, and the events outbox (one
+// event per settled job, written in the settling transaction).
+//
+// It must not import net/http handlers, database/sql or any driver: storage is the Store port,
+// models are runners.Runner.
+package jobs

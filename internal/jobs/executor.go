@@ -1,0 +1,317 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+var errStopping = errors.New("jobs: service stopping")
+
+// Cancellation causes carried by a running job's context.
+var (
+	errCancelAsked = errors.New("cancel asked")
+	errStalled     = errors.New("stall ceiling passed")
+)
+
+func (s *Service) concurrency(model string) int {
+	if n, ok := s.cfg.Concurrency[model]; ok {
+		return n
+	}
+	return s.cfg.ModelConcurrency
+}
+
+// claimSlot takes one of this process's runner slots for model.
+func (s *Service) claimSlot(model string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || s.slots[model] >= s.concurrency(model) {
+		return false
+	}
+	s.slots[model]++
+	return true
+}
+
+func (s *Service) releaseSlot(model string) {
+	s.mu.Lock()
+	s.slots[model]--
+	s.mu.Unlock()
+	s.kick()
+}
+
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start runs a job that holds a slot and a lease in a goroutine owned by the service.
+func (s *Service) start(j Job) error {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return errStopping
+	}
+	m, ok := s.catalog.Model(j.Model)
+	stall := 10 * time.Minute
+	if ok && m.Lifecycle.StallCeilingSeconds > 0 {
+		stall = time.Duration(m.Lifecycle.StallCeilingSeconds) * time.Second
+	}
+	ctx, cancel := context.WithCancelCause(s.base)
+	rj := &runningJob{job: j, cancel: cancel}
+	s.running[j.RequestID] = rj
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer s.releaseSlot(j.Model)
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, j.RequestID)
+			s.mu.Unlock()
+		}()
+		timer := time.AfterFunc(stall, func() { cancel(errStalled) })
+		defer timer.Stop()
+		res, err := s.execute(ctx, rj)
+		cause := context.Cause(ctx)
+		cancel(nil)
+		s.finish(rj, res, err, cause)
+	}()
+	return nil
+}
+
+func (s *Service) execute(ctx context.Context, rj *runningJob) (res runners.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &runners.Failure{Code: string(apierr.RunFailed), Message: fmt.Sprint("runner panic: ", v)}
+		}
+	}()
+	rn, err := s.runners.For(rj.job.Model)
+	if err != nil {
+		return runners.Result{}, &runners.Failure{Code: string(apierr.RunFailed), Message: err.Error()}
+	}
+	rj.addLog("info", "job "+rj.job.ID+" started on "+s.cfg.Owner, s.now())
+	env := s.env(rj.job, &reporter{rj: rj, now: s.now, broker: s.broker})
+	return rn.Run(ctx, runners.Job{ID: rj.job.ID, RequestID: rj.job.RequestID, Address: "svc-serverless/" + rj.job.Model,
+		Slug: rj.job.Model, Input: rj.job.Input}, env)
+}
+
+// finish turns a run's return into a settlement.
+func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause error) {
+	st := settlement{outcome: Succeeded, result: &res, done: res.Done}
+	if st.done == 0 && err == nil {
+		st.done = 1
+	}
+	var ref *runners.Refusal
+	var fail *runners.Failure
+	switch {
+	case errors.Is(cause, errStopping):
+		return // process shutting down: the lease runs out and the job runs again elsewhere
+	case errors.Is(cause, errStalled):
+		st = settlement{outcome: Failed, code: string(apierr.Stalled), message: "the run passed the model's stall ceiling"}
+	case errors.Is(cause, errCancelAsked):
+		st = settlement{outcome: Cancelled, done: res.Done}
+		if err == nil {
+			st.done = 1
+		}
+	case err == nil:
+	case errors.As(err, &ref):
+		st = settlement{outcome: Failed, code: ref.Code, detail: ref.Detail, message: ref.Error(), refusal: true}
+	case errors.As(err, &fail):
+		st = settlement{outcome: Failed, code: fail.Code, message: fail.Message}
+	default:
+		st = settlement{outcome: Failed, code: string(apierr.RunFailed), message: err.Error()}
+	}
+	if st.code != "" && !apierr.Known(apierr.Code(st.code)) && !st.refusal {
+		st.message = st.code + ": " + st.message
+		st.code = string(apierr.RunFailed)
+	}
+	rj.mu.Lock()
+	st.logs = append([]LogLine(nil), rj.logs...)
+	rj.mu.Unlock()
+	st.metrics = res.Metrics
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.settle(ctx, rj.job.RequestID, st); err != nil {
+		s.log.Error("settle failed; the lease will run out and the job runs again", "request_id", rj.job.RequestID, "err", err)
+	}
+}
+
+type settlement struct {
+	outcome Outcome
+	code    string
+	message string
+	detail  []runners.Violation
+	refusal bool
+	result  *runners.Result
+	done    float64
+	logs    []LogLine
+	metrics map[string]float64
+}
+
+// settle closes a job exactly once: the charge settles at or below the quote, the rest is
+// refunded, and the outbox gets the job's one event — all in one transaction.
+func (s *Service) settle(ctx context.Context, requestID string, st settlement) error {
+	var settled Job
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		j, err := tx.JobByRequestForUpdate(ctx, requestID)
+		if err != nil {
+			return err
+		}
+		if j.Settled() {
+			settled = Job{}
+			return nil // settled twice notifies once
+		}
+		return s.settleTx(ctx, tx, &j, st, &settled)
+	})
+	if err == nil && settled.RequestID != "" {
+		s.broker.publish(requestID)
+		s.log.Info("job settled", "request_id", requestID, "job", settled.ID, "status", settled.Outcome, "charged", settled.Charged, "error_code", settled.ErrorCode)
+	}
+	return err
+}
+
+func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, out *Job) error {
+	now := s.now()
+	done := st.done
+	if st.outcome == Failed {
+		done = 0
+	}
+	charge, refund := ledger.Settle(j.Reserved, done)
+	if refund > 0 {
+		if _, err := tx.AddLedgerEntry(ctx, ledger.Entry{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Kind: ledger.Refund, Amount: refund, At: now}); err != nil {
+			return err
+		}
+		period := now
+		if j.StartedAt != nil {
+			period = *j.StartedAt
+		}
+		if err := tx.AddKeySpend(ctx, j.KeyID, periodOf(period), -refund); err != nil {
+			return err
+		}
+	}
+	j.Status, j.Outcome, j.Charged = Completed, st.outcome, charge
+	j.ErrorCode, j.ErrorMessage, j.ErrorDetail = st.code, st.message, st.detail
+	if st.outcome == Succeeded {
+		j.Result = st.result
+	} else if st.outcome == Cancelled && st.result != nil && len(st.result.Files) > 0 {
+		j.Result = st.result
+	}
+	if st.logs != nil {
+		j.Logs = st.logs
+	}
+	if st.metrics != nil {
+		j.Metrics = st.metrics
+	}
+	j.Progress = done
+	j.FinishedAt, j.LeaseOwner, j.LeaseUntil = &now, "", nil
+	if err := tx.UpdateJob(ctx, *j); err != nil {
+		return err
+	}
+	if err := tx.InsertEvent(ctx, eventOf(*j, now)); err != nil {
+		return err
+	}
+	*out = *j
+	return nil
+}
+
+func periodOf(t time.Time) string { return t.UTC().Format("2006-01") }
+
+func eventOf(j Job, now time.Time) Event {
+	return Event{ID: "evt_" + j.ID + "_" + string(j.Outcome), AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID,
+		Type: "job." + string(j.Outcome), Product: j.Product, Status: j.Outcome, ErrorCode: j.ErrorCode, Charged: j.Charged,
+		Reserved: j.Reserved, Webhook: j.Webhook, CreatedAt: now}
+}
+
+// reporter collects a runner's logs and progress.
+type reporter struct {
+	rj     *runningJob
+	now    func() time.Time
+	broker *broker
+}
+
+func (r *reporter) Log(level, message string) {
+	r.rj.addLog(level, message, r.now())
+	r.broker.publish(r.rj.job.RequestID)
+}
+
+func (r *reporter) Progress(f float64) {
+	r.rj.mu.Lock()
+	r.rj.progress, r.rj.dirty = f, true
+	r.rj.mu.Unlock()
+}
+
+func (rj *runningJob) addLog(level, message string, at time.Time) {
+	rj.mu.Lock()
+	defer rj.mu.Unlock()
+	if len(rj.logs) < 1000 {
+		rj.logs = append(rj.logs, LogLine{Message: message, Level: level, Source: "runner", Timestamp: at})
+	}
+	rj.dirty = true
+}
+
+// Cancel asks a job to stop (PUT cancel_url). A queued job is cancelled at once and costs
+// nothing; a running one is asked to stop and settles at the cost of the work done. It answers
+// the job once settled, or pending=true when the runner has not stopped within a few seconds.
+func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job, bool, error) {
+	var j Job
+	var settledNow bool
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		var err error
+		j, err = tx.JobByRequestForUpdate(ctx, requestID)
+		if errors.Is(err, ErrNotFound) || (err == nil && j.AccountID != accountID) {
+			return apierr.New(apierr.NotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if j.Settled() {
+			return apierr.New(apierr.CancelRefused, "status", string(j.Outcome))
+		}
+		if j.Status == InQueue {
+			settledNow = true
+			return s.settleTx(ctx, tx, &j, settlement{outcome: Cancelled}, &j)
+		}
+		j.CancelAsked = true
+		return tx.UpdateJob(ctx, j)
+	})
+	if err != nil {
+		if _, ok := apierr.As(err); ok {
+			return Job{}, false, err
+		}
+		return Job{}, false, apierr.New(apierr.CancelFailed).Wrap(err)
+	}
+	if settledNow {
+		s.broker.publish(requestID)
+		return j, false, nil
+	}
+	s.signalCancel(requestID)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	j, timedOut, err := s.Wait(wctx, accountID, requestID, 3*time.Second)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return Job{}, false, err
+	}
+	if timedOut || !j.Settled() {
+		return j, true, nil
+	}
+	if j.Outcome != Cancelled {
+		return j, false, apierr.New(apierr.CancelRaced).With("status", string(j.Outcome))
+	}
+	return j, false, nil
+}
+
+func (s *Service) signalCancel(requestID string) {
+	s.mu.Lock()
+	rj := s.running[requestID]
+	s.mu.Unlock()
+	if rj != nil {
+		rj.cancel(errCancelAsked)
+	}
+}

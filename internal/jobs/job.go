@@ -1,0 +1,151 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+// QueueStatus is the queue-protocol status (spec 01 "Queue status").
+type QueueStatus string
+
+const (
+	InQueue    QueueStatus = "IN_QUEUE"
+	InProgress QueueStatus = "IN_PROGRESS"
+	Completed  QueueStatus = "COMPLETED"
+)
+
+// Outcome is the job record's status once settled (DESIGN.md decision 5): a failed or
+// cancelled job also reads COMPLETED on the queue protocol.
+type Outcome string
+
+const (
+	Succeeded Outcome = "succeeded"
+	Failed    Outcome = "failed"
+	Cancelled Outcome = "cancelled"
+)
+
+// Priority orders a queue: low goes behind every normal request.
+type Priority string
+
+const (
+	Normal Priority = "normal"
+	Low    Priority = "low"
+)
+
+// Job is one request to a model.
+type Job struct {
+	ID             string // <product>_<idempotency_key>, unique per account
+	AccountID      string
+	KeyID          string
+	RequestID      string // queue request id, unique
+	Model          string // slug
+	Product        string
+	IdempotencyKey string
+	Input          json.RawMessage
+	Status         QueueStatus
+	Outcome        Outcome // empty until settled
+	ErrorCode      string
+	ErrorDetail    []runners.Violation
+	ErrorMessage   string
+	Quoted         int64 // credits_quoted
+	Reserved       int64 // credits taken at charge (0 while queued or when covered)
+	Charged        int64 // credits_charged: Reserved until settled, then the settled cost
+	Coverage       *ledger.Coverage
+	Priority       Priority
+	StartBy        *time.Time // a queued job not started by then fails request_timeout
+	Webhook        string     // per-request webhook URL
+	ProviderJobID  string
+	Dispatched     bool // false while dispatch is unresolved
+	CancelAsked    bool
+	Result         *runners.Result
+	Logs           []LogLine
+	Metrics        map[string]float64
+	Progress       float64
+	LeaseOwner     string
+	LeaseUntil     *time.Time
+	Attempts       int
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+}
+
+// LogLine is one element of `logs` (spec: "not shown"; designed after fal's queue logs).
+type LogLine struct {
+	Message   string    `json:"message"`
+	Level     string    `json:"level"`
+	Source    string    `json:"source"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// Settled reports whether the job has an outcome.
+func (j Job) Settled() bool { return j.Status == Completed }
+
+// Event is one outbox row: a settled job's notification, written in the settling transaction.
+type Event struct {
+	ID        string // evt_<job id>_<status>
+	AccountID string
+	JobID     string
+	RequestID string
+	Type      string // job.succeeded, job.failed, job.cancelled
+	Product   string
+	Status    Outcome
+	ErrorCode string
+	Charged   int64
+	Reserved  int64
+	Webhook   string // per-request webhook URL, if any
+	CreatedAt time.Time
+}
+
+// ErrNotFound is returned for a missing job.
+var ErrNotFound = errors.New("jobs: not found")
+
+// ErrDuplicate is returned by InsertJob when the account already has a job with the id.
+var ErrDuplicate = errors.New("jobs: duplicate job id")
+
+// Store is the persistence jobs needs.
+type Store interface {
+	InTx(ctx context.Context, fn func(Tx) error) error
+	JobByRequest(ctx context.Context, requestID string) (Job, error)
+	Job(ctx context.Context, accountID, id string) (Job, error)
+	// ListJobs returns an account's jobs created before `before`, newest first.
+	ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]Job, error)
+	// Queued returns waiting jobs of a model in queue order (normal before low, oldest first).
+	Queued(ctx context.Context, model string, limit int) ([]Job, error)
+	// Stale returns jobs in progress whose lease ran out before now.
+	Stale(ctx context.Context, now time.Time, limit int) ([]Job, error)
+	// Overdue returns queued jobs whose StartBy passed.
+	Overdue(ctx context.Context, now time.Time, limit int) ([]Job, error)
+	// QueuePosition counts jobs ahead of j in its model's queue.
+	QueuePosition(ctx context.Context, j Job) (int, error)
+	// Heartbeat extends the leases of the given running jobs held by owner and returns the
+	// ids whose cancellation was asked meanwhile.
+	Heartbeat(ctx context.Context, owner string, requestIDs []string, until time.Time) (cancel []string, err error)
+	// AppendProgress stores logs, metrics and progress of a running job.
+	AppendProgress(ctx context.Context, requestID string, logs []LogLine, progress float64) error
+}
+
+// Tx is one transaction over the job, account, key and ledger tables.
+type Tx interface {
+	AccountForUpdate(ctx context.Context, id string) (auth.Account, error)
+	Key(ctx context.Context, id string) (auth.KeyRecord, error)
+	// AddKeySpend adds delta to the key's spend in period (resetting it when the period changed).
+	AddKeySpend(ctx context.Context, keyID, period string, delta int64) error
+	AddLedgerEntry(ctx context.Context, e ledger.Entry) (int64, error)
+	Passes(ctx context.Context, accountID string) ([]ledger.Pass, error)
+	UsePass(ctx context.Context, passID string) error
+	JobForUpdate(ctx context.Context, accountID, id string) (Job, error)
+	JobByRequestForUpdate(ctx context.Context, requestID string) (Job, error)
+	InsertJob(ctx context.Context, j Job) error
+	UpdateJob(ctx context.Context, j Job) error
+	CountInFlight(ctx context.Context, accountID string) (int, error)
+	CountQueued(ctx context.Context, model string) (int, error)
+	// InsertEvent writes the outbox row unless one with the same id exists (a job settled
+	// twice notifies once).
+	InsertEvent(ctx context.Context, e Event) error
+}

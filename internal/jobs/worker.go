@@ -1,0 +1,231 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+// Run drives the background work until ctx ends: heartbeats of this process's running jobs
+// (and cancellations asked through other processes), queued jobs started as slots free up,
+// queued jobs past their deadline failed request_timeout, and jobs whose owner died (lease run
+// out) taken over. On return the running jobs are stopped without settling: their leases run
+// out and they run again, so a crash or a restart loses no job.
+func (s *Service) Run(ctx context.Context) error {
+	s.mu.Lock()
+	s.base = context.WithoutCancel(ctx)
+	s.mu.Unlock()
+	hb := time.NewTicker(s.cfg.HeartbeatEvery)
+	defer hb.Stop()
+	sweep := time.NewTicker(s.cfg.SweepEvery)
+	defer sweep.Stop()
+	s.Sweep(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			s.stop()
+			return nil
+		case <-hb.C:
+			s.heartbeat(ctx)
+		case <-sweep.C:
+			s.Sweep(ctx)
+		case <-s.wake:
+			s.Sweep(ctx)
+		}
+	}
+}
+
+// stop ends this process's runs without settling them and gives their leases back at once,
+// so the next process (or this one restarted) runs them again without waiting for the TTL.
+func (s *Service) stop() {
+	s.mu.Lock()
+	s.stopping = true
+	ids := make([]string, 0, len(s.running))
+	for id, rj := range s.running {
+		ids = append(ids, id)
+		rj.cancel(errStopping)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if len(ids) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.store.Heartbeat(ctx, s.cfg.Owner, ids, s.now().Add(-time.Millisecond)); err != nil {
+			s.log.Warn("give leases back", "err", err)
+		}
+	}
+}
+
+// Drain waits for the running jobs to settle (tests and graceful stops with time to spare).
+func (s *Service) Drain() { s.wg.Wait() }
+
+func (s *Service) heartbeat(ctx context.Context) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.running))
+	for id := range s.running {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	cancel, err := s.store.Heartbeat(ctx, s.cfg.Owner, ids, s.now().Add(s.cfg.LeaseTTL))
+	if err != nil {
+		s.log.Warn("heartbeat", "err", err)
+		return
+	}
+	for _, id := range cancel {
+		s.signalCancel(id)
+	}
+	for _, id := range ids {
+		s.mu.Lock()
+		rj := s.running[id]
+		s.mu.Unlock()
+		if rj == nil {
+			continue
+		}
+		rj.mu.Lock()
+		dirty, logs, progress := rj.dirty, append([]LogLine(nil), rj.logs...), rj.progress
+		rj.dirty = false
+		rj.mu.Unlock()
+		if dirty {
+			if err := s.store.AppendProgress(ctx, id, logs, progress); err != nil {
+				s.log.Warn("store progress", "err", err)
+			}
+		}
+	}
+}
+
+// Sweep runs one pass of the background work.
+func (s *Service) Sweep(ctx context.Context) {
+	now := s.now()
+	if overdue, err := s.store.Overdue(ctx, now, 100); err == nil {
+		for _, j := range overdue {
+			st := settlement{outcome: Failed, code: string(apierr.RequestTimeout), message: "waited longer than the request timeout for a seat"}
+			if err := s.settle(ctx, j.RequestID, st); err != nil {
+				s.log.Warn("expire queued job", "request_id", j.RequestID, "err", err)
+			}
+		}
+	}
+	if stale, err := s.store.Stale(ctx, now, 50); err == nil {
+		for _, j := range stale {
+			s.takeOver(ctx, j)
+		}
+	}
+	for _, m := range s.catalog.Models() {
+		s.startQueued(ctx, m.Slug)
+	}
+}
+
+// takeOver runs again a job whose owner stopped heartbeating (crash or restart).
+func (s *Service) takeOver(ctx context.Context, j Job) {
+	if j.Attempts >= s.cfg.MaxAttempts {
+		st := settlement{outcome: Failed, code: string(apierr.RunFailed), message: "the job was lost by its runner too many times"}
+		if err := s.settle(ctx, j.RequestID, st); err != nil {
+			s.log.Warn("fail lost job", "request_id", j.RequestID, "err", err)
+		}
+		return
+	}
+	if !s.claimSlot(j.Model) {
+		return
+	}
+	var claimed Job
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		cur, err := tx.JobByRequestForUpdate(ctx, j.RequestID)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if cur.Status != InProgress || cur.LeaseUntil == nil || !cur.LeaseUntil.Before(now) {
+			return errSkip
+		}
+		lease := now.Add(s.cfg.LeaseTTL)
+		cur.LeaseOwner, cur.LeaseUntil = s.cfg.Owner, &lease
+		cur.Attempts++
+		claimed = cur
+		return tx.UpdateJob(ctx, cur)
+	})
+	if err != nil {
+		s.releaseSlot(j.Model)
+		if !errors.Is(err, errSkip) {
+			s.log.Warn("take over job", "request_id", j.RequestID, "err", err)
+		}
+		return
+	}
+	s.log.Info("job taken over", "request_id", j.RequestID, "attempt", claimed.Attempts)
+	if claimed.CancelAsked {
+		s.releaseSlot(j.Model)
+		_ = s.settle(ctx, j.RequestID, settlement{outcome: Cancelled})
+		return
+	}
+	if err := s.start(claimed); err != nil {
+		s.releaseSlot(j.Model)
+	}
+}
+
+var errSkip = errors.New("skip")
+
+// startQueued starts waiting jobs of model while this process has slots, charging each as it
+// starts (a queued job costs nothing until then).
+func (s *Service) startQueued(ctx context.Context, model string) {
+	for {
+		// Look before claiming: a slot claimed only to find the queue empty would, for that
+		// moment, turn a concurrent submit away (service_busy) or queue it behind nobody.
+		queued, err := s.store.Queued(ctx, model, 1)
+		if err != nil || len(queued) == 0 {
+			return
+		}
+		if !s.claimSlot(model) {
+			return
+		}
+		var started Job
+		var refusal error
+		err = s.store.InTx(ctx, func(tx Tx) error {
+			refusal = nil
+			j, err := tx.JobByRequestForUpdate(ctx, queued[0].RequestID)
+			if err != nil {
+				return err
+			}
+			if j.Status != InQueue {
+				return errSkip
+			}
+			a, err := tx.AccountForUpdate(ctx, j.AccountID)
+			if err != nil {
+				return err
+			}
+			if !j.Coverage.Covered() && j.Reserved == 0 && a.Balance < j.Quoted {
+				refusal = apierr.New(apierr.InsufficientCredits)
+				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(apierr.InsufficientCredits),
+					message: "the balance no longer covers the quote at the job's turn"}, &started)
+			}
+			if _, err := s.charge(ctx, tx, &j, a.Balance, s.now()); err != nil {
+				return err
+			}
+			j.Dispatched = true
+			started = j
+			return tx.UpdateJob(ctx, j)
+		})
+		if err != nil || refusal != nil {
+			s.mu.Lock()
+			s.slots[model]--
+			s.mu.Unlock()
+			if refusal != nil {
+				s.broker.publish(started.RequestID)
+				continue
+			}
+			if !errors.Is(err, errSkip) {
+				s.log.Warn("start queued job", "err", err)
+			}
+			return
+		}
+		s.broker.publish(started.RequestID)
+		if err := s.start(started); err != nil {
+			s.mu.Lock()
+			s.slots[model]--
+			s.mu.Unlock()
+			return
+		}
+	}
+}

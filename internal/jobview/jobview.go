@@ -1,0 +1,247 @@
+// Package jobview renders jobs for the HTTP surfaces: the queue status document (spec 01
+// "Job status document"), the job record of the account API, and the result document with
+// its stored files turned into signed links. The queue host, the synchronous host and the
+// account API share it so a job reads the same everywhere.
+package jobview
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+)
+
+// Signer turns a stored file's key into a signed read link.
+type Signer interface {
+	SignGet(ctx context.Context, key string) (string, time.Time, error)
+}
+
+// URLs builds a job's queue URLs under the public queue base.
+type URLs struct{ Queue string }
+
+func (u URLs) base(j jobs.Job) string {
+	return u.Queue + "/svc-serverless/" + j.Model + "/requests/" + j.RequestID
+}
+
+// Status is the status document of a status read: status, request_id, queue_position while
+// queued, logs when asked, metrics, and the three URLs.
+func (u URLs) Status(j jobs.Job, position int, withLogs bool) map[string]any {
+	d := map[string]any{
+		"status":       string(j.Status),
+		"request_id":   j.RequestID,
+		"status_url":   u.base(j) + "/status",
+		"response_url": u.base(j),
+		"cancel_url":   u.base(j) + "/cancel",
+		"metrics":      metrics(j),
+	}
+	if j.Status == jobs.InQueue {
+		d["queue_position"] = position
+	}
+	if withLogs {
+		d["logs"] = logs(j)
+	}
+	return d
+}
+
+// SubmitFields are the facts a submit answer adds.
+type SubmitFields struct {
+	Replayed     bool
+	Balance      int64
+	Wait         bool
+	TimedOut     bool
+	WaitDeclined string
+	Model        *catalog.Model
+}
+
+// Submit is the status document of a submit (spec 01, every field of the table).
+func (u URLs) Submit(j jobs.Job, position int, withLogs bool, f SubmitFields) map[string]any {
+	d := u.Status(j, position, withLogs)
+	m := f.Model
+	d["product"] = j.Product
+	d["provider_job_id"] = nullable(j.ProviderJobID)
+	d["model"] = "svc-serverless/" + j.Model
+	d["engine"] = m.Engine
+	d["attribution"] = m.Attribution
+	charged := j.Charged
+	if f.Replayed {
+		charged = 0
+	}
+	d["credits_charged"] = charged
+	d["credits_quoted"] = j.Quoted
+	if j.Coverage != nil {
+		d["coverage"] = j.Coverage
+	}
+	d["credits_remaining"] = f.Balance
+	d["expected_seconds"] = m.ExpectedSeconds
+	d["give_up_after_seconds"] = m.Lifecycle.GiveUpAfterSeconds()
+	d["replayed"] = f.Replayed
+	if f.Wait {
+		d["waited"] = f.WaitDeclined == ""
+		d["timed_out"] = f.TimedOut
+		if f.WaitDeclined != "" {
+			d["wait_declined"] = f.WaitDeclined
+		}
+	}
+	return d
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func metrics(j jobs.Job) map[string]any {
+	m := map[string]any{}
+	for k, v := range j.Metrics {
+		m[k] = v
+	}
+	if j.StartedAt != nil {
+		end := time.Now()
+		if j.FinishedAt != nil {
+			end = *j.FinishedAt
+		}
+		m["inference_time"] = end.Sub(*j.StartedAt).Seconds()
+	}
+	if j.Status == jobs.InProgress {
+		m["progress"] = j.Progress
+	}
+	return m
+}
+
+func logs(j jobs.Job) []jobs.LogLine {
+	if j.Logs == nil {
+		return []jobs.LogLine{}
+	}
+	return j.Logs
+}
+
+// Record is the job record of the account API and events: id, object, product, status
+// (queued and running jobs read queued / running), error_code, credits_charged,
+// credits_reserved, and for reads poll_after_seconds and coverage.
+func Record(j jobs.Job, u URLs) map[string]any {
+	status := string(j.Outcome)
+	poll := 0
+	switch j.Status {
+	case jobs.InQueue:
+		status, poll = "queued", 2
+	case jobs.InProgress:
+		status, poll = "running", 1
+	}
+	d := map[string]any{
+		"id":                 j.ID,
+		"object":             "job",
+		"product":            j.Product,
+		"status":             status,
+		"error_code":         nullable(j.ErrorCode),
+		"credits_charged":    j.Charged,
+		"credits_reserved":   j.Reserved,
+		"credits_quoted":     j.Quoted,
+		"model":              "svc-serverless/" + j.Model,
+		"request_id":         j.RequestID,
+		"idempotency_key":    j.IdempotencyKey,
+		"created_at":         j.CreatedAt.UTC().Format(time.RFC3339),
+		"started_at":         timeOrNil(j.StartedAt),
+		"finished_at":        timeOrNil(j.FinishedAt),
+		"poll_after_seconds": poll,
+		"coverage":           j.Coverage,
+		"status_url":         u.base(j) + "/status",
+		"response_url":       u.base(j),
+	}
+	return d
+}
+
+func timeOrNil(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Result renders the output document of a succeeded job with signed links (valid 15
+// minutes) in place of storage keys.
+func Result(ctx context.Context, j jobs.Job, s Signer) (map[string]any, error) {
+	if j.Result == nil {
+		return map[string]any{}, nil
+	}
+	out, err := signTree(ctx, j.Result.Document, s)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := out.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func signTree(ctx context.Context, v any, s Signer) (any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			if k == "storage_key" {
+				key, _ := val.(string)
+				link, _, err := s.SignGet(ctx, key)
+				if err != nil {
+					return nil, err
+				}
+				out["url"] = link
+				continue
+			}
+			sv, err := signTree(ctx, val, s)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = sv
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, val := range t {
+			sv, err := signTree(ctx, val, s)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = sv
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// Failure is the catalogued error a settled, unsuccessful job answers on a result read (and
+// on the synchronous host): the model's refusal as written is 422 with detail; others keep
+// their catalogue row; a cancelled job is gone.
+func Failure(j jobs.Job) *apierr.Error {
+	if j.Outcome == jobs.Cancelled {
+		return apierr.Newf(apierr.Expired, "The job was cancelled; it has no result.").With("reason", "cancelled")
+	}
+	code := apierr.Code(j.ErrorCode)
+	if code == "" {
+		code = apierr.RunFailed
+	}
+	e := &apierr.Error{Code: code, Message: j.ErrorMessage}
+	if !apierr.Known(code) || len(j.ErrorDetail) > 0 {
+		e.Code = code
+		e.Status = 422
+		if !apierr.Known(code) {
+			e.Code = apierr.ContentPolicy
+		}
+		for _, v := range j.ErrorDetail {
+			loc := make([]any, len(v.Loc))
+			for i, l := range v.Loc {
+				loc[i] = l
+			}
+			e.Detail = append(e.Detail, apierr.Violation{Loc: loc, Msg: v.Msg, Type: v.Type})
+		}
+		if len(e.Detail) == 0 {
+			e.Detail = []apierr.Violation{{Loc: []any{"body"}, Msg: j.ErrorMessage, Type: j.ErrorCode}}
+		}
+		e.Charged = "refunded"
+	}
+	return e
+}

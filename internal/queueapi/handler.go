@@ -1,0 +1,240 @@
+package queueapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+)
+
+// Handler serves the queue host.
+type Handler struct {
+	Gate   *httpapi.Gate
+	Jobs   *jobs.Service
+	URLs   jobview.URLs
+	Signer jobview.Signer
+	Now    func() time.Time
+	Log    *slog.Logger
+	// StreamLimit bounds one status stream connection (five minutes).
+	StreamLimit time.Duration
+}
+
+// ModelOf resolves the {slug} path value to a catalogued model, or not_found.
+func ModelOf(cat *catalog.Catalog, r *http.Request) (*catalog.Model, error) {
+	m, ok := cat.Model(r.PathValue("slug"))
+	if !ok {
+		return nil, apierr.Newf(apierr.NotFound, "No model at svc-serverless/%s.", r.PathValue("slug"))
+	}
+	return m, nil
+}
+
+// ModelScope is the scope requirement of the model in the path.
+func ModelScope(cat *catalog.Catalog) func(r *http.Request) (auth.Requirement, error) {
+	return func(r *http.Request) (auth.Requirement, error) {
+		m, err := ModelOf(cat, r)
+		if err != nil {
+			return auth.Requirement{}, err
+		}
+		req := auth.Requirement{Required: auth.Scope(m.Scope.Required)}
+		for _, s := range m.Scope.Accepted {
+			req.Accepted = append(req.Accepted, auth.Scope(s))
+		}
+		return req, nil
+	}
+}
+
+// ModelProduct names the product of the model in the path (api_disabled per product).
+func ModelProduct(cat *catalog.Catalog) func(r *http.Request) string {
+	return func(r *http.Request) string {
+		if m, ok := cat.Model(r.PathValue("slug")); ok {
+			return m.Product
+		}
+		return ""
+	}
+}
+
+// AdmitModel refuses addresses that are described (501) or paused (503), before any charge.
+func AdmitModel(m *catalog.Model) error {
+	err := m.Admit()
+	if err == nil {
+		return nil
+	}
+	var se *catalog.StateError
+	if errors.As(err, &se) {
+		return apierr.Newf(apierr.Code(se.Code), "%s", se.Error())
+	}
+	return err
+}
+
+func (h *Handler) submit() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		p := httpapi.Principal(r)
+		m, err := ModelOf(h.Jobs.Catalog(), r)
+		if err != nil {
+			return err
+		}
+		if err := AdmitModel(m); err != nil {
+			return err
+		}
+		o, err := ParseOptions(r, m)
+		if err != nil {
+			return err
+		}
+		body, err := ReadBody(r, &o)
+		if err != nil {
+			return err
+		}
+		res, err := h.Jobs.Submit(r.Context(), jobs.SubmitRequest{Principal: p, Model: m, Body: body, IdempotencyKey: o.IdempotencyKey,
+			Priority: o.Priority, MaxQueueLength: o.MaxQueueLength, RequestTimeout: o.RequestTimeout, CoveredOnly: o.CoveredOnly, Webhook: o.Webhook})
+		if err != nil {
+			return err
+		}
+		Warn(w, m, res.Warnings)
+		f := jobview.SubmitFields{Replayed: res.Replayed, Balance: res.Balance, Model: m}
+		j := res.Job
+		if res.Replayed {
+			f.Balance = h.balance(r, p)
+		}
+		if o.Wait > 0 && !res.Unresolved {
+			f.Wait = true
+			release, declined := h.Jobs.Seats().Acquire(p.Account.ID, m.Product)
+			if declined != "" {
+				f.WaitDeclined = declined
+			} else {
+				j, f.TimedOut, err = h.Jobs.Wait(r.Context(), p.Account.ID, j.RequestID, time.Duration(o.Wait)*time.Second)
+				release()
+				if err != nil && r.Context().Err() == nil {
+					return err
+				}
+				f.Balance = h.balance(r, p)
+			}
+		}
+		pos := 0
+		if j.Status == jobs.InQueue {
+			pos = h.Jobs.QueuePosition(r.Context(), j)
+		}
+		doc := h.URLs.Submit(j, pos, o.Logs, f)
+		if len(res.Warnings) > 0 {
+			doc["warnings"] = res.Warnings
+		}
+		if res.Unresolved {
+			e := apierr.Lookup(apierr.DispatchUnresolved)
+			doc["error"] = string(apierr.DispatchUnresolved)
+			doc["message"] = e.Message
+			doc["docs"] = apierr.DocsURL(apierr.DispatchUnresolved)
+			doc["retry"] = string(e.Retry)
+			doc["charged"] = string(e.Charged)
+			w.Header().Set("x-should-retry", "false")
+			httpapi.WriteJSON(w, r, http.StatusAccepted, doc)
+			return nil
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, doc)
+		return nil
+	})
+}
+
+// Warn sets the Deprecation signal for cross-field rules broken before enforcement.
+func Warn(w http.ResponseWriter, m *catalog.Model, ws []catalog.Warning) {
+	if len(ws) == 0 {
+		return
+	}
+	w.Header().Set("Deprecation", fmt.Sprintf("@%d", m.EnforcementDate().Unix()))
+	w.Header().Set("Sunset", m.EnforcementDate().UTC().Format(http.TimeFormat))
+}
+
+func (h *Handler) balance(r *http.Request, p *auth.Principal) int64 {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	if a, err := h.Gate.Auth.Account(ctx, p.Account.ID); err == nil {
+		return a.Balance
+	}
+	return p.Account.Balance
+}
+
+func wantLogs(r *http.Request) bool {
+	v := r.URL.Query().Get("logs")
+	return v == "1" || v == "true"
+}
+
+// job reads the job of the path for the caller; a job of another model's path is not found.
+func (h *Handler) job(r *http.Request) (jobs.Job, error) {
+	p := httpapi.Principal(r)
+	j, err := h.Jobs.Get(r.Context(), p.Account.ID, r.PathValue("id"))
+	if err != nil {
+		return j, err
+	}
+	if j.Model != r.PathValue("slug") {
+		return jobs.Job{}, apierr.New(apierr.NotFound)
+	}
+	return j, nil
+}
+
+func (h *Handler) status() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		j, err := h.job(r)
+		if err != nil {
+			return err
+		}
+		pos := 0
+		if j.Status == jobs.InQueue {
+			pos = h.Jobs.QueuePosition(r.Context(), j)
+		}
+		code := http.StatusOK
+		if j.Status != jobs.Completed {
+			code = http.StatusAccepted // fal's queue answers 202 until COMPLETED
+		}
+		httpapi.WriteJSON(w, r, code, h.URLs.Status(j, pos, wantLogs(r)))
+		return nil
+	})
+}
+
+func (h *Handler) result() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		j, err := h.job(r)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
+		if !j.Settled() {
+			return apierr.New(apierr.NotReady, "status", string(j.Status))
+		}
+		if j.Outcome != jobs.Succeeded {
+			return jobview.Failure(j)
+		}
+		doc, err := jobview.Result(r.Context(), j, h.Signer)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, doc)
+		return nil
+	})
+}
+
+func (h *Handler) cancel() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := h.job(r); err != nil {
+			return err
+		}
+		p := httpapi.Principal(r)
+		j, pending, err := h.Jobs.Cancel(r.Context(), p.Account.ID, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		if pending {
+			httpapi.WriteJSON(w, r, http.StatusAccepted, map[string]any{"status": "CANCELLATION_REQUESTED", "request_id": j.RequestID})
+			return nil
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"status": "CANCELLED", "request_id": j.RequestID,
+			"credits_charged": j.Charged, "credits_refunded": j.Reserved - j.Charged})
+		return nil
+	})
+}

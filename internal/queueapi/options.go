@@ -1,0 +1,192 @@
+package queueapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/webhooks"
+)
+
+// Options are the query parameters and headers of a submit (spec 01 "Submit to a model").
+type Options struct {
+	Wait           int // seconds; 0 when not asked
+	Logs           bool
+	Webhook        string
+	MaxQueueLength *int
+	Priority       jobs.Priority
+	RequestTimeout time.Duration
+	CoveredOnly    bool
+	IdempotencyKey string
+}
+
+// pick reads one option sent under two spellings; different values are conflicting_options.
+func pick(a, b string, nameA, nameB string, va, vb string, okA, okB bool) (string, bool, error) {
+	switch {
+	case okA && okB && va != vb:
+		return "", false, apierr.New(apierr.ConflictingOptions, "options", []string{nameA, nameB}, "option", nameA).
+			WithDetail(apierr.Violation{Loc: []any{a, nameA}, Msg: nameA + " and " + nameB + " disagree", Type: "conflicting_options"})
+	case okA:
+		return va, true, nil
+	case okB:
+		return vb, true, nil
+	}
+	return "", false, nil
+}
+
+func query(r *http.Request, name string) (string, bool) {
+	v, ok := r.URL.Query()[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+func header(r *http.Request, name string) (string, bool) {
+	v, ok := r.Header[http.CanonicalHeaderKey(name)]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(v[0]), true
+}
+
+func invalid(where, name, msg, typ string) *apierr.Error {
+	return apierr.Newf(apierr.InvalidInput, "%s: %s", name, msg).WithDetail(apierr.Violation{Loc: []any{where, name}, Msg: msg, Type: typ})
+}
+
+// ParseOptions reads and checks a submit's options against the model (before any charge).
+// sync is true on the synchronous host, where wait and webhooks do not apply in the same way.
+func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
+	var o Options
+	if v, ok := query(r, "wait"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 300 {
+			return o, apierr.New(apierr.InvalidWait, "max", 300).WithDetail(apierr.Violation{Loc: []any{"query", "wait"}, Msg: "wait is an integer from 1 to 300", Type: "invalid_wait"})
+		}
+		o.Wait = n
+	}
+	if v, ok := query(r, "logs"); ok {
+		switch v {
+		case "1", "true":
+			o.Logs = true
+		case "0", "false":
+		default:
+			return o, invalid("query", "logs", "logs is one of 1, 0, true, false", "enum")
+		}
+	}
+	qa, oka := query(r, "webhook")
+	qb, okb := query(r, "alt_webhook")
+	hook, ok, err := pick("query", "query", "webhook", "alt_webhook", qa, qb, oka, okb)
+	if err != nil {
+		return o, err
+	}
+	if ok {
+		if err := webhooks.ValidateURL(hook); err != nil {
+			reason := "invalid"
+			var ue *webhooks.URLError
+			if errors.As(err, &ue) {
+				reason = string(ue.Reason)
+			}
+			return o, apierr.Newf(apierr.InvalidURL, "webhook: %v", err).With("reason", reason).
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: err.Error(), Type: "invalid_url"})
+		}
+		o.Webhook = hook
+	}
+	ma, mqlA := query(r, "max_queue_length")
+	mb, mqlB := query(r, "alt_max_queue_length")
+	mql, ok, err := pick("query", "query", "max_queue_length", "alt_max_queue_length", ma, mb, mqlA, mqlB)
+	if err != nil {
+		return o, err
+	}
+	if ok {
+		n, err := strconv.ParseInt(mql, 10, 64)
+		if err != nil || n < 0 || n > 2147483647 {
+			return o, invalid("query", "max_queue_length", "max_queue_length is an integer from 0 to 2147483647", "range")
+		}
+		v := int(n)
+		o.MaxQueueLength = &v
+	}
+	pa, prioA := header(r, "X-Svc-Priority")
+	pb, prioB := header(r, "X-Alt-Queue-Priority")
+	prio, ok, err := pick("header", "header", "X-Svc-Priority", "X-Alt-Queue-Priority", pa, pb, prioA, prioB)
+	if err != nil {
+		return o, err
+	}
+	if ok {
+		if prio != "normal" && prio != "low" {
+			return o, invalid("header", "X-Svc-Priority", "priority is normal or low", "enum")
+		}
+		o.Priority = jobs.Priority(prio)
+	}
+	ta, oka := header(r, "X-Svc-Request-Timeout")
+	tb, okb := header(r, "X-Alt-Request-Timeout")
+	to, ok, err := pick("header", "header", "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", ta, tb, oka, okb)
+	if err != nil {
+		return o, err
+	}
+	if ok {
+		f, err := strconv.ParseFloat(to, 64)
+		if err != nil || f < 1 || f > 86400 {
+			return o, invalid("header", "X-Svc-Request-Timeout", "a number of seconds from 1 to 86400", "range")
+		}
+		o.RequestTimeout = time.Duration(f * float64(time.Second))
+	}
+	if v, ok := header(r, "X-Svc-Covered-Only"); ok && (v == "1" || v == "true") {
+		o.CoveredOnly = true
+	}
+	// Queue-only options on a model that starts at once or refuses at once.
+	if m.Lifecycle.Queue != catalog.QueueOffers {
+		if o.MaxQueueLength != nil {
+			name := "max_queue_length"
+			if !mqlA && mqlB {
+				name = "alt_max_queue_length"
+			}
+			return o, apierr.New(apierr.QueueNotOffered, "option", name).WithDetail(apierr.Violation{Loc: []any{"query", name}, Msg: "this model does not queue", Type: "queue_not_offered"})
+		}
+		if o.Priority != "" {
+			name := "X-Svc-Priority"
+			if !prioA && prioB {
+				name = "X-Alt-Queue-Priority"
+			}
+			return o, apierr.New(apierr.QueueNotOffered, "option", name).WithDetail(apierr.Violation{Loc: []any{"header", name}, Msg: "this model does not queue", Type: "queue_not_offered"})
+		}
+	}
+	return o, nil
+}
+
+// ReadBody reads the submit body and the idempotency key from the body or its header alias.
+func ReadBody(r *http.Request, o *Options) ([]byte, error) {
+	b, err := httpapi.ReadBody(r)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := httpapi.DecodeObject(b)
+	if err != nil {
+		return nil, err
+	}
+	var bodyKey string
+	raw, inBody := obj["idempotency_key"]
+	if inBody {
+		k, err := strconv.Unquote(string(raw))
+		if err != nil || !jobs.ValidIdempotencyKey(k) {
+			return nil, apierr.New(apierr.InvalidIdempotencyKey).WithDetail(apierr.Violation{Loc: []any{"body", "idempotency_key"}, Msg: "must match [A-Za-z0-9._-]{1,64}", Type: "invalid_idempotency_key"})
+		}
+		bodyKey = k
+	}
+	hk, inHeader := header(r, "Idempotency-Key")
+	if inHeader && !jobs.ValidIdempotencyKey(hk) {
+		return nil, apierr.New(apierr.InvalidIdempotencyKey).WithDetail(apierr.Violation{Loc: []any{"header", "Idempotency-Key"}, Msg: "must match [A-Za-z0-9._-]{1,64}", Type: "invalid_idempotency_key"})
+	}
+	key, _, err := pick("body", "header", "idempotency_key", "Idempotency-Key", bodyKey, hk, inBody, inHeader)
+	if err != nil {
+		return nil, err
+	}
+	o.IdempotencyKey = key
+	return b, nil
+}

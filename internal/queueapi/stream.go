@@ -1,0 +1,76 @@
+package queueapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+)
+
+// stream serves the status document as server-sent events: one event per change, closed after
+// COMPLETED or after StreamLimit (five minutes). It holds a seat; with none free it answers
+// 503 stream_declined.
+func (h *Handler) stream() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		j, err := h.job(r)
+		if err != nil {
+			return err
+		}
+		p := httpapi.Principal(r)
+		release, declined := h.Jobs.Seats().Acquire(p.Account.ID, j.Product)
+		if declined != "" {
+			return apierr.New(apierr.StreamDeclined, "declined", declined).WithRetryAfter(5)
+		}
+		defer release()
+		limit := h.StreamLimit
+		if limit == 0 {
+			limit = 5 * time.Minute
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Now().Add(limit + 10*time.Second))
+		changes, stop := h.Jobs.Changes(j.RequestID)
+		defer stop()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		end := time.NewTimer(limit)
+		defer end.Stop()
+		poll := time.NewTicker(time.Second)
+		defer poll.Stop()
+		var last []byte
+		for {
+			pos := 0
+			if j.Status == jobs.InQueue {
+				pos = h.Jobs.QueuePosition(r.Context(), j)
+			}
+			doc := h.URLs.Status(j, pos, wantLogs(r))
+			doc["request_id"] = j.RequestID
+			b, _ := json.Marshal(doc)
+			if string(b) != string(last) {
+				if _, err := w.Write([]byte("data: " + string(b) + "\n\n")); err != nil {
+					return nil
+				}
+				_ = rc.Flush()
+				last = b
+			}
+			if j.Settled() {
+				return nil
+			}
+			select {
+			case <-r.Context().Done():
+				return nil
+			case <-end.C:
+				return nil
+			case <-changes:
+			case <-poll.C:
+			}
+			if j, err = h.job(r); err != nil {
+				return nil
+			}
+		}
+	})
+}

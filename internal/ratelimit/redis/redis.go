@@ -1,0 +1,126 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/modelexec/modelexec/internal/ratelimit"
+)
+
+// script is GCRA on a theoretical arrival time (tat, microseconds since the Unix epoch, the time
+// the bucket will be full again), the same arithmetic as ratelimit.GCRA. The clock is the Redis
+// server's, so every process sharing the Redis agrees. Microseconds stay exact in Lua's doubles
+// (below 2^53) and are written with %.0f, never the %.14g of Lua's number-to-string. The key
+// expires when the bucket is full again: a full bucket and a missing key are the same.
+//
+// ARGV: interval (µs per token), burst, cost (0 reads the bucket without taking).
+// Returns {allowed, remaining, reset µs, retry µs}.
+var script = goredis.NewScript(`
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tat = now
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  tat = tonumber(stored)
+  if tat < now then tat = now end
+end
+local tau = interval * burst
+local new_tat = tat + cost * interval
+local debt = new_tat - now
+if debt <= tau then
+  if cost > 0 then
+    redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', string.format('%.0f', math.ceil(debt / 1000)))
+  end
+  return {1, math.floor((tau - debt) / interval), debt, 0}
+end
+local held = tat - now
+local remaining = math.floor((tau - held) / interval)
+if remaining < 0 then remaining = 0 end
+return {0, remaining, held, debt - tau}
+`)
+
+// Options configures the Redis limiter.
+type Options struct {
+	// Prefix is put before every key ("ratelimit:" by default); tests give each its own.
+	Prefix string
+	// Clock decides only whether an account is inside its first 24 hours; bucket time is the
+	// Redis server's. Defaults to time.Now.
+	Clock func() time.Time
+}
+
+// Limiter is the Redis implementation of ratelimit.Limiter: one key per (public key id, bucket)
+// holding the GCRA theoretical arrival time, updated atomically by one Lua script.
+type Limiter struct {
+	rdb    goredis.Scripter
+	prefix string
+	clock  func() time.Time
+}
+
+var _ ratelimit.Limiter = (*Limiter)(nil)
+
+// New returns a Redis limiter on a client the caller owns (and closes). Give the client short
+// timeouts and no retries (for example ReadTimeout 200ms, MaxRetries -1,
+// DialerRetries 1): a slow limiter is a
+// failed one, the Guard handles it, and the request answers 503 limiter_unavailable at once.
+func New(rdb goredis.Scripter, opts Options) *Limiter {
+	if opts.Prefix == "" {
+		opts.Prefix = "ratelimit:"
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Limiter{rdb: rdb, prefix: opts.Prefix, clock: opts.Clock}
+}
+
+// Key is the Redis key of one bucket. The braces make the public key id a cluster hash tag.
+func (l *Limiter) Key(key string, b ratelimit.Bucket) string {
+	return l.prefix + "{" + key + "}:" + string(b)
+}
+
+// Admit runs the script. A zero-capacity bucket is refused without asking Redis. Any Redis error
+// (refused connection, timeout, closed client) is returned as is; the Guard turns it into
+// 503 limiter_unavailable.
+func (l *Limiter) Admit(ctx context.Context, r ratelimit.Request) (ratelimit.Decision, error) {
+	rate, cost, pre, final, err := ratelimit.Resolve(r, l.clock())
+	if err != nil || final {
+		return pre, err
+	}
+	tooLarge := pre.Refusal == ratelimit.RequestTooLarge
+	if tooLarge {
+		cost = 0
+	}
+	interval := int64(math.Ceil(float64(rate.Interval()) / float64(time.Microsecond)))
+	res, err := script.Run(ctx, l.rdb, []string{l.Key(r.Key, r.Bucket)}, interval, rate.Burst, cost).Int64Slice()
+	if err != nil {
+		if tooLarge {
+			// The refusal needs no stored state; only the headers' Remaining and Reset do. A 413
+			// the client must not retry beats a 503 it would: answer it, with nothing promised.
+			return ratelimit.Decision{Refusal: ratelimit.RequestTooLarge, Limit: rate.Burst}, nil
+		}
+		return ratelimit.Decision{}, err
+	}
+	if len(res) != 4 {
+		return ratelimit.Decision{}, fmt.Errorf("ratelimit/redis: script returned %d values", len(res))
+	}
+	d := ratelimit.Decision{
+		Allowed:    res[0] == 1,
+		Limit:      rate.Burst,
+		Remaining:  res[1],
+		ResetAfter: time.Duration(res[2]) * time.Microsecond,
+		RetryAfter: time.Duration(res[3]) * time.Microsecond,
+	}
+	switch {
+	case tooLarge:
+		d.Allowed, d.Refusal, d.RetryAfter = false, ratelimit.RequestTooLarge, 0
+	case !d.Allowed:
+		d.Refusal = ratelimit.BucketSpent
+	}
+	return d, nil
+}

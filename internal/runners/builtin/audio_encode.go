@@ -1,0 +1,309 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/braheezy/shine-mp3/pkg/mp3"
+	"github.com/mewkiz/flac"
+	"github.com/mewkiz/flac/frame"
+	"github.com/mewkiz/flac/meta"
+	"github.com/thesyncim/gopus"
+	"github.com/thesyncim/gopus/container/ogg"
+)
+
+// encodedAudio is one encoded audio file.
+type encodedAudio struct {
+	data        []byte
+	contentType string
+	ext         string
+	bitrate     int // kbps: the CBR rate for MP3/OGG, the average for WAV/FLAC
+}
+
+// encodeAudio encodes frames of interleaved float PCM in [-1, 1] as spec says. ctx is
+// checked between blocks of frames.
+func encodeAudio(ctx context.Context, pcm []float32, frames int, spec audioSpec) (encodedAudio, error) {
+	var (
+		out encodedAudio
+		err error
+	)
+	switch spec.format {
+	case "WAV":
+		out = encodedAudio{data: encodeWAV(pcm, spec.sampleRate, spec.channels), contentType: "audio/wav", ext: "wav"}
+	case "FLAC":
+		var data []byte
+		data, err = encodeFLAC(ctx, pcm, frames, spec.sampleRate, spec.channels)
+		out = encodedAudio{data: data, contentType: "audio/flac", ext: "flac"}
+	case "MP3":
+		out, err = encodeMP3(ctx, pcm, frames, spec)
+	case "OGG":
+		out, err = encodeOggOpus(ctx, pcm, frames, spec)
+	default:
+		err = fmt.Errorf("unknown format %q", spec.format)
+	}
+	if err != nil {
+		return encodedAudio{}, err
+	}
+	if out.bitrate == 0 && frames > 0 {
+		out.bitrate = int(math.Round(float64(len(out.data)) * 8 / (float64(frames) / float64(spec.sampleRate)) / 1000))
+	}
+	return out, nil
+}
+
+func toInt16(v float32) int16 {
+	x := math.Round(float64(v) * 32767)
+	return int16(max(-32768, min(32767, x)))
+}
+
+// encodeWAV writes a canonical 44-byte-header RIFF/WAVE file of 16-bit PCM.
+func encodeWAV(pcm []float32, rate, channels int) []byte {
+	dataLen := len(pcm) * 2
+	b := make([]byte, 44+dataLen)
+	copy(b[0:], "RIFF")
+	binary.LittleEndian.PutUint32(b[4:], uint32(36+dataLen))
+	copy(b[8:], "WAVEfmt ")
+	binary.LittleEndian.PutUint32(b[16:], 16)
+	binary.LittleEndian.PutUint16(b[20:], 1) // PCM
+	binary.LittleEndian.PutUint16(b[22:], uint16(channels))
+	binary.LittleEndian.PutUint32(b[24:], uint32(rate))
+	binary.LittleEndian.PutUint32(b[28:], uint32(rate*channels*2))
+	binary.LittleEndian.PutUint16(b[32:], uint16(channels*2))
+	binary.LittleEndian.PutUint16(b[34:], 16)
+	copy(b[36:], "data")
+	binary.LittleEndian.PutUint32(b[40:], uint32(dataLen))
+	for i, v := range pcm {
+		binary.LittleEndian.PutUint16(b[44+2*i:], uint16(toInt16(v)))
+	}
+	return b
+}
+
+// encodeFLAC writes 16-bit FLAC in blocks of 4096 frames.
+func encodeFLAC(ctx context.Context, pcm []float32, frames, rate, channels int) ([]byte, error) {
+	const block = 4096
+	info := &meta.StreamInfo{
+		BlockSizeMin: block, BlockSizeMax: block, SampleRate: uint32(rate),
+		NChannels: uint8(channels), BitsPerSample: 16, NSamples: uint64(frames),
+	}
+	var buf bytes.Buffer
+	enc, err := flac.NewEncoder(&buf, info)
+	if err != nil {
+		return nil, err
+	}
+	chans := frame.ChannelsMono
+	if channels == 2 {
+		chans = frame.ChannelsLR
+	}
+	for off := 0; off < frames; off += block {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := min(block, frames-off)
+		f := &frame.Frame{Header: frame.Header{HasFixedBlockSize: true, BlockSize: uint16(n), SampleRate: uint32(rate), Channels: chans, BitsPerSample: 16}}
+		for c := 0; c < channels; c++ {
+			s := make([]int32, n)
+			for i := range s {
+				s[i] = int32(toInt16(pcm[(off+i)*channels+c]))
+			}
+			f.Subframes = append(f.Subframes, &frame.Subframe{SubHeader: frame.SubHeader{Pred: frame.PredVerbatim}, Samples: s, NSamples: n})
+		}
+		if err := enc.WriteFrame(f); err != nil {
+			return nil, err
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// mp3Bitrates are the Layer III bitrates (kbps) by MPEG version: MPEG-1 for 32-48 kHz,
+// MPEG-2 for 16-24 kHz, MPEG-2.5 for 8-12 kHz.
+var mp3Bitrates = map[string][]int{
+	"1":   {32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320},
+	"2":   {8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160},
+	"2.5": {8, 16, 24, 32, 40, 48, 56, 64},
+}
+
+func mp3Version(rate int) string {
+	switch {
+	case rate >= 32000:
+		return "1"
+	case rate >= 16000:
+		return "2"
+	}
+	return "2.5"
+}
+
+// mp3Bitrate picks the bitrate MPEG defines at or below asked (the lowest when asked is
+// below all); asked 0 gives the default of the version.
+func mp3Bitrate(rate, asked int) (kbps, index int) {
+	v := mp3Version(rate)
+	list := mp3Bitrates[v]
+	if asked == 0 {
+		asked = map[string]int{"1": 128, "2": 64, "2.5": 32}[v]
+	}
+	idx := 0
+	for i, b := range list {
+		if b <= asked {
+			idx = i
+		}
+	}
+	return list[idx], idx + 1 // bitrate_index 0 is "free format"
+}
+
+// encodeMP3 encodes CBR MPEG Layer III with shine-mp3, one frame per call so that the
+// encoder never reads past the samples it is given (its Write assumes stereo strides).
+func encodeMP3(ctx context.Context, pcm []float32, frames int, spec audioSpec) (encodedAudio, error) {
+	enc := mp3.NewEncoder(spec.sampleRate, spec.channels)
+	kbps, idx := mp3Bitrate(spec.sampleRate, spec.bitrate)
+	if mp3.CheckConfig(spec.sampleRate, kbps) < 0 {
+		return encodedAudio{}, fmt.Errorf("mp3: %d Hz at %d kbps not supported", spec.sampleRate, kbps)
+	}
+	// NewEncoder fixes 128 kbps; apply the chosen rate the way it derives its frame sizes.
+	enc.Mpeg.Bitrate = int64(kbps)
+	enc.Mpeg.BitrateIndex = int64(idx)
+	// Slots per frame in exact integer arithmetic: shine's float computation can land a hair
+	// under a whole number (216 → 215.999…) and then flags padding on frames that have none.
+	num := enc.Mpeg.GranulesPerFrame * mp3.GRANULE_SIZE * int64(kbps) * 1000
+	den := int64(spec.sampleRate) * enc.Mpeg.BitsPerSlot
+	enc.Mpeg.WholeSlotsPerFrame = num / den
+	enc.Mpeg.FracSlotsPerFrame = float64(num%den) / float64(den)
+	enc.Mpeg.Slot_lag = -enc.Mpeg.FracSlotsPerFrame
+	enc.Mpeg.Padding = 0
+	spp := int(enc.Mpeg.GranulesPerFrame) * mp3.GRANULE_SIZE
+	// shine walks the samples with unsafe pointer arithmetic and leaves its cursors one
+	// stride past the last sample it read; slack at the end of the allocation keeps those
+	// cursors inside it (a pointer past an allocation's end confuses the garbage collector).
+	chunk := make([]int16, spp*spec.channels, spp*spec.channels+16)
+	var buf bytes.Buffer
+	for off := 0; off < frames; off += spp {
+		if off%(spp*64) == 0 {
+			if err := ctx.Err(); err != nil {
+				return encodedAudio{}, err
+			}
+		}
+		clear(chunk)
+		n := min(spp, frames-off)
+		for i := 0; i < n*spec.channels; i++ {
+			chunk[i] = toInt16(pcm[off*spec.channels+i])
+		}
+		if err := enc.Write(&buf, chunk); err != nil {
+			return encodedAudio{}, err
+		}
+	}
+	return encodedAudio{data: buf.Bytes(), contentType: "audio/mpeg", ext: "mp3", bitrate: kbps}, nil
+}
+
+// Opus frames are 20 ms; Ogg pages hold up to this many packets.
+const (
+	opusFrameMs     = 20
+	opusPagePackets = 50
+)
+
+// opusDefaultBitrate is the bitrate (kbps) of OGG output when none is asked.
+func opusDefaultBitrate(channels int) int {
+	if channels == 1 {
+		return 64
+	}
+	return 128
+}
+
+// encodeOggOpus encodes Opus with gopus and wraps it in Ogg per RFC 7845: page 0 (BOS)
+// holds OpusHead, page 1 OpusTags, then audio pages; granule positions count 48 kHz
+// samples including the pre-skip, and the last page's granule position trims the padding
+// so a player outputs exactly frames samples.
+func encodeOggOpus(ctx context.Context, pcm []float32, frames int, spec audioSpec) (encodedAudio, error) {
+	enc, err := gopus.NewEncoder(gopus.EncoderConfig{SampleRate: spec.sampleRate, Channels: spec.channels, Application: gopus.ApplicationAudio})
+	if err != nil {
+		return encodedAudio{}, err
+	}
+	kbps := spec.bitrate
+	if kbps == 0 {
+		kbps = opusDefaultBitrate(spec.channels)
+	}
+	if err := enc.SetBitrate(kbps * 1000); err != nil {
+		return encodedAudio{}, err
+	}
+	frameSize := spec.sampleRate * opusFrameMs / 1000
+	if err := enc.SetFrameSize(frameSize); err != nil {
+		return encodedAudio{}, err
+	}
+	lookahead := enc.Lookahead() // at the input rate
+	preSkip := lookahead * 48000 / spec.sampleRate
+	finalGranule := uint64(preSkip) + uint64(frames)*48000/uint64(spec.sampleRate)
+
+	// Feed the encoder frames + lookahead samples (zero padded to whole frames) so the
+	// last real sample leaves the encoder.
+	total := frames + lookahead
+	nPackets := (total + frameSize - 1) / frameSize
+	var packets [][]byte
+	in := make([]float32, frameSize*spec.channels)
+	buf := make([]byte, 4000)
+	for p := 0; p < nPackets; p++ {
+		if p%50 == 0 {
+			if err := ctx.Err(); err != nil {
+				return encodedAudio{}, err
+			}
+		}
+		clear(in)
+		off := p * frameSize
+		if off < frames {
+			copy(in, pcm[off*spec.channels:min(frames, off+frameSize)*spec.channels])
+		}
+		n, err := enc.Encode(in, buf)
+		if err != nil {
+			return encodedAudio{}, err
+		}
+		packets = append(packets, append([]byte(nil), buf[:n]...))
+	}
+	if len(packets) == 0 {
+		return encodedAudio{}, errors.New("opus: no audio")
+	}
+
+	var out bytes.Buffer
+	serial := uint32(0x6d657865) // fixed: the same input gives the same bytes
+	seq := uint32(0)
+	writePage := func(headerType byte, granule uint64, pkts [][]byte) {
+		p := ogg.Page{HeaderType: headerType, GranulePos: granule, SerialNumber: serial, PageSequence: seq}
+		for _, pk := range pkts {
+			p.Segments = append(p.Segments, ogg.BuildSegmentTable(len(pk))...)
+			p.Payload = append(p.Payload, pk...)
+		}
+		out.Write(p.Encode())
+		seq++
+	}
+	head := ogg.DefaultOpusHead(uint32(spec.sampleRate), uint8(spec.channels))
+	head.PreSkip = uint16(preSkip)
+	writePage(ogg.PageFlagBOS, 0, [][]byte{head.Encode()})
+	tags := &ogg.OpusTags{Vendor: "modelexec reference runner (gopus)", Comments: map[string]string{"ENCODER": "modelexec music-turbo"}}
+	writePage(0, 0, [][]byte{tags.Encode()})
+
+	samplesPerPacket := uint64(48000 * opusFrameMs / 1000)
+	for i := 0; i < len(packets); {
+		j := min(len(packets), i+opusPagePackets)
+		if len(packets)-j == 1 { // keep at least two packets on the last page: its trim spans < 2 packets
+			j--
+		}
+		segs := 0
+		for k := i; k < j; k++ {
+			segs += len(ogg.BuildSegmentTable(len(packets[k])))
+			if segs > 255 {
+				j = k
+				break
+			}
+		}
+		granule := uint64(j) * samplesPerPacket
+		var flag byte
+		if j == len(packets) {
+			flag = ogg.PageFlagEOS
+			granule = finalGranule
+		}
+		writePage(flag, granule, packets[i:j])
+		i = j
+	}
+	return encodedAudio{data: out.Bytes(), contentType: "audio/ogg", ext: "ogg", bitrate: kbps}, nil
+}

@@ -1,0 +1,87 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	"image/png"
+
+	"github.com/gen2brain/webp"
+
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+// encoded is one encoded output image.
+type encoded struct {
+	data        []byte
+	contentType string
+	ext         string
+}
+
+// encodeImage encodes img as JPG (quality), PNG (lossless, alpha kept) or WEBP (lossy at
+// quality, alpha kept). JPG has no transparency: a translucent image is flattened on white.
+func encodeImage(img image.Image, format string, quality int) (encoded, error) {
+	var buf bytes.Buffer
+	switch format {
+	case "PNG":
+		enc := png.Encoder{CompressionLevel: png.DefaultCompression}
+		if err := enc.Encode(&buf, img); err != nil {
+			return encoded{}, fmt.Errorf("encode png: %w", err)
+		}
+		return encoded{buf.Bytes(), "image/png", "png"}, nil
+	case "WEBP":
+		if err := webp.Encode(&buf, img, webp.Options{Quality: quality, Method: 4}); err != nil {
+			return encoded{}, fmt.Errorf("encode webp: %w", err)
+		}
+		return encoded{buf.Bytes(), "image/webp", "webp"}, nil
+	default:
+		if err := jpeg.Encode(&buf, flatten(img), &jpeg.Options{Quality: quality}); err != nil {
+			return encoded{}, fmt.Errorf("encode jpeg: %w", err)
+		}
+		return encoded{buf.Bytes(), "image/jpeg", "jpg"}, nil
+	}
+}
+
+// flatten composites an image that may carry alpha over white.
+func flatten(img image.Image) image.Image {
+	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+		return img
+	}
+	b := img.Bounds()
+	dst := image.NewRGBA(b)
+	draw.Draw(dst, b, image.NewUniform(color.White), image.Point{}, draw.Src)
+	draw.Draw(dst, b, img, b.Min, draw.Over)
+	return dst
+}
+
+// storeImage encodes img and stores it as name.<ext>; it returns the document entry and the
+// file record.
+func storeImage(ctx context.Context, env runners.Env, name string, img image.Image, format string, quality int) (map[string]any, runners.File, error) {
+	enc, err := encodeImage(img, format, quality)
+	if err != nil {
+		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: err.Error()}
+	}
+	if env.Outputs == nil {
+		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "no output store configured"}
+	}
+	key, err := env.Outputs.Put(ctx, name+"."+enc.ext, enc.contentType, enc.data)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, runners.File{}, ctx.Err()
+		}
+		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "store output: " + err.Error(), Retryable: true}
+	}
+	b := img.Bounds()
+	entry := map[string]any{
+		"storage_key":  key,
+		"width":        b.Dx(),
+		"height":       b.Dy(),
+		"content_type": enc.contentType,
+		"file_size":    len(enc.data),
+	}
+	return entry, runners.File{Key: key, ContentType: enc.contentType, Bytes: int64(len(enc.data))}, nil
+}

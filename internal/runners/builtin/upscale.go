@@ -1,0 +1,108 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"math"
+
+	xdraw "golang.org/x/image/draw"
+
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+// upscaleInput is the part of an M4 input the upscaler reads.
+type upscaleInput struct {
+	imageOptions
+	UpscaleFactor *float64 `json:"upscaleFactor"`
+	Settings      struct {
+		Seed *int64 `json:"seed"`
+	} `json:"settings"`
+	Inputs struct {
+		Image string `json:"image"`
+	} `json:"inputs"`
+}
+
+// Upscaler limits: the contract's factor range and the largest output it renders.
+const (
+	defaultUpscaleFactor = 2.0
+	maxUpscalePixels     = 256 << 20
+	upscaleBands         = 4 // work units reported as progress (and cancel points)
+)
+
+// upscaler is the reference runner of M4: Catmull-Rom resampling by upscaleFactor.
+type upscaler struct{ now clock }
+
+// upscaledSize is the exact output size: round(w*f) x round(h*f).
+func upscaledSize(w, h int, f float64) (int, int) {
+	return int(math.Round(float64(w) * f)), int(math.Round(float64(h) * f))
+}
+
+func (u *upscaler) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
+	start := u.now()
+	rep := reporter(env)
+	var in upscaleInput
+	if err := decodeInput(job, &in); err != nil {
+		return runners.Result{}, err
+	}
+	f := defaultUpscaleFactor
+	if in.UpscaleFactor != nil {
+		f = *in.UpscaleFactor
+	}
+	if f < 1 || f > 4 || math.IsNaN(f) {
+		return runners.Result{}, refusal("invalid_input", fmt.Sprintf("upscaleFactor %g is outside 1 to 4", f), "upscaleFactor")
+	}
+	src, err := fetchImage(ctx, env, in.Inputs.Image, "inputs", "image")
+	if err != nil {
+		return runners.Result{}, err
+	}
+	sb := src.Bounds()
+	w, h := upscaledSize(sb.Dx(), sb.Dy(), f)
+	if int64(w)*int64(h) > maxUpscalePixels {
+		return runners.Result{}, refusal("invalid_input", fmt.Sprintf("a %dx%d image upscaled by %g would be %dx%d, above %d pixels", sb.Dx(), sb.Dy(), f, w, h, maxUpscalePixels), "upscaleFactor")
+	}
+	rep.Log("info", fmt.Sprintf("upscale: %dx%d x%g -> %dx%d (Catmull-Rom), format %s", sb.Dx(), sb.Dy(), f, w, h, in.format()))
+
+	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+	done := 0
+	metrics := func() map[string]float64 {
+		return map[string]float64{
+			"inference_seconds": u.now.since(start),
+			"steps":             float64(done),
+			"megapixels":        float64(w*h) / 1e6,
+			"upscale_factor":    f,
+		}
+	}
+	for i := 0; i < upscaleBands; i++ {
+		if err := ctx.Err(); err != nil {
+			rep.Log("warn", fmt.Sprintf("cancelled after %d of %d bands", done, upscaleBands))
+			return runners.Result{Metrics: metrics(), Done: float64(done) / upscaleBands}, err
+		}
+		// Scaling into a band of the destination computes exactly that band of the full
+		// result: the scaler clips to the destination's bounds.
+		band := dst.SubImage(image.Rect(0, i*h/upscaleBands, w, (i+1)*h/upscaleBands)).(*image.NRGBA)
+		xdraw.CatmullRom.Scale(band, dst.Bounds(), src, sb, xdraw.Src, nil)
+		done++
+		rep.Progress(float64(done) / upscaleBands)
+	}
+	if _, err := applyWatermark(ctx, env, dst, in.AdvancedFeatures.Watermark); err != nil {
+		return runners.Result{Metrics: metrics(), Done: 1}, err
+	}
+	entry, file, err := storeImage(ctx, env, job.ID+"-0", dst, in.format(), in.quality())
+	if err != nil {
+		return runners.Result{Metrics: metrics(), Done: 1}, err
+	}
+	m := metrics()
+	m["output_bytes"] = float64(file.Bytes)
+	doc := map[string]any{
+		"images":         []any{entry},
+		"upscale_factor": f,
+		"input":          map[string]any{"width": sb.Dx(), "height": sb.Dy()},
+		"timings":        map[string]float64{"inference": m["inference_seconds"]},
+	}
+	if in.Settings.Seed != nil {
+		doc["seed"] = *in.Settings.Seed
+	}
+	rep.Log("info", fmt.Sprintf("stored %s (%d bytes)", file.ContentType, file.Bytes))
+	return runners.Result{Document: doc, Files: []runners.File{file}, Metrics: m, Done: 1}, nil
+}

@@ -1,0 +1,120 @@
+// Package runners owns the Runner port: the one interface every model backend (the built-in
+// CPU reference runners, Cog model servers, OpenAI-compatible upstreams) implements.
+//
+// It must not import net/http handlers, database/sql or any store: a runner sees a validated
+// input, a place to read url inputs from, a place to write output files to, and a reporter.
+package runners
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Job is what a runner is handed: one validated request with its defaults applied.
+type Job struct {
+	ID        string          // job id, <product>_<idempotency_key>
+	RequestID string          // the queue request id
+	Address   string          // svc-serverless/<slug>
+	Slug      string          // model slug, e.g. image-4b
+	Input     json.RawMessage // validated input, defaults filled in (seed always present)
+}
+
+// Inputs reads url inputs (uploaded files or external https addresses), bounded in size
+// and through an SSRF-safe client.
+type Inputs interface {
+	// Fetch returns the bytes and the sniffed content type of the file at url.
+	Fetch(ctx context.Context, url string) (data []byte, contentType string, err error)
+}
+
+// Outputs stores the files a runner produces.
+type Outputs interface {
+	// Put stores one output file and returns its storage key.
+	Put(ctx context.Context, name, contentType string, data []byte) (key string, err error)
+}
+
+// Reporter receives a runner's log lines and progress while it runs.
+type Reporter interface {
+	Log(level, message string)
+	Progress(fraction float64) // 0..1 of the quoted work
+}
+
+// Env is everything a runner may touch besides its job.
+type Env struct {
+	Inputs  Inputs
+	Outputs Outputs
+	Report  Reporter
+}
+
+// File is one stored output file.
+type File struct {
+	Key         string `json:"storage_key"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+}
+
+// Result is a finished (or cancelled) run.
+//
+// Document is the model's output document. Any object in it that carries a "storage_key"
+// field names a stored file: the API layer replaces that field by a signed "url" (valid
+// 15 minutes) when it serves the document, so a document never holds a URL that expires.
+type Result struct {
+	Document map[string]any     `json:"document"`
+	Files    []File             `json:"files"`
+	Metrics  map[string]float64 `json:"metrics,omitempty"`
+	// Done is the fraction (0..1) of the quoted work actually performed. A completed run
+	// reports 1; a cancelled run reports what it got through, so the charge settles at or
+	// below the quote. Zero on a completed run is read as 1.
+	Done float64 `json:"done"`
+}
+
+// Runner runs jobs for one or more model slugs. Cancellation is the context: a runner
+// returns promptly once ctx is done, with ctx's error and the partial Result it reached.
+type Runner interface {
+	Run(ctx context.Context, job Job, env Env) (Result, error)
+}
+
+// Violation names one field of a refused input, in the queue-protocol detail shape.
+type Violation struct {
+	Loc  []string `json:"loc"`
+	Msg  string   `json:"msg"`
+	Type string   `json:"type"`
+}
+
+// Refusal is the model's own refusal of the request as written (content filter, a value or
+// file it will not take). It answers 422 with detail on queue hosts and is refunded.
+type Refusal struct {
+	Code   string // error code, e.g. image_unreadable, content_policy
+	Detail []Violation
+}
+
+func (e *Refusal) Error() string {
+	if len(e.Detail) > 0 {
+		return fmt.Sprintf("%s: %s", e.Code, e.Detail[0].Msg)
+	}
+	return e.Code
+}
+
+// Failure is a run that failed for a reason other than the request as written.
+type Failure struct {
+	Code      string // error code, e.g. runner_failed, upstream_busy
+	Message   string
+	Retryable bool // true when the model was busy and the job may be tried again
+}
+
+func (e *Failure) Error() string { return e.Code + ": " + e.Message }
+
+// ErrUnknownModel is returned by a Registry asked for a slug it has no runner for.
+var ErrUnknownModel = errors.New("runners: no runner for model")
+
+// Registry maps model slugs to their runners.
+type Registry map[string]Runner
+
+// For returns the runner of slug.
+func (r Registry) For(slug string) (Runner, error) {
+	if rn, ok := r[slug]; ok {
+		return rn, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownModel, slug)
+}

@@ -1,0 +1,192 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver "pgx"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // SQLite driver "sqlite"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Dialect is the database behind a DB.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is an open, migrated database.
+type DB struct {
+	sql     *sql.DB
+	dialect Dialect
+}
+
+// Open opens dsn: a postgres:// or postgresql:// URL for PostgreSQL, otherwise a SQLite file
+// path (optionally prefixed sqlite:). It applies migrations unless noMigrate.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	db, err := open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func open(dsn string) (*DB, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(32)
+		db.SetMaxIdleConns(32)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		return &DB{sql: db, dialect: Postgres}, nil
+	}
+	path := strings.TrimPrefix(dsn, "sqlite:")
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// WAL lets readers run beside the one writer; immediate transactions take the write lock
+	// up front so two writers queue on busy_timeout instead of deadlocking on an upgrade.
+	q := "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", "file:"+path+q)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(8)
+	return &DB{sql: db, dialect: SQLite}, nil
+}
+
+// Migrate applies the dialect's migrations.
+func (db *DB) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations/"+string(db.dialect))
+	if err != nil {
+		return err
+	}
+	gd := goose.DialectSQLite3
+	if db.dialect == Postgres {
+		gd = goose.DialectPostgres
+	}
+	p, err := goose.NewProvider(gd, db.sql, sub)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}
+
+// Dialect reports the database kind.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// SQL exposes the handle for health checks.
+func (db *DB) SQL() *sql.DB { return db.sql }
+
+// Close closes the database.
+func (db *DB) Close() error { return db.sql.Close() }
+
+// Ping checks the database answers (readiness).
+func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
+
+// querier is what both *sql.DB and *sql.Tx offer.
+type querier interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+// Tx is one transaction; the domain packages see it through their own Tx ports.
+type Tx struct {
+	q       querier
+	dialect Dialect
+}
+
+// InTx runs fn in one transaction, committing when it returns nil. On PostgreSQL a
+// serialization failure or deadlock is retried a few times.
+func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := db.inTx(ctx, fn)
+		if err != nil && attempt < 5 && retryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+func (db *DB) inTx(ctx context.Context, fn func(*Tx) error) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(&Tx{q: tx, dialect: db.dialect}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func retryable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "SQLSTATE 40001") || strings.Contains(s, "SQLSTATE 40P01")
+}
+
+// direct runs outside a transaction.
+func (db *DB) direct() *Tx { return &Tx{q: db.sql, dialect: db.dialect} }
+
+// forUpdate is the row-lock suffix for a SELECT that precedes an update of the same row.
+// SQLite needs none: an immediate transaction already holds the write lock.
+func (tx *Tx) forUpdate() string {
+	if tx.dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "constraint failed: UNIQUE")
+}

@@ -1,0 +1,284 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+// Jobs is the jobs.Store view of a DB.
+type Jobs struct{ *DB }
+
+var (
+	_ jobs.Store = Jobs{}
+	_ jobs.Tx    = (*Tx)(nil)
+)
+
+// InTx runs fn in one transaction.
+func (s Jobs) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
+	return s.DB.InTx(ctx, func(tx *Tx) error { return fn(tx) })
+}
+
+const jobCols = `account_id, id, key_id, request_id, model, product, idem_key, input, status, outcome, error_code, error_detail,
+ error_message, quoted, reserved, charged, coverage, priority, start_by, webhook, provider_job_id, dispatched, cancel_asked,
+ result, logs, metrics, progress, lease_owner, lease_until, attempts, created_at, started_at, finished_at`
+
+func jsonText(v any, empty bool) string {
+	if empty {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func jobArgs(j jobs.Job) []any {
+	return []any{j.AccountID, j.ID, j.KeyID, j.RequestID, j.Model, j.Product, j.IdempotencyKey, string(j.Input), string(j.Status),
+		string(j.Outcome), j.ErrorCode, jsonText(j.ErrorDetail, len(j.ErrorDetail) == 0), j.ErrorMessage, j.Quoted, j.Reserved, j.Charged,
+		jsonText(j.Coverage, j.Coverage == nil), string(j.Priority), nullMicros(j.StartBy), j.Webhook, j.ProviderJobID, boolInt(j.Dispatched),
+		boolInt(j.CancelAsked), jsonText(j.Result, j.Result == nil), jsonText(j.Logs, len(j.Logs) == 0), jsonText(j.Metrics, len(j.Metrics) == 0),
+		j.Progress, j.LeaseOwner, nullMicros(j.LeaseUntil), j.Attempts, micros(j.CreatedAt), nullMicros(j.StartedAt), nullMicros(j.FinishedAt)}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
+	var j jobs.Job
+	var input, status, outcome, detail, coverage, priority, result, logs, metrics string
+	var startBy, leaseUntil, startedAt, finishedAt sql.NullInt64
+	var created int64
+	var dispatched, cancelAsked int
+	err := row.Scan(&j.AccountID, &j.ID, &j.KeyID, &j.RequestID, &j.Model, &j.Product, &j.IdempotencyKey, &input, &status, &outcome,
+		&j.ErrorCode, &detail, &j.ErrorMessage, &j.Quoted, &j.Reserved, &j.Charged, &coverage, &priority, &startBy, &j.Webhook,
+		&j.ProviderJobID, &dispatched, &cancelAsked, &result, &logs, &metrics, &j.Progress, &j.LeaseOwner, &leaseUntil, &j.Attempts,
+		&created, &startedAt, &finishedAt)
+	if err != nil {
+		if isNoRows(err) {
+			return j, jobs.ErrNotFound
+		}
+		return j, err
+	}
+	j.Input = json.RawMessage(input)
+	j.Status, j.Outcome, j.Priority = jobs.QueueStatus(status), jobs.Outcome(outcome), jobs.Priority(priority)
+	j.Dispatched, j.CancelAsked = dispatched == 1, cancelAsked == 1
+	j.StartBy, j.LeaseUntil, j.StartedAt, j.FinishedAt = timePtr(startBy), timePtr(leaseUntil), timePtr(startedAt), timePtr(finishedAt)
+	j.CreatedAt = fromMicros(created)
+	if detail != "" {
+		_ = json.Unmarshal([]byte(detail), &j.ErrorDetail)
+	}
+	if coverage != "" {
+		j.Coverage = &ledger.Coverage{}
+		_ = json.Unmarshal([]byte(coverage), j.Coverage)
+	}
+	if result != "" {
+		j.Result = &runners.Result{}
+		_ = json.Unmarshal([]byte(result), j.Result)
+	}
+	if logs != "" {
+		_ = json.Unmarshal([]byte(logs), &j.Logs)
+	}
+	if metrics != "" {
+		_ = json.Unmarshal([]byte(metrics), &j.Metrics)
+	}
+	return j, nil
+}
+
+func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
+	ph := make([]string, 33)
+	for i := range ph {
+		ph[i] = "$" + itoa(i+1)
+	}
+	_, err := tx.q.ExecContext(ctx, `INSERT INTO jobs (`+jobCols+`) VALUES (`+strings.Join(ph, ", ")+`)`, jobArgs(j)...)
+	if isUniqueViolation(err) {
+		return jobs.ErrDuplicate
+	}
+	return err
+}
+
+func (tx *Tx) UpdateJob(ctx context.Context, j jobs.Job) error {
+	a := jobArgs(j)
+	// Everything but the key (account_id, id) and the immutable columns.
+	_, err := tx.q.ExecContext(ctx, `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
+ reserved = $6, charged = $7, coverage = $8, start_by = $9, provider_job_id = $10, dispatched = $11, cancel_asked = $12, result = $13,
+ logs = $14, metrics = $15, progress = $16, lease_owner = $17, lease_until = $18, attempts = $19, started_at = $20, finished_at = $21
+ WHERE account_id = $22 AND id = $23`,
+		a[8], a[9], a[10], a[11], a[12], a[14], a[15], a[16], a[18], a[20], a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29],
+		a[31], a[32], j.AccountID, j.ID)
+	return err
+}
+
+func (tx *Tx) JobForUpdate(ctx context.Context, accountID, id string) (jobs.Job, error) {
+	return scanJob(tx.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND id = $2`+tx.forUpdate(), accountID, id))
+}
+
+func (tx *Tx) JobByRequestForUpdate(ctx context.Context, requestID string) (jobs.Job, error) {
+	return scanJob(tx.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE request_id = $1`+tx.forUpdate(), requestID))
+}
+
+func (tx *Tx) CountInFlight(ctx context.Context, accountID string) (int, error) {
+	var n int
+	err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE account_id = $1 AND status <> 'COMPLETED'`, accountID).Scan(&n)
+	return n, err
+}
+
+func (tx *Tx) CountQueued(ctx context.Context, model string) (int, error) {
+	var n int
+	err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`, model).Scan(&n)
+	return n, err
+}
+
+func (tx *Tx) AddKeySpend(ctx context.Context, keyID, period string, delta int64) error {
+	_, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1 WHERE id = $3`,
+		period, delta, keyID)
+	return err
+}
+
+func (tx *Tx) Passes(ctx context.Context, accountID string) ([]ledger.Pass, error) {
+	rows, err := tx.q.QueryContext(ctx, `SELECT id, account_id, name, promotion, models, max_credits, uses_left, expires_at FROM passes WHERE account_id = $1 ORDER BY id`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.Pass
+	for rows.Next() {
+		var p ledger.Pass
+		var promo int
+		var models string
+		var expires int64
+		if err := rows.Scan(&p.ID, &p.AccountID, &p.Name, &promo, &models, &p.MaxCredits, &p.UsesLeft, &expires); err != nil {
+			return nil, err
+		}
+		p.Promotion = promo == 1
+		if models != "" {
+			p.Models = strings.Split(models, ",")
+		}
+		if expires != 0 {
+			p.ExpiresAt = fromMicros(expires)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (tx *Tx) UsePass(ctx context.Context, passID string) error {
+	_, err := tx.q.ExecContext(ctx, `UPDATE passes SET uses_left = uses_left - 1 WHERE id = $1 AND uses_left > 0`, passID)
+	return err
+}
+
+// AddPass grants a pass or promotion (operator console).
+func (db *DB) AddPass(ctx context.Context, p ledger.Pass) error {
+	var exp int64
+	if !p.ExpiresAt.IsZero() {
+		exp = micros(p.ExpiresAt)
+	}
+	_, err := db.sql.ExecContext(ctx, `INSERT INTO passes (id, account_id, name, promotion, models, max_credits, uses_left, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		p.ID, p.AccountID, p.Name, boolInt(p.Promotion), strings.Join(p.Models, ","), p.MaxCredits, p.UsesLeft, exp)
+	return err
+}
+
+func (tx *Tx) InsertEvent(ctx context.Context, e jobs.Event) error {
+	_, err := tx.q.ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (account_id, id) DO NOTHING`,
+		e.AccountID, e.ID, e.JobID, e.RequestID, e.Type, e.Product, string(e.Status), e.ErrorCode, e.Charged, e.Reserved, e.Webhook, micros(e.CreatedAt))
+	return err
+}
+
+func (s Jobs) JobByRequest(ctx context.Context, requestID string) (jobs.Job, error) {
+	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE request_id = $1`, requestID))
+}
+
+func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
+	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND id = $2`, accountID, id))
+}
+
+func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, error) {
+	rows, err := s.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []jobs.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+func (s Jobs) ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]jobs.Job, error) {
+	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT $3`,
+		accountID, micros(before), limit)
+}
+
+func (s Jobs) Queued(ctx context.Context, model string, limit int) ([]jobs.Job, error) {
+	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id LIMIT $2`,
+		model, limit)
+}
+
+func (s Jobs) Stale(ctx context.Context, now time.Time, limit int) ([]jobs.Job, error) {
+	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`, micros(now), limit)
+}
+
+func (s Jobs) Overdue(ctx context.Context, now time.Time, limit int) ([]jobs.Job, error) {
+	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`, micros(now), limit)
+}
+
+func (s Jobs) QueuePosition(ctx context.Context, j jobs.Job) (int, error) {
+	var n int
+	err := s.sql.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND request_id <> $2 AND
+ ((CASE WHEN priority = 'low' THEN 1 ELSE 0 END) < $3 OR ((CASE WHEN priority = 'low' THEN 1 ELSE 0 END) = $3 AND (created_at < $4 OR (created_at = $4 AND request_id < $2))))`,
+		j.Model, j.RequestID, boolInt(j.Priority == jobs.Low), micros(j.CreatedAt)).Scan(&n)
+	return n, err
+}
+
+func (s Jobs) Heartbeat(ctx context.Context, owner string, requestIDs []string, until time.Time) ([]string, error) {
+	var cancel []string
+	for _, id := range requestIDs {
+		var asked int
+		err := s.sql.QueryRowContext(ctx, `UPDATE jobs SET lease_until = $1 WHERE request_id = $2 AND lease_owner = $3 AND status = 'IN_PROGRESS' RETURNING cancel_asked`,
+			micros(until), id, owner).Scan(&asked)
+		if isNoRows(err) {
+			continue
+		}
+		if err != nil {
+			return cancel, err
+		}
+		if asked == 1 {
+			cancel = append(cancel, id)
+		}
+	}
+	return cancel, nil
+}
+
+func (s Jobs) AppendProgress(ctx context.Context, requestID string, logs []jobs.LogLine, progress float64) error {
+	_, err := s.sql.ExecContext(ctx, `UPDATE jobs SET logs = $1, progress = $2 WHERE request_id = $3 AND status = 'IN_PROGRESS'`,
+		jsonText(logs, len(logs) == 0), progress, requestID)
+	return err
+}
+
+// AccountForUpdate satisfies jobs.Tx (defined in auth.go).
+var _ interface {
+	AccountForUpdate(ctx context.Context, id string) (auth.Account, error)
+} = (*Tx)(nil)
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

@@ -1,0 +1,12 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+// TestACC14_UsageSQLite and TestACC14_UsagePostgres prove the ledger read behind GET /v1/usage
+// (ACC-14): per-key charged, refunded and job counts in a half-open window, grants left out.
+func TestACC14_UsageSQLite(t *testing.T)   { storetest.RunUsage(t, storetest.OpenSQLite) }
+func TestACC14_UsagePostgres(t *testing.T) { storetest.RunUsage(t, storetest.OpenPostgres) }

@@ -1,0 +1,147 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// Run is the conformance suite every backend passes.
+func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
+	t.Run("AccountsAndLedger", func(t *testing.T) { testAccountsAndLedger(t, open(t)) })
+	t.Run("KeysLiveLimitAtomic", func(t *testing.T) { testKeysLiveLimit(t, open(t)) })
+	t.Run("RevokeKeepsOriginalStamp", func(t *testing.T) { testRevoke(t, open(t)) })
+	t.Run("Ceilings", func(t *testing.T) { testCeilings(t, open(t)) })
+}
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// NewAccount creates an account for tests.
+func NewAccount(t testing.TB, db *sqlstore.DB, id string, plan auth.Plan, credits int64) auth.Account {
+	t.Helper()
+	a := auth.Account{ID: id, Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: auth.DefaultMonthlyAllowance(plan), CreatedAt: t0.Add(-72 * time.Hour)}
+	if err := db.CreateAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func testAccountsAndLedger(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_a", auth.Pro, 500)
+	a, err := db.Account(ctx, "acct_a")
+	if err != nil || a.Balance != 500 || a.Plan != auth.Pro || a.Status != auth.Live || !a.CreatedAt.Equal(t0.Add(-72*time.Hour)) {
+		t.Fatalf("account = %+v, %v", a, err)
+	}
+	if _, err := db.Account(ctx, "nope"); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("missing account: %v", err)
+	}
+	if bal, err := db.Grant(ctx, "acct_a", -200, t0); err != nil || bal != 300 {
+		t.Fatalf("grant: %d %v", bal, err)
+	}
+	sum, err := db.LedgerSum(ctx, "acct_a")
+	if err != nil || sum != 300 {
+		t.Fatalf("ledger sum %d %v, want the balance 300", sum, err)
+	}
+	if err := db.SetAccountStatus(ctx, "acct_a", auth.Limited); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetAccountPlan(ctx, "acct_a", auth.Max, 6000); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = db.Account(ctx, "acct_a")
+	if a.Status != auth.Limited || a.Plan != auth.Max || a.MonthlyAllowance != 6000 {
+		t.Fatalf("after set: %+v", a)
+	}
+	if err := db.SetAccountStatus(ctx, "nope", auth.Live); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("set on missing: %v", err)
+	}
+}
+
+func key(id, account string, expires time.Time) auth.KeyRecord {
+	return auth.KeyRecord{ID: id, AccountID: account, SecretHash: "h", Scopes: auth.DefaultScopes(), CreatedAt: t0, ExpiresAt: expires,
+		Ceiling: auth.Ceiling{Mode: auth.FollowPlan}, SpentPeriod: auth.Period(t0)}
+}
+
+// KEY-27: the live-key count and the insert are atomic; expired and revoked keys hold no slot.
+func testKeysLiveLimit(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_f", auth.Free, 0)
+	if err := db.InsertKey(ctx, key("expiredkey01", "acct_f", t0.Add(-time.Hour)), 2, t0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.InsertKey(ctx, key("concurrent0"+string(rune('a'+i)), "acct_f", t0.Add(time.Hour)), 2, t0)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, auth.ErrTooManyKeys):
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	if ok != 2 {
+		t.Fatalf("%d concurrent mints succeeded, want exactly 2", ok)
+	}
+	keys, err := db.Keys(ctx, "acct_f")
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("keys = %d, %v", len(keys), err)
+	}
+	k, err := db.Key(ctx, keys[1].ID)
+	if err != nil || k.AccountID != "acct_f" || len(k.Scopes) != len(auth.DefaultScopes()) || k.Ceiling.Mode != auth.FollowPlan {
+		t.Fatalf("key = %+v %v", k, err)
+	}
+	if _, err := db.Key(ctx, "missing00000"); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("missing key: %v", err)
+	}
+}
+
+// KEY-24: revocation is a stamp; revoking twice keeps the original.
+func testRevoke(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_r", auth.Pro, 0)
+	if err := db.InsertKey(ctx, key("revokekey001", "acct_r", t0.Add(time.Hour)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
+	first, err := db.RevokeKey(ctx, "revokekey001", t0)
+	if err != nil || !first.Equal(t0) {
+		t.Fatalf("revoke: %v %v", first, err)
+	}
+	again, err := db.RevokeKey(ctx, "revokekey001", t0.Add(time.Hour))
+	if err != nil || !again.Equal(t0) {
+		t.Fatalf("second revoke answered %v, want the original %v (%v)", again, t0, err)
+	}
+	if _, err := db.RevokeKey(ctx, "missing00000", t0); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("revoke missing: %v", err)
+	}
+}
+
+func testCeilings(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_c", auth.Pro, 0)
+	if err := db.InsertKey(ctx, key("ceilingkey01", "acct_c", t0.Add(time.Hour)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
+	c := auth.Ceiling{Mode: auth.Fixed, Amount: 700, Support: 900}
+	if err := db.SetKeyCeiling(ctx, "ceilingkey01", c); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := db.Key(ctx, "ceilingkey01")
+	if k.Ceiling != c {
+		t.Fatalf("ceiling = %+v", k.Ceiling)
+	}
+}

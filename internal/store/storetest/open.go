@@ -1,0 +1,98 @@
+// Package storetest is the store conformance suite: one set of tests every database backend
+// passes, and helpers that open a fresh database of each kind for other packages' tests.
+//
+// PostgreSQL tests read MODELEXEC_TEST_POSTGRES (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
+// and get a fresh schema per test; they skip with a message when it is unset, and fail under
+// CI=true so CI always runs them.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// Backend names a database kind under test.
+type Backend struct {
+	Name string
+	Open func(t testing.TB) *sqlstore.DB
+}
+
+// Backends lists SQLite and PostgreSQL.
+func Backends() []Backend {
+	return []Backend{{"sqlite", OpenSQLite}, {"postgres", OpenPostgres}}
+}
+
+// Each runs f once per backend as a subtest.
+func Each(t *testing.T, f func(t *testing.T, db *sqlstore.DB)) {
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { f(t, b.Open(t)) })
+	}
+}
+
+// OpenSQLite opens a migrated SQLite database in a temp dir.
+func OpenSQLite(t testing.TB) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// PostgresDSN returns the test DSN, skipping (or failing under CI) when unset.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("MODELEXEC_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MODELEXEC_TEST_POSTGRES is unset under CI=true: PostgreSQL tests must run")
+		}
+		t.Skip("MODELEXEC_TEST_POSTGRES unset: skipping PostgreSQL (set it to postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	return dsn
+}
+
+// OpenPostgres opens a migrated PostgreSQL database in a fresh schema, dropped at cleanup.
+func OpenPostgres(t testing.TB) *sqlstore.DB {
+	t.Helper()
+	dsn := PostgresDSN(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema (is PostgreSQL up at %s?): %v", dsn, err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
+		admin.Close()
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	db, err := sqlstore.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,0 +1,97 @@
+// Package syncapi is the synchronous host ({sync_url}): the same request as the queue host,
+// but the connection is held and the answer is the model's output. routes.go lists it.
+package syncapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/queueapi"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+)
+
+// Handler serves the synchronous host.
+type Handler struct {
+	Gate        *httpapi.Gate
+	Jobs        *jobs.Service
+	URLs        jobview.URLs
+	Signer      jobview.Signer
+	WaitCeiling time.Duration // longest a run may hold its connection (60 s as shipped)
+	Log         *slog.Logger
+}
+
+// Routes lists the whole synchronous host.
+func (h *Handler) Routes() http.Handler {
+	mux := http.NewServeMux()
+	cat := h.Jobs.Catalog()
+	run := httpapi.Route{Bucket: ratelimit.Generate, Product: queueapi.ModelProduct(cat), Scope: queueapi.ModelScope(cat)}
+	mux.Handle("POST /svc-serverless/{slug}", h.Gate.Protect(run, h.run()))
+	mux.Handle("POST /svc-serverless/{slug}/{$}", h.Gate.Protect(run, h.run()))
+	mux.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	}))
+	mux.Handle("/", h.Gate.NotFound())
+	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
+}
+
+func (h *Handler) run() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		p := httpapi.Principal(r)
+		m, err := queueapi.ModelOf(h.Jobs.Catalog(), r)
+		if err != nil {
+			return err
+		}
+		if err := queueapi.AdmitModel(m); err != nil {
+			return err
+		}
+		ceiling := int(h.WaitCeiling / time.Second)
+		if m.ExpectedSeconds > ceiling {
+			return apierr.New(apierr.ModelNotSynchronous, "expected_seconds", m.ExpectedSeconds, "wait_ceiling_seconds", ceiling)
+		}
+		o, err := queueapi.ParseOptions(r, m)
+		if err != nil {
+			return err
+		}
+		body, err := queueapi.ReadBody(r, &o)
+		if err != nil {
+			return err
+		}
+		release, declined := h.Jobs.Seats().Acquire(p.Account.ID, m.Product)
+		if declined != "" {
+			return apierr.New(apierr.WaitCapacity, "wait_declined", declined).WithRetryAfter(1)
+		}
+		defer release()
+		res, err := h.Jobs.Submit(r.Context(), jobs.SubmitRequest{Principal: p, Model: m, Body: body, IdempotencyKey: o.IdempotencyKey,
+			Priority: o.Priority, MaxQueueLength: o.MaxQueueLength, RequestTimeout: o.RequestTimeout, CoveredOnly: o.CoveredOnly, Webhook: o.Webhook})
+		if err != nil {
+			return err
+		}
+		queueapi.Warn(w, m, res.Warnings)
+		j, timedOut, err := h.Jobs.Wait(r.Context(), p.Account.ID, res.Job.RequestID, h.WaitCeiling)
+		if err != nil && r.Context().Err() == nil {
+			return err
+		}
+		if timedOut || !j.Settled() {
+			urls := h.URLs.Status(j, 0, false)
+			return apierr.New(apierr.RunTimedOut, "status_url", urls["status_url"], "response_url", urls["response_url"],
+				"idempotency_key", j.IdempotencyKey).WithCharged(j.Reserved > 0).WithHeader("X-Svc-Request-Timeout-Type", "user")
+		}
+		w.Header().Set("X-Svc-Request-Id", j.RequestID)
+		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
+		if j.Outcome != jobs.Succeeded {
+			return jobview.Failure(j)
+		}
+		doc, err := jobview.Result(r.Context(), j, h.Signer)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, doc)
+		return nil
+	})
+}

@@ -1,0 +1,434 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Ladder is the gap before attempts 2 to 7 (spec 02 "Retries and pausing" #3); each gap is a
+// floor to which up to JitterFraction is added.
+var Ladder = []time.Duration{5 * time.Minute, 15 * time.Minute, time.Hour, 3 * time.Hour, 8 * time.Hour, 24 * time.Hour}
+
+// Delivery policy figures.
+const (
+	MaxAttempts            = 7
+	JitterFraction         = 0.2
+	DefaultSweepInterval   = 5 * time.Minute
+	DefaultRetention       = 72 * time.Hour
+	DefaultDisableAfter    = 10
+	DefaultPerEndpointRun  = 100             // queued events of one endpoint sent per sweep
+	DefaultReleaseSpacing  = 3 * time.Second // 20 a minute after a passing re-challenge
+	DefaultMaxEndpoints    = 5
+	DefaultClaimBatch      = 1000
+	DefaultWorkers         = 8
+	defaultLeaseMultiplier = 2
+)
+
+// RetryGap returns the gap after failed attempt n (1-based) with jitter r in [0,1), and false
+// when n was the last attempt.
+func RetryGap(n int, r float64) (time.Duration, bool) {
+	if n < 1 || n >= MaxAttempts {
+		return 0, false
+	}
+	base := Ladder[n-1]
+	return base + time.Duration(float64(base)*JitterFraction*r), true
+}
+
+// Config holds what Service and Engine need. Store and Keys are required.
+type Config struct {
+	Store  Store
+	Keys   *KeyRing
+	Sender *Sender   // nil: NewSender with Policy
+	Clock  Clock     // nil: SystemClock
+	Hosts  HostGate  // nil: NewMemHostGate()
+	Policy URLPolicy // zero: production; AllowLoopbackForTests in tests
+	Scheme Scheme    // "": SchemeEd25519
+	Secret []byte    // deployment secret: whsec_ derivation under SchemeHMAC
+	// PublicBaseURL is the account API base; verify_keys is PublicBaseURL + /.well-known/jwks.json.
+	PublicBaseURL string
+	Jitter        func() float64 // [0,1); nil: math/rand/v2
+	Rand          io.Reader      // ids and nonces; nil: crypto/rand
+	Logger        *slog.Logger   // nil: discard
+
+	MaxEndpoints   int           // not-dead endpoints per account (5)
+	SweepInterval  time.Duration // 5 min
+	Retention      time.Duration // 72 h
+	DisableAfter   int           // 10
+	PerEndpointRun int           // 100
+	ReleaseSpacing time.Duration // 3 s
+	ClaimBatch     int           // 1000
+	Workers        int           // 8
+	Lease          time.Duration // how long a claimed row is hidden from other sweeps
+}
+
+func (c *Config) fill() error {
+	if c.Store == nil || c.Keys == nil {
+		return errors.New("webhooks: Config needs Store and Keys")
+	}
+	if c.Sender == nil {
+		c.Sender = NewSender(SenderConfig{Policy: c.Policy})
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Hosts == nil {
+		c.Hosts = NewMemHostGate()
+	}
+	switch c.Scheme {
+	case "":
+		c.Scheme = SchemeEd25519
+	case SchemeEd25519:
+	case SchemeHMAC:
+		if len(c.Secret) < 16 {
+			return errors.New("webhooks: SchemeHMAC needs a deployment secret of at least 16 bytes")
+		}
+	default:
+		return fmt.Errorf("webhooks: unknown signature scheme %q", c.Scheme)
+	}
+	if c.Jitter == nil {
+		c.Jitter = mrand.Float64
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	setDefault(&c.MaxEndpoints, DefaultMaxEndpoints)
+	setDefault(&c.SweepInterval, DefaultSweepInterval)
+	setDefault(&c.Retention, DefaultRetention)
+	setDefault(&c.DisableAfter, DefaultDisableAfter)
+	setDefault(&c.PerEndpointRun, DefaultPerEndpointRun)
+	setDefault(&c.ReleaseSpacing, DefaultReleaseSpacing)
+	setDefault(&c.ClaimBatch, DefaultClaimBatch)
+	setDefault(&c.Workers, DefaultWorkers)
+	// A claimed endpoint group is sent one by one, each bounded by TotalTimeout.
+	setDefault(&c.Lease, time.Duration(c.PerEndpointRun*defaultLeaseMultiplier)*TotalTimeout)
+	return nil
+}
+
+func setDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Engine sends due deliveries: a sweep (RunOnce) every SweepInterval, woken early by Wake.
+// Several engines may share one Store: rows are leased when claimed.
+type Engine struct {
+	cfg  Config
+	wake chan struct{}
+}
+
+// NewEngine builds the delivery engine.
+func NewEngine(cfg Config) (*Engine, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake asks a running Run loop to sweep now (new events were queued).
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sweeps at once, then every SweepInterval or on Wake, until ctx ends.
+func (e *Engine) Run(ctx context.Context) error {
+	t := time.NewTicker(e.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		if _, err := e.RunOnce(ctx, e.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
+			e.cfg.Logger.Error("webhooks: sweep failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-e.wake:
+		}
+	}
+}
+
+// SweepStats counts what one sweep did.
+type SweepStats struct {
+	Claimed, Delivered, Retried, Failed, Held, Paused, Expired int
+}
+
+func (s *SweepStats) add(o SweepStats) {
+	s.Claimed += o.Claimed
+	s.Delivered += o.Delivered
+	s.Retried += o.Retried
+	s.Failed += o.Failed
+	s.Held += o.Held
+	s.Paused += o.Paused
+	s.Expired += o.Expired
+}
+
+// RunOnce is one sweep at now: keeps the key ring on schedule, closes deliveries older than
+// Retention (held_past_window), then claims due deliveries (at most PerEndpointRun per
+// endpoint) and sends them, endpoints in parallel, each endpoint's oldest first.
+func (e *Engine) RunOnce(ctx context.Context, now time.Time) (SweepStats, error) {
+	var stats SweepStats
+	if err := e.cfg.Keys.Maintain(ctx, now); err != nil {
+		e.cfg.Logger.Error("webhooks: key rotation failed", "err", err)
+	}
+	n, err := e.cfg.Store.ExpireOld(ctx, ExpireParams{Now: now, CreatedBefore: now.Add(-e.cfg.Retention)})
+	if err != nil {
+		return stats, err
+	}
+	stats.Expired += n
+	s, err := e.sendDue(ctx, now, "", e.cfg.ClaimBatch)
+	stats.add(s)
+	return stats, err
+}
+
+// sendDue claims and sends due deliveries (of one endpoint when endpointID is set).
+func (e *Engine) sendDue(ctx context.Context, now time.Time, endpointID string, limit int) (SweepStats, error) {
+	var stats SweepStats
+	claimed, err := e.cfg.Store.ClaimDue(ctx, ClaimParams{Now: now, Limit: limit, PerEndpoint: e.cfg.PerEndpointRun,
+		LeaseUntil: now.Add(e.cfg.Lease), EndpointID: endpointID})
+	if err != nil {
+		return stats, err
+	}
+	stats.Claimed = len(claimed)
+	var groups [][]Delivery
+	index := map[string]int{}
+	for _, d := range claimed {
+		key := d.EndpointID
+		if key == "" {
+			key = "request:" + d.ID
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], d)
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+		work = make(chan []Delivery)
+	)
+	for w := 0; w < min(e.cfg.Workers, len(groups)); w++ {
+		wg.Go(func() {
+			for g := range work {
+				s, err := e.sendGroup(ctx, now, g)
+				mu.Lock()
+				stats.add(s)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, g := range groups {
+		work <- g
+	}
+	close(work)
+	wg.Wait()
+	return stats, errors.Join(errs...)
+}
+
+func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery) (SweepStats, error) {
+	var stats SweepStats
+	var ep *Endpoint
+	if id := group[0].EndpointID; id != "" {
+		got, err := e.cfg.Store.GetEndpoint(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return stats, nil // deleted with its deliveries meanwhile
+		}
+		if err != nil {
+			return stats, err
+		}
+		ep = &got
+	}
+	for _, d := range group {
+		if ctx.Err() != nil {
+			return stats, ctx.Err()
+		}
+		next, s, err := e.attempt(ctx, now, d, ep)
+		stats.add(s)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return stats, err
+		}
+		if ep != nil && next.ID != "" {
+			ep = &next
+		}
+	}
+	return stats, nil
+}
+
+// attempt sends one claimed delivery and records the outcome.
+func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *Endpoint) (Endpoint, SweepStats, error) {
+	var stats SweepStats
+	rec := AttemptParams{DeliveryID: d.ID, EndpointID: d.EndpointID, Now: now, DisableAfter: e.cfg.DisableAfter}
+	record := func() (Endpoint, SweepStats, error) {
+		got, err := e.cfg.Store.RecordAttempt(ctx, rec)
+		return got, stats, err
+	}
+	if now.Sub(d.CreatedAt) >= e.cfg.Retention {
+		rec.Status, rec.CloseReason = DeliveryFailed, CloseHeldPastWindow
+		stats.Expired++
+		return record()
+	}
+	target := d.URL
+	if ep != nil {
+		if ep.Status != StatusActive {
+			rec.Status = DeliveryHeld
+			stats.Held++
+			return record()
+		}
+		target = ep.URL
+	}
+	if err := e.cfg.Policy.Validate(target); err != nil {
+		rec.Status, rec.CloseReason, rec.Error = DeliveryFailed, CloseURLRefused, err.Error()
+		stats.Failed++
+		return record()
+	}
+	host := hostOf(target)
+	until, err := e.cfg.Hosts.PausedUntil(ctx, host, now)
+	if err != nil {
+		return Endpoint{}, stats, err
+	}
+	if !until.IsZero() {
+		rec.Status, rec.NextAttemptAt = DeliveryScheduled, until
+		stats.Paused++
+		return record()
+	}
+	sentAt := e.cfg.Clock.Now()
+	header, err := e.headers(ctx, sentAt, d.EventType, d.ID, d.Attempts+1, d.RequestID, d.EventID, d.Account, d.EndpointID, d.Body)
+	if err != nil {
+		// No key can sign: try again next sweep without counting an attempt.
+		e.cfg.Logger.Error("webhooks: cannot sign delivery", "delivery", d.ID, "err", err)
+		rec.Status, rec.NextAttemptAt = DeliveryScheduled, now.Add(e.cfg.SweepInterval)
+		stats.Paused++
+		return record()
+	}
+	ans := e.cfg.Sender.Post(ctx, target, header, d.Body)
+	success := ans.StatusCode >= 200 && ans.StatusCode < 300
+	if err := e.cfg.Hosts.Record(ctx, host, now, !success); err != nil {
+		e.cfg.Logger.Warn("webhooks: host counter", "host", host, "err", err)
+	}
+	rec.Attempted = true
+	if ans.StatusCode != 0 {
+		code := ans.StatusCode
+		rec.StatusCode = &code
+	} else {
+		rec.Error = ans.Failure
+		if ans.Err != nil {
+			rec.Error = ans.Failure + ": " + truncate(ans.Err.Error(), 300)
+		}
+	}
+	switch {
+	case success:
+		rec.Status, rec.Effect = DeliveryDelivered, EffectSuccess
+		stats.Delivered++
+	case ans.StatusCode == http.StatusGone:
+		rec.Status, rec.Effect = DeliveryFailed, EffectGone
+		rec.CloseReason = CloseEndpointGone
+		if d.EndpointID == "" {
+			rec.CloseReason = CloseRejected
+		}
+		stats.Failed++
+	case ans.StatusCode >= 400 && ans.StatusCode < 500 && ans.StatusCode != http.StatusRequestTimeout && ans.StatusCode != http.StatusTooManyRequests:
+		rec.Status, rec.CloseReason, rec.Effect = DeliveryFailed, CloseRejected, EffectFailure
+		stats.Failed++
+	default: // 3xx, 408, 429, 5xx, timeout, TLS, DNS, refused address
+		rec.Effect = EffectFailure
+		if gap, ok := RetryGap(d.Attempts+1, e.cfg.Jitter()); ok {
+			rec.Status, rec.NextAttemptAt = DeliveryScheduled, now.Add(gap)
+			stats.Retried++
+		} else {
+			rec.Status, rec.CloseReason = DeliveryFailed, CloseAttemptsExhausted
+			stats.Failed++
+		}
+	}
+	if d.EndpointID == "" {
+		rec.Effect = EffectNone
+	}
+	return record()
+}
+
+// headers signs one POST: Svc-Signature (v2 or v1), the queue-protocol headers, and the
+// unsigned Svc-Delivery and Svc-Attempt.
+func (e *Engine) headers(ctx context.Context, at time.Time, eventType, deliveryID string, attempt int, requestID, eventID, account, endpointID string, body []byte) (http.Header, error) {
+	key, err := e.cfg.Keys.Current(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	if requestID == "" {
+		requestID = eventID
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	h := http.Header{}
+	h.Set(HeaderEvent, eventType)
+	h.Set(HeaderDelivery, deliveryID)
+	h.Set(HeaderAttempt, strconv.Itoa(attempt))
+	if e.cfg.Scheme == SchemeHMAC && endpointID != "" {
+		h.Set(HeaderSignature, SignV1(EndpointSecret(e.cfg.Secret, endpointID), at, body))
+	} else {
+		h.Set(HeaderSignature, SignV2(key, at, body))
+	}
+	h.Set(HeaderAltRequestID, requestID)
+	h.Set(HeaderAltUserID, account)
+	h.Set(HeaderAltTimestamp, ts)
+	h.Set(HeaderAltSignature, SignAlt(key, requestID, account, ts, body))
+	return h, nil
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// DeliveryID is the stable Svc-Delivery of an event for a destination: the same inputs always
+// give the same id, so a job settled twice enqueues once.
+func DeliveryID(endpointID, eventID string) string {
+	sum := sha256.Sum256([]byte(endpointID + "\x00" + eventID))
+	return "dlv_" + strings.ToLower(idEncoding.EncodeToString(sum[:]))[:26]
+}
+
+func randomID(r io.Reader, prefix string, n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b)), nil
+}
