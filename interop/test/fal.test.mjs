@@ -180,11 +180,15 @@ describe("@fal-ai/client against the queue and sync hosts", () => {
   });
 
   test("the per-key fuse's 429 is retried by the client until it passes", async () => {
-    // Five synchronous runs at once on one key: the fuse admits 3 generates a second, so some
-    // are answered 429 rate_limited with Retry-After: 1 and the client's backoff carries them.
+    // Five synchronous runs at once on one key. The fuse counts 3 generates per calendar second,
+    // so the runs are sent just after a second begins (server and test share a clock): all five
+    // first attempts land in one second, at least 2 are answered 429 rate_limited with
+    // Retry-After: 1, and the client's backoff carries them.
+    const RUNS = 5;
     const { client, answers } = falClient();
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => client.run(MODEL, { input: SMALL })),
+      Array.from({ length: RUNS }, () => client.run(MODEL, { input: SMALL })),
     );
     for (const r of results) {
       assert.equal(r.data.images.length, 1);
@@ -196,11 +200,11 @@ describe("@fal-ai/client against the queue and sync hosts", () => {
       assert.equal(a.reason, "instance_fuse");
       assert.equal(a.retryAfter, "1", `the fuse's 429 carries Retry-After: 1: ${JSON.stringify(a)}`);
     }
-    // Five runs at once can also find every runner seat taken: service_busy, also retried.
+    // Runs at once can also find every runner seat taken: service_busy, also retried.
     for (const a of refused) {
       assert.ok(["rate_limited", "service_busy"].includes(a.error), `unexpected 429: ${JSON.stringify(a)}`);
     }
-    assert.equal(answers.filter((a) => a.status === 200).length, 5);
+    assert.equal(answers.filter((a) => a.status === 200).length, RUNS);
   });
 
   test("the account's balance shows what the clients were charged", async () => {
