@@ -63,7 +63,10 @@ func (c *AccountsCreateCmd) Run(e *env) error {
 	if allowance < 0 {
 		allowance = auth.DefaultMonthlyAllowance(plan)
 	}
-	a := auth.Account{ID: newID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance, CreatedAt: created.UTC(), PassOnly: c.PassOnly}
+	// The opening balance stands for the month the account is created in here, whatever
+	// --created-at says; the allowance is credited from the next UTC month on.
+	a := auth.Account{ID: newID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance,
+		AllowancePeriod: auth.Period(utcNow()), CreatedAt: created.UTC(), PassOnly: c.PassOnly}
 	if err := db.CreateAccount(e.ctx, a); err != nil {
 		return err
 	}
@@ -143,9 +146,10 @@ func printAccount(e *env, db *sqlstore.DB, id string, asJSON bool) error {
 	}
 	if asJSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": a.ID, "plan": a.Plan, "status": a.Status,
-			"balance": a.Balance, "monthly_allowance": a.MonthlyAllowance, "pass_only": a.PassOnly, "created_at": a.CreatedAt.Format(time.RFC3339)})
+			"balance": a.Balance, "monthly_allowance": a.MonthlyAllowance, "allowance_period": a.AllowancePeriod, "pass_only": a.PassOnly, "created_at": a.CreatedAt.Format(time.RFC3339)})
 	}
-	fmt.Fprintf(e.stdout, "account %s plan %s status %s balance %d allowance %d created %s\n", a.ID, a.Plan, a.Status, a.Balance, a.MonthlyAllowance, a.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(e.stdout, "account %s plan %s status %s balance %d allowance %d (credited through %s) created %s\n",
+		a.ID, a.Plan, a.Status, a.Balance, a.MonthlyAllowance, a.AllowancePeriod, a.CreatedAt.Format(time.RFC3339))
 	return nil
 }
 

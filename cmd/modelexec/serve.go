@@ -193,7 +193,7 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 		a.servers["sync"] = &server{addr: c.SyncAddr, handler: sh.Routes()}
 	}
 	if roles["worker"] {
-		a.workers = append(a.workers, jsvc.Run)
+		a.workers = append(a.workers, jsvc.Run, allowanceWorker(db, utcNow, time.Minute, log))
 	}
 	if roles["webhooks"] {
 		a.workers = append(a.workers, hookWorkers...)
@@ -246,8 +246,9 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		fmt.Fprintf(e.stdout, "Development account %s (mint another key: go run ./cmd/modelexec keys mint --account %s)\n", id, id)
 		return nil
 	}
+	now := utcNow()
 	a := auth.Account{ID: newID("acct_"), Plan: auth.Pro, Status: auth.Live, Balance: 10000,
-		MonthlyAllowance: auth.DefaultMonthlyAllowance(auth.Pro), CreatedAt: utcNow().Add(-48 * time.Hour)}
+		MonthlyAllowance: auth.DefaultMonthlyAllowance(auth.Pro), AllowancePeriod: auth.Period(now), CreatedAt: now.Add(-48 * time.Hour)}
 	if err := db.CreateAccount(ctx, a); err != nil {
 		return err
 	}

@@ -80,7 +80,11 @@ type Account struct {
 	Status           Status
 	Balance          int64 // credits; always the sum of the account's ledger entries
 	MonthlyAllowance int64 // plan's monthly credits in force, promotion lift included
-	CreatedAt        time.Time
+	// AllowancePeriod is the last UTC month (Period) whose allowance was credited. An account
+	// is created with the month it was created in: its opening balance stands for that month,
+	// and the allowance is credited once at the start of each later month (AllowanceDue).
+	AllowancePeriod string
+	CreatedAt       time.Time
 	// PassOnly accounts run jobs only when a pass or promotion pays: otherwise
 	// model_not_in_plan (no pass takes the model) or pass_does_not_cover (one does, not this shape).
 	PassOnly bool
@@ -88,6 +92,13 @@ type Account struct {
 
 // Period is the UTC year-month of t: credits periods and key spend are calendar months in UTC.
 func Period(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// AllowanceDue reports whether the account's monthly allowance for now's period is still to
+// be credited: a positive allowance, not yet credited this month, and not banned. Periods
+// compare as strings ("2026-11" < "2026-12").
+func (a Account) AllowanceDue(now time.Time) bool {
+	return a.MonthlyAllowance > 0 && a.Status != Banned && a.AllowancePeriod < Period(now)
+}
 
 // ErrNotFound is returned by stores for a missing account or key.
 var ErrNotFound = errors.New("auth: not found")

@@ -133,6 +133,9 @@ type Store interface {
 // Tx is one transaction over the job, account, key and ledger tables.
 type Tx interface {
 	AccountForUpdate(ctx context.Context, id string) (auth.Account, error)
+	// GrantAllowanceDue credits the account's monthly allowance when due (auth.Account.AllowanceDue)
+	// and returns the account as it now stands.
+	GrantAllowanceDue(ctx context.Context, a auth.Account, now time.Time) (auth.Account, error)
 	Key(ctx context.Context, id string) (auth.KeyRecord, error)
 	// AddKeySpend adds delta to the key's spend in period (resetting it when the period changed).
 	AddKeySpend(ctx context.Context, keyID, period string, delta int64) error

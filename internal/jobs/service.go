@@ -153,6 +153,10 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		if err != nil {
 			return err
 		}
+		// The first charge of a new month sees that month's allowance.
+		if a, err = tx.GrantAllowanceDue(ctx, a, now); err != nil {
+			return err
+		}
 		if prev, err := tx.JobForUpdate(ctx, a.ID, id); err == nil {
 			res.Job, res.Replayed, res.Balance = prev, true, a.Balance
 			return nil

@@ -195,6 +195,9 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			if err != nil {
 				return err
 			}
+			if a, err = tx.GrantAllowanceDue(ctx, a, s.now()); err != nil {
+				return err
+			}
 			if !j.Coverage.Covered() && j.Reserved == 0 && a.Balance < j.Quoted {
 				refusal = apierr.New(apierr.InsufficientCredits)
 				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(apierr.InsufficientCredits),

@@ -13,6 +13,8 @@ const (
 	Grant  Kind = "grant"  // operator adds (or removes) credits
 	Charge Kind = "charge" // a job's quote taken at start (negative amount)
 	Refund Kind = "refund" // the part of a charge given back at settlement (positive amount)
+	// Allowance is the plan's monthly credits, credited once at the start of each UTC month.
+	Allowance Kind = "allowance"
 )
 
 // Entry is one movement of credits on an account.

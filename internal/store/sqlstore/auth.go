@@ -12,14 +12,14 @@ import (
 
 var _ auth.Store = (*DB)(nil)
 
-const accountCols = `id, plan, status, balance, monthly_allowance, created_at, pass_only`
+const accountCols = `id, plan, status, balance, monthly_allowance, allowance_period, created_at, pass_only`
 
 func scanAccount(row interface{ Scan(...any) error }) (auth.Account, error) {
 	var a auth.Account
 	var plan, status string
 	var created int64
 	var passOnly int
-	if err := row.Scan(&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &created, &passOnly); err != nil {
+	if err := row.Scan(&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &a.AllowancePeriod, &created, &passOnly); err != nil {
 		if isNoRows(err) {
 			return a, auth.ErrNotFound
 		}
@@ -29,11 +29,15 @@ func scanAccount(row interface{ Scan(...any) error }) (auth.Account, error) {
 	return a, nil
 }
 
-// CreateAccount inserts a; a positive opening balance is written as a grant ledger entry.
+// CreateAccount inserts a; a positive opening balance is written as a grant ledger entry. An
+// empty AllowancePeriod is taken as the month of CreatedAt (the opening balance stands for it).
 func (db *DB) CreateAccount(ctx context.Context, a auth.Account) error {
+	if a.AllowancePeriod == "" {
+		a.AllowancePeriod = auth.Period(a.CreatedAt)
+	}
 	return db.InTx(ctx, func(tx *Tx) error {
-		if _, err := tx.q.ExecContext(ctx, `INSERT INTO accounts (id, plan, status, balance, monthly_allowance, created_at, pass_only) VALUES ($1, $2, $3, 0, $4, $5, $6)`,
-			a.ID, string(a.Plan), string(a.Status), a.MonthlyAllowance, micros(a.CreatedAt), boolInt(a.PassOnly)); err != nil {
+		if _, err := tx.q.ExecContext(ctx, `INSERT INTO accounts (id, plan, status, balance, monthly_allowance, allowance_period, created_at, pass_only) VALUES ($1, $2, $3, 0, $4, $5, $6, $7)`,
+			a.ID, string(a.Plan), string(a.Status), a.MonthlyAllowance, a.AllowancePeriod, micros(a.CreatedAt), boolInt(a.PassOnly)); err != nil {
 			return err
 		}
 		if a.Balance != 0 {
@@ -186,6 +190,76 @@ func (tx *Tx) AddLedgerEntry(ctx context.Context, e ledger.Entry) (int64, error)
 	_, err := tx.q.ExecContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, kind, amount, balance, period, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		e.AccountID, e.KeyID, e.JobID, string(e.Kind), e.Amount, bal, auth.Period(e.At), micros(e.At))
 	return bal, err
+}
+
+// GrantAllowanceDue credits a's monthly allowance for now's period when it is due (see
+// auth.Account.AllowanceDue), as one `allowance` ledger entry, and returns the account as it
+// now stands. a must have been read in this transaction (AccountForUpdate). The period is
+// claimed by a conditional update, so two processes granting at once credit it once.
+func (tx *Tx) GrantAllowanceDue(ctx context.Context, a auth.Account, now time.Time) (auth.Account, error) {
+	if !a.AllowanceDue(now) {
+		return a, nil
+	}
+	period := auth.Period(now)
+	res, err := tx.q.ExecContext(ctx, `UPDATE accounts SET allowance_period = $1 WHERE id = $2 AND allowance_period < $1`, period, a.ID)
+	if err != nil {
+		return a, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return a, err
+	}
+	bal, err := tx.AddLedgerEntry(ctx, ledger.Entry{AccountID: a.ID, Kind: ledger.Allowance, Amount: a.MonthlyAllowance, At: now})
+	if err != nil {
+		return a, err
+	}
+	a.Balance, a.AllowancePeriod = bal, period
+	return a, nil
+}
+
+// GrantAllowances credits every account whose monthly allowance for now's period is due, at
+// most limit of them, each in its own transaction, and returns how many it credited. The
+// worker role runs it every minute; a submit grants its own account's at once.
+func (db *DB) GrantAllowances(ctx context.Context, now time.Time, limit int) (int, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT id FROM accounts WHERE monthly_allowance > 0 AND status <> $1 AND allowance_period < $2 ORDER BY id LIMIT $3`,
+		string(auth.Banned), auth.Period(now), limit)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	granted := 0
+	for _, id := range ids {
+		var credited bool
+		err := db.InTx(ctx, func(tx *Tx) error {
+			a, err := tx.AccountForUpdate(ctx, id)
+			if err != nil {
+				return err
+			}
+			after, err := tx.GrantAllowanceDue(ctx, a, now)
+			credited = err == nil && after.AllowancePeriod != a.AllowancePeriod
+			return err
+		})
+		if err != nil {
+			return granted, err
+		}
+		if credited {
+			granted++
+		}
+	}
+	return granted, nil
 }
 
 // Grant adds credits to an account (operator console).

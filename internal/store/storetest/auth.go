@@ -17,14 +17,21 @@ func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("KeysLiveLimitAtomic", func(t *testing.T) { testKeysLiveLimit(t, open(t)) })
 	t.Run("RevokeKeepsOriginalStamp", func(t *testing.T) { testRevoke(t, open(t)) })
 	t.Run("Ceilings", func(t *testing.T) { testCeilings(t, open(t)) })
+	t.Run("ACC04_MonthlyAllowances", func(t *testing.T) { testAllowances(t, open(t)) })
 }
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
-// NewAccount creates an account for tests.
+// NeverDue is an AllowancePeriod no clock reaches: the account's monthly allowance is never
+// credited, so a test's balances move only by what the test does, whatever the date.
+const NeverDue = "9999-12"
+
+// NewAccount creates an account for tests. Its monthly allowance is never due (NeverDue);
+// allowance tests create their accounts with the period they need.
 func NewAccount(t testing.TB, db *sqlstore.DB, id string, plan auth.Plan, credits int64) auth.Account {
 	t.Helper()
-	a := auth.Account{ID: id, Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: auth.DefaultMonthlyAllowance(plan), CreatedAt: t0.Add(-72 * time.Hour)}
+	a := auth.Account{ID: id, Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: auth.DefaultMonthlyAllowance(plan),
+		AllowancePeriod: NeverDue, CreatedAt: t0.Add(-72 * time.Hour)}
 	if err := db.CreateAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}

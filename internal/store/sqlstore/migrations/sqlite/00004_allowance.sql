@@ -1,0 +1,9 @@
+-- +goose Up
+-- Monthly allowances: the last UTC month whose allowance was credited. Accounts that exist when
+-- this runs count the current month as credited (their balance stands for it); the allowance
+-- is credited from the next month on.
+ALTER TABLE accounts ADD COLUMN allowance_period TEXT NOT NULL DEFAULT '';
+UPDATE accounts SET allowance_period = strftime('%Y-%m', 'now');
+
+-- +goose Down
+ALTER TABLE accounts DROP COLUMN allowance_period;
