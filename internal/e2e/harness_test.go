@@ -159,6 +159,9 @@ type harness struct {
 	sync    *httptest.Server
 	account string
 	key     string
+	// stopWorker stops the jobs service's background work as a process shutting down does;
+	// the HTTP surfaces keep answering.
+	stopWorker func()
 }
 
 type options struct {
@@ -168,6 +171,7 @@ type options struct {
 	plan        auth.Plan
 	balance     int64
 	noWorker    bool
+	store       func(jobs.Store) jobs.Store // wraps the jobs store (fault injection)
 }
 
 func quietLog() *slog.Logger {
@@ -210,7 +214,11 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 		seats = jobs.NewSeats(12, 200, 1000)
 	}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	h.jobs = jobs.New(sqlstore.Jobs{DB: db}, h.cat, reg, env, seats, h.clock.Now, log, cfg)
+	var store jobs.Store = sqlstore.Jobs{DB: db}
+	if o.store != nil {
+		store = o.store(store)
+	}
+	h.jobs = jobs.New(store, h.cat, reg, env, seats, h.clock.Now, log, cfg)
 	gate := &httpapi.Gate{Auth: h.auth, Switches: &httpapi.Switches{}, Now: h.clock.Now, Log: log}
 	urls := jobview.URLs{Queue: h.queue.URL}
 	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, Now: h.clock.Now, Log: log}).Routes()
@@ -226,6 +234,7 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	} else {
 		close(done)
 	}
+	h.stopWorker = func() { cancel(); <-done }
 	t.Cleanup(func() { h.runner.Release(); cancel(); <-done; h.jobs.Drain() })
 	h.account, h.key = h.newAccount("acct_e2e", o.plan, o.balance, nil)
 	return h
