@@ -77,13 +77,6 @@ func (h *Handler) openapi() http.Handler {
 	})
 }
 
-func (h *Handler) healthz() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	})
-}
-
 func (h *Handler) readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -91,13 +84,10 @@ func (h *Handler) readyz() http.Handler {
 		for _, p := range h.Ready {
 			if err := p.Ping(ctx); err != nil {
 				h.Log.Warn("not ready", "err", err)
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+				httpapi.WriteJSON(w, r, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 				return
 			}
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ready"}`))
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
 	})
 }

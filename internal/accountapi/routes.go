@@ -14,7 +14,7 @@ func (h *Handler) Routes() http.Handler {
 	read := httpapi.Route{Bucket: ratelimit.Read}
 	public := httpapi.Route{Public: true, Bucket: ratelimit.Read}
 
-	mux.Handle("GET /healthz", h.healthz())
+	mux.Handle("GET /healthz", httpapi.Healthz())
 	mux.Handle("GET /readyz", h.readyz())
 	mux.Handle("GET /v1/openapi.json", g.Protect(public, h.openapi()))
 	mux.Handle("GET /v1/me", g.Protect(read, h.me()))

@@ -189,3 +189,11 @@ func ErrorBody(e *apierr.Error, s Surface) (int, map[string]any) {
 	}
 	return status, body
 }
+
+// Healthz answers liveness on every surface: 200 {"status":"ok","request_id":…}. It checks
+// nothing beyond the process answering (readiness is /readyz on the account API).
+func Healthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}

@@ -31,10 +31,7 @@ func (h *Handler) Routes() http.Handler {
 		mux.Handle("GET /svc-serverless/{slug}/requests/{id}"+suffix, g.Protect(read, h.result()))
 		mux.Handle("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, g.Protect(write, h.cancel()))
 	}
-	mux.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	}))
+	mux.Handle("GET /healthz", httpapi.Healthz())
 	mux.Handle("/", g.NotFound())
 	return httpapi.Wrap(httpapi.QueueSurface, h.Log, mux)
 }

@@ -32,10 +32,7 @@ func (h *Handler) Routes() http.Handler {
 	run := httpapi.Route{Bucket: ratelimit.Generate, Product: queueapi.ModelProduct(cat), Scope: queueapi.ModelScope(cat)}
 	mux.Handle("POST /svc-serverless/{slug}", h.Gate.Protect(run, h.run()))
 	mux.Handle("POST /svc-serverless/{slug}/{$}", h.Gate.Protect(run, h.run()))
-	mux.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	}))
+	mux.Handle("GET /healthz", httpapi.Healthz())
 	mux.Handle("/", h.Gate.NotFound())
 	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
 }
