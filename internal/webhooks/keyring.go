@@ -26,6 +26,9 @@ const (
 	DefaultPublishLead = 24 * time.Hour                // next key published at least this long before it signs
 	DefaultKeepAfter   = 36*time.Hour + 25*time.Minute // old key kept published at least this long after the switch
 	DefaultRotateEvery = 30 * 24 * time.Hour           // how long a key signs before its successor takes over
+	// KeyReloadEvery is how stale a ring's view of the store may be: another process learns of
+	// a new key at most this long after it was stored, so the lead before it signs includes it.
+	KeyReloadEvery = time.Minute
 )
 
 // ErrNoSigningKey means no key is current; handlers answer 503 no_signing_credential.
@@ -185,7 +188,7 @@ func (r *KeyRing) reload(ctx context.Context, now time.Time) error {
 }
 
 func (r *KeyRing) ensureLoaded(ctx context.Context, now time.Time) error {
-	if r.loaded.IsZero() || now.Sub(r.loaded) >= time.Minute || now.Before(r.loaded) {
+	if r.loaded.IsZero() || now.Sub(r.loaded) >= KeyReloadEvery || now.Before(r.loaded) {
 		return r.reload(ctx, now)
 	}
 	return nil
@@ -257,7 +260,8 @@ func (r *KeyRing) JWKS(ctx context.Context, now time.Time) ([]byte, error) {
 }
 
 // Maintain creates the first key when there is none (published and signing at once: nobody can
-// have cached an older set), publishes the next key PublishLead before it takes over once the
+// have cached an older set), publishes the next key PublishLead (plus KeyReloadEvery, so that
+// every process serves it that long ahead) before it takes over once the
 // current one has signed for RotateEvery minus PublishLead, and deletes keys past KeepAfter
 // after their successor took over. The delivery sweep calls it every run.
 func (r *KeyRing) Maintain(ctx context.Context, now time.Time) error {
@@ -276,7 +280,9 @@ func (r *KeyRing) Maintain(ctx context.Context, now time.Time) error {
 		k := r.keys[cur]
 		switchAt := k.ActiveFrom.Add(r.cfg.RotateEvery)
 		if !now.Before(switchAt.Add(-r.cfg.PublishLead)) {
-			if earliest := now.Add(r.cfg.PublishLead); switchAt.Before(earliest) {
+			// Every process publishes the key PublishLead before it signs: a ring that loaded
+			// just before the insert shows it KeyReloadEvery later.
+			if earliest := now.Add(r.cfg.PublishLead + KeyReloadEvery); switchAt.Before(earliest) {
 				switchAt = earliest
 			}
 			if err := r.insert(ctx, now, now, switchAt); err != nil {

@@ -179,7 +179,7 @@ func JudgeChallenge(ans Answer, nonce string) (bool, *Verification) {
 	if ans.StatusCode >= 200 && ans.StatusCode < 300 && bytes.Contains(ans.Body, []byte(nonce)) {
 		return true, nil
 	}
-	v := &Verification{Body: truncate(strings.ReplaceAll(string(bytes.ToValidUTF8(ans.Body, nil)), nonce, "[nonce]"), 200)}
+	v := &Verification{Body: truncate(blankNonce(string(bytes.ToValidUTF8(ans.Body, nil)), nonce), 200)}
 	switch {
 	case ans.StatusCode == 0:
 		v.Reason = ans.Failure
@@ -193,6 +193,44 @@ func JudgeChallenge(ans Answer, nonce string) (bool, *Verification) {
 		v.StatusCode = &code
 	}
 	return false, v
+}
+
+// blankNonce replaces every occurrence of the nonce in s, in any letter case (a receiver that
+// echoes it upper-cased fails the challenge, but its answer must still not tell the caller
+// the nonce), with "[nonce]".
+func blankNonce(s, nonce string) string {
+	if nonce == "" {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if i+len(nonce) <= len(s) && equalFoldASCII(s[i:i+len(nonce)], nonce) {
+			b.WriteString("[nonce]")
+			i += len(nonce)
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+// equalFoldASCII compares a and b (of equal length) folding only ASCII letters, so a match
+// never spans part of a multi-byte character.
+func equalFoldASCII(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // Delete removes the account's endpoint and its queued deliveries (DELETE /v1/webhooks/{id});

@@ -282,3 +282,23 @@ func TestWH43_HMACSchemeDeliveries(t *testing.T) {
 		t.Fatal("alt signature")
 	}
 }
+
+// Proves WH-17: a receiver that echoes the nonce in another letter case fails the challenge,
+// and the nonce is blanked from the verification body in whatever case it came back.
+func TestWH17_NonceBlankedInAnyCase(t *testing.T) {
+	const nonce = "0123456789abcdef0123456789abcdef"
+	upper := strings.ToUpper(nonce)
+	mixed := "0123456789AbCdEf0123456789aBcDeF"
+	ok, v := JudgeChallenge(Answer{StatusCode: 200, Body: []byte(`{"nonce":"` + upper + `","n2":"` + mixed + `"}`)}, nonce)
+	if ok || v == nil || v.Reason != ChallengeNonceNotEchoed {
+		t.Fatalf("upper-cased echo: passed %v, verification %+v", ok, v)
+	}
+	if want := `{"nonce":"[nonce]","n2":"[nonce]"}`; v.Body != want {
+		t.Fatalf("verification body %q, want %q", v.Body, want)
+	}
+	// A refused answer holding the nonce in every case, next to multi-byte text.
+	ok, v = JudgeChallenge(Answer{StatusCode: 403, Body: []byte(`é` + nonce + `é` + upper + mixed)}, nonce)
+	if ok || v == nil || v.Body != `é[nonce]é[nonce][nonce]` {
+		t.Fatalf("403 answer: passed %v, verification %+v", ok, v)
+	}
+}

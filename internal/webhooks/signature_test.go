@@ -261,3 +261,53 @@ func TestWH42_RetrySignedWithNewKey(t *testing.T) {
 		t.Fatalf("body %s", evs[0].Body)
 	}
 }
+
+// Proves WH-42 (published at least 24 h before it signs, by every process): a second ring
+// over the same store, which loaded its view just before the next key was stored, already
+// serves that key 24 hours before it signs.
+func TestWH42_EveryProcessPublishesBeforeSigning(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	store := NewMemKeyStore()
+	a := newRing(t, clock, store)
+	b := newRing(t, clock, store)
+	if err := a.Maintain(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := a.Current(ctx, t0)
+	// The rotation is due once the first key has signed RotateEvery - PublishLead.
+	due := t0.Add(DefaultRotateEvery - DefaultPublishLead)
+	if _, err := b.Published(ctx, due.Add(-time.Second)); err != nil { // b's view is now fresh, without the next key
+		t.Fatal(err)
+	}
+	if err := a.Maintain(ctx, due); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := store.ListSigningKeys(ctx)
+	var next StoredKey
+	for _, k := range keys {
+		if k.KID != first.KID {
+			next = k
+		}
+	}
+	if next.KID == "" {
+		t.Fatal("no next key stored")
+	}
+	for _, r := range []*KeyRing{a, b} {
+		at := next.ActiveFrom.Add(-DefaultPublishLead)
+		pub, err := r.Published(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, k := range pub {
+			found = found || k.KID == next.KID
+		}
+		if !found {
+			t.Fatalf("24 h before the next key signs (%v) a ring does not publish it", at)
+		}
+		if cur, _ := r.Current(ctx, next.ActiveFrom.Add(-time.Nanosecond)); cur.KID != first.KID {
+			t.Fatal("next key signs before its time")
+		}
+	}
+}

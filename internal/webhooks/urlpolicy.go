@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"code.dny.dev/ssrf"
 )
@@ -94,8 +95,9 @@ var privateSuffixes = []string{
 
 // Validate checks raw under this policy; see ValidateURL.
 func (p URLPolicy) Validate(raw string) error {
-	if len(raw) > MaxURLLength {
-		return &URLError{Reason: ReasonTooLong, Detail: fmt.Sprintf("%d characters, at most %d", len(raw), MaxURLLength)}
+	// The limit is in characters (code points of the JSON string), not bytes.
+	if n := utf8.RuneCountInString(raw); n > MaxURLLength {
+		return &URLError{Reason: ReasonTooLong, Detail: fmt.Sprintf("%d characters, at most %d", n, MaxURLLength)}
 	}
 	if strings.TrimSpace(raw) != raw || raw == "" {
 		return &URLError{Reason: ReasonNotAbsolute}

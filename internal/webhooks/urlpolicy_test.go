@@ -201,3 +201,19 @@ func TestWH52_ResolvedPrivateAddressNotContacted(t *testing.T) {
 		t.Fatalf("static refusal at send: %+v", ans)
 	}
 }
+
+// Proves WH-01, LIM-05: the 2000 limit counts characters, not bytes: a URL of 2000
+// characters passes even when some take two bytes in UTF-8, and one of 2001 does not.
+func TestWH01_LengthCountsCharacters(t *testing.T) {
+	prefix := "https://example.com/"
+	wide := prefix + strings.Repeat("é", MaxURLLength-len(prefix))
+	if len(wide) <= MaxURLLength {
+		t.Fatalf("test URL is only %d bytes", len(wide))
+	}
+	if err := ValidateURL(wide); err != nil {
+		t.Fatalf("2000 characters (%d bytes) refused: %v", len(wide), err)
+	}
+	if got := urlReason(ValidateURL(wide + "é")); got != ReasonTooLong {
+		t.Fatalf("2001 characters: reason %q, want %q", got, ReasonTooLong)
+	}
+}
