@@ -26,6 +26,6 @@ func (h *Handler) Routes() http.Handler {
 	h.uploadRoutes(mux)
 	h.webhookRoutes(mux)
 
-	mux.Handle("/", g.NotFound())
+	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.AccountSurface, h.Log, mux)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/modelexec/modelexec/internal/apierr"
 )
 
 // Scope names what a key may do (spec 02 "Scopes (19)").
@@ -111,6 +113,35 @@ func (r Requirement) Satisfied(scopes []Scope) bool {
 		}
 	}
 	return false
+}
+
+// Mintable reports whether s may be chosen at minting (the 13 current names).
+func Mintable(s Scope) bool { return slices.Contains(Current, s) }
+
+// Refuse is the step-7 refusal of a key holding scopes that does not meet r: 403
+// insufficient_scope carrying required (the scope to mint), accepted (every scope that would
+// have done) and scopes (what the key has) (SCP-29). When required is an older name that is no
+// longer minted (external:write, svc-ai-video:write), minting it is impossible, so the message
+// says what to do instead: name the model's address, or use a key with the kind the model
+// makes (SCP-30).
+func (r Requirement) Refuse(scopes []Scope) *apierr.Error {
+	e := apierr.New(apierr.InsufficientScope, "required", string(r.Required),
+		"accepted", Strings(r.Accepted), "scopes", Strings(scopes))
+	if r.Required == "" || Mintable(r.Required) {
+		return e
+	}
+	var mintable []Scope
+	for _, s := range r.Accepted {
+		if Mintable(s) {
+			mintable = append(mintable, s)
+		}
+	}
+	kind := "the write scope of the kind the model makes"
+	if len(mintable) > 0 {
+		kind = join(mintable)
+	}
+	e.Message = fmt.Sprintf("This key lacks %s, which is no longer minted: name the model's address, or use a key with the kind the model makes (%s).", r.Required, kind)
+	return e
 }
 
 // ProductRequirement is the write scope of a product (spec 02 Scopes rule 5): image models take

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -145,5 +146,49 @@ func TestPlansAndStatus(t *testing.T) {
 	}
 	if DefaultMonthlyAllowance(Free) != 0 || DefaultMonthlyAllowance(Pro) <= 0 {
 		t.Fatal("allowances")
+	}
+}
+
+// TestSCP30_UnmintableRequired proves SCP-29 and SCP-30 on the refusal itself: insufficient_scope
+// carries required, accepted and the key's scopes; when required is an older name that cannot be
+// minted (external:write, svc-ai-video:write) the message tells the caller to name the model's
+// address or use a key with the kind the model makes, instead of asking for a scope no one can mint.
+func TestSCP30_UnmintableRequired(t *testing.T) {
+	for _, s := range Older {
+		if Mintable(s) {
+			t.Errorf("%s is mintable", s)
+		}
+	}
+	for _, s := range Current {
+		if !Mintable(s) {
+			t.Errorf("%s is not mintable", s)
+		}
+	}
+	has := Normalize([]Scope{StudioRead})
+	plain := ProductRequirement("photo").Refuse(has)
+	if plain.Code != "insufficient_scope" || plain.Entry().Status != 403 || plain.Fields["required"] != "image:write" ||
+		!slices.Equal(plain.Fields["accepted"].([]string), []string{"image:write", "photo:write"}) ||
+		!slices.Equal(plain.Fields["scopes"].([]string), []string{"jobs:read", "assets:read", "studio:read"}) {
+		t.Fatalf("%+v", plain)
+	}
+	if plain.Message != "" {
+		t.Fatalf("a mintable requirement keeps the catalogue message, got %q", plain.Message)
+	}
+	for _, c := range []struct {
+		r    Requirement
+		kind string
+	}{
+		{Need(SvcVideoWrite), "the write scope of the kind the model makes"},
+		{Need(ExternalWrite, ImageWrite), "image:write"},
+	} {
+		e := c.r.Refuse(has)
+		if e.Fields["required"] != string(c.r.Required) {
+			t.Fatalf("required %v", e.Fields["required"])
+		}
+		for _, want := range []string{string(c.r.Required), "no longer minted", "name the model's address", "kind the model makes", c.kind} {
+			if !strings.Contains(e.Message, want) {
+				t.Errorf("%s: message %q lacks %q", c.r.Required, e.Message, want)
+			}
+		}
 	}
 }

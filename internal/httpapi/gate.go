@@ -142,8 +142,7 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 			return nil, err
 		}
 		if !req.Satisfied(p.Key.Scopes) {
-			return nil, apierr.New(apierr.InsufficientScope, "required", string(req.Required),
-				"accepted", auth.Strings(req.Accepted), "scopes", auth.Strings(p.Key.Scopes))
+			return nil, req.Refuse(p.Key.Scopes)
 		}
 	}
 	return &p, nil
@@ -171,7 +170,8 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 	case ratelimit.RequestTooLarge:
 		return apierr.New(apierr.RequestTooLarge, "plan", string(p.Account.Plan), "bucket", string(bucket), "limit", d.Limit)
 	default:
-		secs := ceilSeconds(d.RetryAfter)
+		// Whole seconds, at least 1: a refusal always names a wait (ERR-05, ERR-38).
+		secs := max(1, ceilSeconds(d.RetryAfter))
 		return apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", secs, "reason", "bucket_spent").WithRetryAfter(secs)
 	}
 }

@@ -131,8 +131,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	for k, v := range e.Headers {
 		h.Set(k, v)
 	}
-	if e.RetryAfter > 0 {
+	switch {
+	case e.RetryAfter > 0:
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	case e.Entry().Retry == apierr.RetryAfterRetryAfter:
+		// The advice names a header: never leave it out, even where the caller set no figure (ERR-05).
+		h.Set("Retry-After", "1")
 	}
 	if apierr.ShouldNotRetry(e.Entry().Retry) {
 		h.Set("x-should-retry", "false")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -12,7 +13,7 @@ import (
 
 // Wrap is the outermost layer of every surface: request id (X-Request-Id on every response),
 // the surface marker, the logger, panic recovery, and an access log line. It never sets an
-// Access-Control-* header (KEY-17).
+// Access-Control-* header and strips any a handler behind it set (KEY-17).
 func Wrap(s Surface, log *slog.Logger, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -52,6 +53,7 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		noCORS(w.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -59,12 +61,27 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
 		w.status, w.wrote = http.StatusOK, true
+		noCORS(w.Header())
 	}
 	return w.ResponseWriter.Write(b)
 }
 
+// noCORS removes every Access-Control-* header before the headers go out: the API takes no
+// browser calls, so no handler behind Wrap (signed file links included) may invite one (KEY-17).
+func noCORS(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+			delete(h, k)
+		}
+	}
+}
+
 // Flush lets streams through.
 func (w *statusWriter) Flush() {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+		noCORS(w.Header())
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -79,4 +96,35 @@ func (g *Gate) NotFound() http.Handler {
 	return g.Protect(Route{Public: true}, Func(func(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound)
 	}))
+}
+
+// Fallback answers what no route of mux claims, after checks 1 and 2 like every route: 405
+// method_not_allowed with an Allow header when mux serves the path under other methods (ERR-07:
+// a 405 is a ValidationError), 404 not_found otherwise (the old /api prefix included). It is
+// registered on mux as "/".
+func (g *Gate) Fallback(mux *http.ServeMux) http.Handler {
+	return g.Protect(Route{Public: true}, Func(func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return apierr.Newf(apierr.MethodNotAllowed, "%s is not served on %s; use %s.", r.Method, r.URL.Path, strings.Join(allow, ", "))
+		}
+		return apierr.New(apierr.NotFound)
+	}))
+}
+
+// allowedMethods lists the methods under which mux routes r's path to a route other than the
+// catch-all "/".
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.WithContext(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
