@@ -20,7 +20,11 @@ const (
 	ConnectTimeout = 5 * time.Second
 	TotalTimeout   = 10 * time.Second
 	MaxAnswerRead  = 2048
-	UserAgent      = "modelexec-webhooks/1 (+webhook sender)"
+	// MaxChallengeRead is how much of a challenge answer is searched for the nonce. The 2 KB
+	// cap is the deliveries' (spec 02 "Retries and pausing" #1); the challenge passes with the
+	// nonce anywhere in the body, an HTML page included, so it reads further.
+	MaxChallengeRead = 64 << 10
+	UserAgent        = "modelexec-webhooks/1 (+webhook sender)"
 )
 
 // Failure kinds of an attempt that got no HTTP answer.
@@ -86,8 +90,18 @@ type Answer struct {
 	Err        error
 }
 
-// Post sends body to rawURL with header (Content-Type and User-Agent are set here).
+// Post sends body to rawURL with header (Content-Type and User-Agent are set here) and reads
+// at most MaxAnswerRead bytes of the answer.
 func (s *Sender) Post(ctx context.Context, rawURL string, header http.Header, body []byte) Answer {
+	return s.post(ctx, rawURL, header, body, MaxAnswerRead)
+}
+
+// PostChallenge is Post for the registration challenge: it reads up to MaxChallengeRead.
+func (s *Sender) PostChallenge(ctx context.Context, rawURL string, header http.Header, body []byte) Answer {
+	return s.post(ctx, rawURL, header, body, MaxChallengeRead)
+}
+
+func (s *Sender) post(ctx context.Context, rawURL string, header http.Header, body []byte, maxRead int64) Answer {
 	if err := s.policy.Validate(rawURL); err != nil {
 		return Answer{Failure: FailURLRefused, Err: err}
 	}
@@ -105,7 +119,7 @@ func (s *Sender) Post(ctx context.Context, rawURL string, header http.Header, bo
 		return Answer{Failure: classify(err), Err: err}
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerRead))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRead))
 	return Answer{StatusCode: resp.StatusCode, Body: b}
 }
 

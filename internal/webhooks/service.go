@@ -163,7 +163,7 @@ func (s *Service) challenge(ctx context.Context, ep Endpoint) (bool, *Verificati
 		}
 		return false, nil, err
 	}
-	ans := s.cfg.Sender.Post(ctx, ep.URL, header, body)
+	ans := s.cfg.Sender.PostChallenge(ctx, ep.URL, header, body)
 	passed, v := JudgeChallenge(ans, nonce)
 	if v != nil {
 		v.CheckedAt = now

@@ -302,3 +302,27 @@ func TestWH17_NonceBlankedInAnyCase(t *testing.T) {
 		t.Fatalf("403 answer: passed %v, verification %+v", ok, v)
 	}
 }
+
+// Proves WH-16 (anywhere in the body, HTML included): a receiver answering the challenge with
+// an HTML page whose nonce comes after more than 2 KB of markup passes; deliveries still read
+// at most 2 KB (WH-45).
+func TestWH16_NonceDeepInHTMLPage(t *testing.T) {
+	h := newHarness(t)
+	page := "<html><head>" + strings.Repeat("<meta name=\"x\" content=\"padding\">", 200) + "</head><body>"
+	if len(page) <= MaxAnswerRead {
+		t.Fatalf("page head is only %d bytes", len(page))
+	}
+	h.rcv.answer = func(r *http.Request, body []byte) (int, string) {
+		var env ChallengeEnvelope
+		_ = json.Unmarshal(body, &env)
+		return 200, page + "<p>" + env.Data.Nonce + "</p></body></html>"
+	}
+	reg, err := h.svc.Register(h.ctx, RegisterParams{Account: "acc_1", URL: h.rcv.URL()})
+	if err != nil || !reg.Passed || reg.Endpoint.Status != StatusActive {
+		t.Fatalf("register: %+v %v", reg.Endpoint, err)
+	}
+	ans := h.sender.Post(h.ctx, h.rcv.URL(), http.Header{}, []byte(`{}`))
+	if len(ans.Body) != MaxAnswerRead {
+		t.Fatalf("a delivery read %d bytes, want %d", len(ans.Body), MaxAnswerRead)
+	}
+}
