@@ -113,6 +113,7 @@ type whEnv struct {
 	srv    *httptest.Server
 	base   string
 	tlsCAs *x509.CertPool
+	gate   *httpapi.Gate
 }
 
 func newWHEnv(t *testing.T, db *sqlstore.DB, roots *x509.CertPool) *whEnv {
@@ -120,6 +121,7 @@ func newWHEnv(t *testing.T, db *sqlstore.DB, roots *x509.CertPool) *whEnv {
 	lg := slog.New(slog.DiscardHandler)
 	e.auth = auth.NewService(db, auth.Format{Prefix: auth.DefaultPrefix}, auth.NewHasher("deployment-secret"), e.clock.Now, lg)
 	gate := &httpapi.Gate{Auth: e.auth, Pacer: whPacer{}, Switches: &httpapi.Switches{}, Now: e.clock.Now, Log: lg}
+	e.gate = gate
 	var err error
 	e.ring, err = webhooks.NewKeyRing(webhooks.KeyRingConfig{Store: sqlstore.WebhookKeys{DB: db}, Secret: []byte("deployment-secret-0123456789"), Clock: e.clock})
 	if err != nil {
@@ -553,4 +555,64 @@ func TestWH29_SettledJobReachesEndpointThroughRelay(t *testing.T) {
 			t.Fatalf("outbox not drained: %v %v", evs, err)
 		}
 	})
+}
+
+// TestRL02_WebhookRoutesBuckets proves RL-02 for the webhook routes: webhook changes (create,
+// re-challenge, delete) are admitted against write and the list (a GET) against read, each
+// once at cost 1, and the answer carries that admission's rate headers.
+func TestRL02_WebhookRoutesBuckets(t *testing.T) {
+	db := storetest.OpenSQLite(t)
+	rc := newWHReceiver(t)
+	e := newWHEnv(t, db, rootsOf(rc.srv))
+	pacer := &recPacer{}
+	e.gate.Pacer = pacer
+	storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+	key := e.mint("acct_a")
+
+	check := func(what string, want ratelimit.Bucket, limit string, do func() *http.Response) {
+		t.Helper()
+		res := do()
+		res.Body.Close()
+		calls := pacer.take()
+		if len(calls) != 1 || calls[0].Bucket != want || calls[0].Cost != 1 {
+			t.Fatalf("%s: admissions %+v, want one %s at cost 1", what, calls, want)
+		}
+		if got := res.Header.Get("RateLimit-Limit"); got != limit {
+			t.Fatalf("%s: RateLimit-Limit %q, want %s (the %s admission's)", what, got, limit, want)
+		}
+	}
+	send := func(method, path string, body string) func() *http.Response {
+		return func() *http.Response {
+			var rd io.Reader
+			if body != "" {
+				rd = strings.NewReader(body)
+			}
+			req, _ := http.NewRequest(method, e.base+path, rd)
+			req.Header.Set("Authorization", "Bearer "+key)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+	}
+	var id string
+	check("POST /v1/webhooks", ratelimit.Write, "20", func() *http.Response {
+		res := send("POST", "/v1/webhooks", `{"url":"`+rc.URL()+`"}`)()
+		var rec struct {
+			ID string `json:"id"`
+		}
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 201 || json.Unmarshal(b, &rec) != nil || rec.ID == "" {
+			t.Fatalf("create: %d %s", res.StatusCode, b)
+		}
+		id = rec.ID
+		return res
+	})
+	check("GET /v1/webhooks", ratelimit.Read, "60", send("GET", "/v1/webhooks", ""))
+	check("POST /v1/webhooks/{id}", ratelimit.Write, "20", send("POST", "/v1/webhooks/"+id, ""))
+	check("DELETE /v1/webhooks/{id}", ratelimit.Write, "20", send("DELETE", "/v1/webhooks/"+id, ""))
 }
