@@ -128,6 +128,14 @@ func (r *ctlRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (ru
 	env.Report.Log("info", "running "+in.Prompt)
 	doc := map[string]any{"images": []any{map[string]any{"width": 1024, "height": 1024}}, "prompt": in.Prompt}
 	switch {
+	case strings.HasPrefix(in.Prompt, "hold"): // runs until stopped, whatever Release says
+		<-ctx.Done()
+		return runners.Result{Done: 0.5}, ctx.Err()
+	case strings.HasPrefix(in.Prompt, "stubborn"): // completes just as it is asked to stop
+		<-ctx.Done()
+		return runners.Result{Document: doc, Done: 1}, nil
+	case strings.HasPrefix(in.Prompt, "bare-refuse"): // a refusal with no detail
+		return runners.Result{}, &runners.Refusal{Code: "image_unreadable"}
 	case strings.HasPrefix(in.Prompt, "block"):
 		env.Report.Progress(0.5)
 		r.mu.Lock()
@@ -172,6 +180,7 @@ type options struct {
 	balance     int64
 	noWorker    bool
 	store       func(jobs.Store) jobs.Store // wraps the jobs store (fault injection)
+	streamLimit time.Duration               // the queue host's status stream limit (five minutes when 0)
 }
 
 func quietLog() *slog.Logger {
@@ -221,7 +230,8 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	h.jobs = jobs.New(store, h.cat, reg, env, seats, h.clock.Now, log, cfg)
 	gate := &httpapi.Gate{Auth: h.auth, Switches: &httpapi.Switches{}, Now: h.clock.Now, Log: log}
 	urls := jobview.URLs{Queue: h.queue.URL}
-	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, Now: h.clock.Now, Log: log}).Routes()
+	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, Now: h.clock.Now, Log: log,
+		StreamLimit: o.streamLimit}).Routes()
 	wc := o.waitCeiling
 	if wc == 0 {
 		wc = 60 * time.Second

@@ -115,14 +115,23 @@ func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause er
 		return // process shutting down: the lease runs out and the job runs again elsewhere
 	case errors.Is(cause, errStalled):
 		st = settlement{outcome: Failed, code: string(apierr.Stalled), message: "the run passed the model's stall ceiling"}
+	case errors.Is(cause, errCancelAsked) && err == nil:
+		// The run completed before it saw the cancellation (a runner returns ctx's error once
+		// it stops): the job succeeded and the cancel answers cancel_raced, so the caller
+		// keeps the output it paid for in full.
 	case errors.Is(cause, errCancelAsked):
 		st = settlement{outcome: Cancelled, done: res.Done}
-		if err == nil {
-			st.done = 1
-		}
 	case err == nil:
 	case errors.As(err, &ref):
 		st = settlement{outcome: Failed, code: ref.Code, detail: ref.Detail, message: ref.Error(), refusal: true}
+		if st.code == "" {
+			st.code = string(apierr.InvalidInput)
+		}
+		if len(st.detail) == 0 {
+			// The model's refusal of the request as written answers 422 with detail on the
+			// queue host, also on the result read (spec 02 "Error body"): name the body.
+			st.detail = []runners.Violation{{Loc: []string{"body"}, Msg: ref.Error(), Type: st.code}}
+		}
 	case errors.As(err, &fail):
 		st = settlement{outcome: Failed, code: fail.Code, message: fail.Message}
 	default:

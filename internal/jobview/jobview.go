@@ -6,6 +6,7 @@ package jobview
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -75,16 +76,30 @@ func (u URLs) Submit(j jobs.Job, position int, withLogs bool, f SubmitFields) ma
 	}
 	d["credits_remaining"] = f.Balance
 	d["expected_seconds"] = m.ExpectedSeconds
-	d["give_up_after_seconds"] = m.Lifecycle.GiveUpAfterSeconds()
+	d["give_up_after_seconds"] = GiveUpAfterSeconds(j, m)
 	d["replayed"] = f.Replayed
+	// timed_out is a field of every submit answer (false when no wait ran out); waited and
+	// wait_declined only answer a wait that was asked for (spec 01 "Job status document").
+	d["timed_out"] = f.Wait && f.TimedOut
 	if f.Wait {
 		d["waited"] = f.WaitDeclined == ""
-		d["timed_out"] = f.TimedOut
 		if f.WaitDeclined != "" {
 			d["wait_declined"] = f.WaitDeclined
 		}
 	}
 	return d
+}
+
+// GiveUpAfterSeconds is the longest the job may take from submit: its maximum wait to start
+// plus the model's maximum run. A queued job's wait is its own bound (the product's queue
+// deadline, or X-Svc-Request-Timeout when that is shorter); otherwise the model's.
+func GiveUpAfterSeconds(j jobs.Job, m *catalog.Model) int {
+	lc := m.Lifecycle
+	if j.StartBy == nil {
+		return lc.GiveUpAfterSeconds()
+	}
+	wait := int(math.Ceil(j.StartBy.Sub(j.CreatedAt).Seconds()))
+	return max(wait, 0) + lc.StallCeilingSeconds
 }
 
 func nullable(s string) any {

@@ -2,6 +2,7 @@ package queueapi
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 	}
 	if ok {
 		f, err := strconv.ParseFloat(to, 64)
-		if err != nil || f < 1 || f > 86400 {
+		if err != nil || math.IsNaN(f) || f < 1 || f > 86400 {
 			return o, invalid("header", "X-Svc-Request-Timeout", "a number of seconds from 1 to 86400", "range")
 		}
 		o.RequestTimeout = time.Duration(f * float64(time.Second))

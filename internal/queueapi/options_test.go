@@ -48,3 +48,65 @@ func TestSUB13_QueueNotOfferedNamesTheSpellingSent(t *testing.T) {
 		}
 	}
 }
+
+// TestSUB25_OptionValuesOutOfRange: every query and header value outside its stated range or
+// enum is refused before any charge (422 with detail on the queue host), "NaN" included (a
+// float parser reads it as a number that compares false with both bounds); values at the
+// edges are accepted. Proves SUB-05, SUB-07, SUB-11, SUB-17, SUB-19, SUB-25.
+func TestSUB25_OptionValuesOutOfRange(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("image-4b")
+	queued := *m
+	queued.Lifecycle.Queue = catalog.QueueOffers
+	cases := []struct {
+		query string
+		hdr   map[string]string
+		code  apierr.Code // "" when accepted
+	}{
+		{"wait=1", nil, ""},
+		{"wait=300", nil, ""},
+		{"wait=0", nil, apierr.InvalidWait},
+		{"wait=301", nil, apierr.InvalidWait},
+		{"wait=1.5", nil, apierr.InvalidWait},
+		{"logs=true", nil, ""},
+		{"logs=0", nil, ""},
+		{"logs=yes", nil, apierr.InvalidInput},
+		{"max_queue_length=0", nil, ""},
+		{"max_queue_length=2147483647", nil, ""},
+		{"max_queue_length=2147483648", nil, apierr.InvalidInput},
+		{"alt_max_queue_length=-1", nil, apierr.InvalidInput},
+		{"", map[string]string{"X-Svc-Request-Timeout": "1"}, ""},
+		{"", map[string]string{"X-Svc-Request-Timeout": "86400"}, ""},
+		{"", map[string]string{"X-Svc-Request-Timeout": "2.5"}, ""},
+		{"", map[string]string{"X-Svc-Request-Timeout": "0.999"}, apierr.InvalidInput},
+		{"", map[string]string{"X-Svc-Request-Timeout": "86400.5"}, apierr.InvalidInput},
+		{"", map[string]string{"X-Svc-Request-Timeout": "NaN"}, apierr.InvalidInput},
+		{"", map[string]string{"X-Alt-Request-Timeout": "nan"}, apierr.InvalidInput},
+		{"", map[string]string{"X-Alt-Request-Timeout": "Inf"}, apierr.InvalidInput},
+		{"", map[string]string{"X-Svc-Request-Timeout": "soon"}, apierr.InvalidInput},
+		{"", map[string]string{"X-Svc-Priority": "high"}, apierr.InvalidInput},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("POST", "/svc-serverless/x?"+c.query, nil)
+		for k, v := range c.hdr {
+			r.Header.Set(k, v)
+		}
+		o, err := queueapi.ParseOptions(r, &queued)
+		if c.code == "" {
+			if err != nil {
+				t.Errorf("%s %v: refused %v", c.query, c.hdr, err)
+			}
+			if o.RequestTimeout < 0 {
+				t.Errorf("%s %v: request timeout %v", c.query, c.hdr, o.RequestTimeout)
+			}
+			continue
+		}
+		e, ok := apierr.As(err)
+		if !ok || e.Code != c.code || len(e.Detail) == 0 {
+			t.Errorf("%s %v: got %v, want %s with detail", c.query, c.hdr, err, c.code)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (h *Handler) run() http.Handler {
 		if timedOut || !j.Settled() {
 			urls := h.URLs.Status(j, 0, false)
 			return apierr.New(apierr.RunTimedOut, "status_url", urls["status_url"], "response_url", urls["response_url"],
-				"idempotency_key", j.IdempotencyKey).WithCharged(j.Reserved > 0).WithHeader("X-Svc-Request-Timeout-Type", "user")
+				"idempotency_key", j.IdempotencyKey).WithCharged(charged(j)).WithHeader("X-Svc-Request-Timeout-Type", "user")
 		}
 		w.Header().Set("X-Svc-Request-Id", j.RequestID)
 		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
@@ -91,4 +91,11 @@ func (h *Handler) run() http.Handler {
 		httpapi.WriteJSON(w, r, http.StatusOK, doc)
 		return nil
 	})
+}
+
+// charged is run_timed_out's `charged`: true once the job is running (charged, or paid by the
+// pass or promotion that covers it) or its charge stands while dispatch is unresolved; false
+// while it waits to start (spec 01 "Run synchronously" #2).
+func charged(j jobs.Job) bool {
+	return j.Reserved > 0 || j.Status == jobs.InProgress
 }
