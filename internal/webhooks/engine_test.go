@@ -165,7 +165,7 @@ func redirectTo(rc *receiver, code int) http.Handler {
 	})
 }
 
-// Proves WH-45: at most 2 KB of the answer is read; the client's limits are 5 s / 10 s.
+// Proves WH-45, LIM-17: at most 2 KB of the answer is read; the client's limits are 5 s / 10 s.
 func TestWH45_ReadLimitAndTimeouts(t *testing.T) {
 	h := newHarness(t)
 	h.rcv.answer = func(*http.Request, []byte) (int, string) { return 200, strings.Repeat("z", 64<<10) }
@@ -248,8 +248,9 @@ func TestWH21_WH22_DisableAfterTenFailures(t *testing.T) {
 	}
 }
 
-// Proves WH-23, WH-25: a 410 makes the endpoint dead at once; nothing new is queued; a
-// passing re-challenge sends only the events that were waiting then, none older than 72 h.
+// Proves WH-23, WH-25, LIM-06 (a dead endpoint does not count towards the five): a 410 makes
+// the endpoint dead at once; nothing new is queued; a passing re-challenge sends only the
+// events that were waiting then, none older than 72 h.
 func TestWH23_WH25_DeadOn410(t *testing.T) {
 	h := newHarness(t)
 	ep := h.register("acc_1")

@@ -166,7 +166,7 @@ func TestWH09_RechallengeStoredURLRefused(t *testing.T) {
 	}
 }
 
-// Proves WH-01, WH-02, WH-03, WH-06: registration refusals.
+// Proves WH-01, WH-02, WH-03, WH-06, LIM-06: registration refusals.
 func TestWH03_WH06_RegisterRefusals(t *testing.T) {
 	h := newHarness(t)
 	if _, err := h.svc.Register(h.ctx, RegisterParams{Account: "a", URL: "https://10.1.2.3/x"}); urlReason(err) != ReasonPrivateHost {
