@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -85,11 +86,12 @@ func TestERR05_RetryAfterAlwaysSent(t *testing.T) {
 
 // pacer answers every admission with one decision.
 type pacer struct {
-	d   ratelimit.Decision
-	err error
+	d        ratelimit.Decision
+	err      error
+	fuseShut bool
 }
 
-func (p pacer) Fuse(string, ratelimit.Bucket, time.Time) bool { return true }
+func (p pacer) Fuse(string, ratelimit.Bucket, time.Time) bool { return !p.fuseShut }
 func (p pacer) Admit(context.Context, ratelimit.Request) (ratelimit.Decision, error) {
 	return p.d, p.err
 }
@@ -166,5 +168,46 @@ func TestERR07_MethodNotAllowed(t *testing.T) {
 	g.Switches.APIDisabled.Store(true)
 	if w, body := do("DELETE", "/v1/me", "Origin", "x"); w.Code != 503 || body["error"] != "api_disabled" {
 		t.Fatalf("api_disabled first: %d %v", w.Code, body)
+	}
+}
+
+// TestKEY13_AccessLogNamesKeyID proves KEY-13 for logs: once a presented key is well formed, the
+// access line of the request names its public id (key_id), also when the request is refused
+// later in the check order; the key itself and its secret never appear.
+func TestKEY13_AccessLogNamesKeyID(t *testing.T) {
+	f := auth.Format{Prefix: auth.DefaultPrefix}
+	key, id, err := f.Mint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	now := func() time.Time { return time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC) }
+	g := &Gate{Auth: auth.NewService(nil, f, auth.NewHasher("deployment-secret"), now, log), Pacer: pacer{fuseShut: true},
+		Now: now, Log: log}
+	h := Wrap(AccountSurface, log, g.Protect(Route{Bucket: ratelimit.Read}, http.NotFoundHandler()))
+	r := httptest.NewRequest("GET", "/v1/me", nil)
+	r.Header.Set("Authorization", "Bearer "+key)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 429 {
+		t.Fatalf("want the fuse refusal, got %d %s", w.Code, w.Body)
+	}
+	var line struct {
+		Msg   string `json:"msg"`
+		KeyID string `json:"key_id"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line); err != nil || line.Msg != "request" || line.KeyID != id {
+		t.Fatalf("access line %s (%v), want key_id %s", buf.String(), err, id)
+	}
+	if strings.Contains(buf.String(), key[len(auth.DefaultPrefix)+13:]) {
+		t.Fatal("the secret reached the log")
+	}
+	// A malformed key is never named.
+	buf.Reset()
+	r.Header.Set("Authorization", "Bearer "+key[:20])
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if strings.Contains(buf.String(), "key_id") {
+		t.Fatalf("malformed key logged: %s", buf.String())
 	}
 }

@@ -111,6 +111,7 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 		g.anonymousHeaders(w, r, now)
 		return nil, err
 	}
+	noteKeyID(r, pk.ID) // the public id, never the key, goes to the access log (KEY-13)
 	bucket := route.Bucket
 	// 5. Per-instance fuse, before the key is looked up.
 	if g.Pacer != nil && !g.Pacer.Fuse(pk.ID, bucket, now) {

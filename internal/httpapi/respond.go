@@ -30,7 +30,18 @@ const (
 	requestIDKey ctxKey = iota
 	surfaceKey
 	principalKey
+	keyIDKey
 )
+
+// keyIDSlot is filled by the gate once a presented key's public id is known, so the access
+// log line written by Wrap names it (KEY-13), refusals after step 4 included.
+type keyIDSlot struct{ id string }
+
+func noteKeyID(r *http.Request, id string) {
+	if s, ok := r.Context().Value(keyIDKey).(*keyIDSlot); ok {
+		s.id = id
+	}
+}
 
 // RequestID returns the id of the HTTP request (X-Request-Id).
 func RequestID(r *http.Request) string {

@@ -21,6 +21,8 @@ func Wrap(s Surface, log *slog.Logger, h http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), requestIDKey, id)
 		ctx = context.WithValue(ctx, surfaceKey, s)
 		ctx = context.WithValue(ctx, loggerKey{}, log)
+		slot := &keyIDSlot{}
+		ctx = context.WithValue(ctx, keyIDKey, slot)
 		r = r.WithContext(ctx)
 		w.Header().Set("X-Request-Id", id)
 		sw := &statusWriter{ResponseWriter: w}
@@ -35,8 +37,8 @@ func Wrap(s Surface, log *slog.Logger, h http.Handler) http.Handler {
 				}
 			}
 			attrs := []any{"method", r.Method, "path", r.URL.Path, "status", sw.status, "ms", time.Since(start).Milliseconds(), "request_id", id}
-			if p := Principal(r); p != nil {
-				attrs = append(attrs, "key_id", p.Key.ID)
+			if slot.id != "" {
+				attrs = append(attrs, "key_id", slot.id)
 			}
 			log.Debug("request", attrs...)
 		}()
