@@ -30,12 +30,13 @@ const secret = "e2e-secret-0123456789abcdef"
 
 // Test catalogue slugs, added to the shipped catalogue.
 const (
-	mFast      = "t-fast"      // refuses a queue, 10 credits per call-ish unit (quote 11 at defaults)
-	mQueue     = "t-queue"     // offers a queue, max wait 600 s
-	mStall     = "t-stall"     // stall ceiling 1 s
-	mSlow      = "t-slow"      // expected_seconds 120: not synchronous
-	mDescribed = "t-described" // 501 model_not_connected
-	mPaused    = "t-paused"    // 503 model_disabled
+	mFast      = "t-fast"       // refuses a queue, 10 credits per call-ish unit (quote 11 at defaults)
+	mQueue     = "t-queue"      // offers a queue, max wait 600 s
+	mQueueFast = "t-queue-fast" // offers a queue, max wait 600 s, expected_seconds 1 (synchronous)
+	mStall     = "t-stall"      // stall ceiling 1 s
+	mSlow      = "t-slow"       // expected_seconds 120: not synchronous
+	mDescribed = "t-described"  // 501 model_not_connected
+	mPaused    = "t-paused"     // 503 model_disabled
 )
 
 // testCatalog is the shipped catalogue plus the test models above (copies of image-4b).
@@ -69,6 +70,9 @@ func buildCatalog(hosts catalog.Hosts) (*catalog.Catalog, error) {
 	}
 	add(mFast, func(m *catalog.ModelFile) { m.ExpectedSeconds = 1 })
 	add(mQueue, func(m *catalog.ModelFile) { m.Lifecycle.Queue, m.Lifecycle.MaxWaitSeconds = catalog.QueueOffers, 600 })
+	add(mQueueFast, func(m *catalog.ModelFile) {
+		m.ExpectedSeconds, m.Lifecycle.Queue, m.Lifecycle.MaxWaitSeconds = 1, catalog.QueueOffers, 600
+	})
 	add(mStall, func(m *catalog.ModelFile) { m.Lifecycle.StallCeilingSeconds = 1 })
 	add(mSlow, func(m *catalog.ModelFile) { m.ExpectedSeconds = 120 })
 	add(mDescribed, func(m *catalog.ModelFile) { m.State = catalog.Described })
