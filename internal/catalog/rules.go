@@ -86,9 +86,16 @@ var ruleSizePair = rule{"width_height_pair", func(sent, _ map[string]any) []hit 
 	return nil
 }}
 
-var ruleM3Pairs = rule{"size_pair", func(sent, _ map[string]any) []hit {
-	w, okW := intAt(sent, "width")
-	h, okH := intAt(sent, "height")
+// ruleM3Pairs is M3's size list. The spec judges the pair "when either is sent", so one side
+// sent alone is judged with the other side's default (1024): width 640 alone is 640x1024, not
+// a listed size, and breaks this rule as well as the pair rule.
+var ruleM3Pairs = rule{"size_pair", func(sent, filled map[string]any) []hit {
+	sentW, sentH := has(sent, "width"), has(sent, "height")
+	if !sentW && !sentH {
+		return nil
+	}
+	w, okW := intAt(filled, "width")
+	h, okH := intAt(filled, "height")
 	if !okW || !okH {
 		return nil
 	}
@@ -97,7 +104,11 @@ var ruleM3Pairs = rule{"size_pair", func(sent, _ map[string]any) []hit {
 			return nil
 		}
 	}
-	return []hit{{body("width"), "width x height must be one of 1024x1024, 640x1408, 1408x640, 768x1280, 1280x768, 896x1152, 1152x896"}}
+	loc := body("width")
+	if !sentW {
+		loc = body("height")
+	}
+	return []hit{{loc, "width x height must be one of 1024x1024, 640x1408, 1408x640, 768x1280, 1280x768, 896x1152, 1152x896"}}
 }}
 
 var ruleAccelerationExclusive = rule{"acceleration_exclusive", func(sent, _ map[string]any) []hit {
