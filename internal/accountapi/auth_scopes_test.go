@@ -188,3 +188,32 @@ func TestKEY14_NoRouteMintsKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestVER08_DeprecatedUploadBuckets: the `product: external` upload and the withdrawn
+// `product: video` bucket remain only for keys that used them: external:write and
+// svc-ai-video:write reach them (SCP-19, SCP-16); today's image:write and video:write do not,
+// and the refusal names a scope nobody can mint (SCP-30). Proves VER-08, SCP-16, SCP-19.
+func TestVER08_DeprecatedUploadBuckets(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newAccEnv(t, db)
+		const secret = "test-secret-0123456789abcdef"
+		e.account("acct_ver8")
+		upload := func(key, product string) accAnswer {
+			return e.call("POST", "/v1/uploads", key, []byte(`{"content_type":"image/png","product":"`+product+`"}`))
+		}
+		current := legacyKey(t, db, secret, "acct_ver8", auth.ImageWrite, auth.VideoWrite, auth.PhotoWrite)
+		external := legacyKey(t, db, secret, "acct_ver8", auth.ExternalWrite)
+		oldVideo := legacyKey(t, db, secret, "acct_ver8", auth.SvcVideoWrite)
+		a := upload(current, "external")
+		scopeRefused(t, "external upload, image:write", a.status, a.body, string(a.raw), "external:write", "external:write")
+		a = upload(current, "video")
+		scopeRefused(t, "video upload, video:write", a.status, a.body, string(a.raw), "svc-ai-video:write", "svc-ai-video:write")
+		a = upload(oldVideo, "external")
+		scopeRefused(t, "external upload, svc-ai-video:write", a.status, a.body, string(a.raw), "external:write", "external:write")
+		for _, c := range []struct{ key, product string }{{external, "external"}, {oldVideo, "video"}} {
+			if a := upload(c.key, c.product); a.status != 201 {
+				t.Errorf("upload %s with its own older scope: %d %s", c.product, a.status, a.raw)
+			}
+		}
+	})
+}

@@ -63,6 +63,14 @@ func uploadScope(r *http.Request) (auth.Requirement, error) {
 		return auth.Requirement{}, apierr.Newf(apierr.UnknownProduct, "Unknown product %q.", product).
 			With("allowed", UploadProducts).With("products", UploadProducts)
 	}
+	switch product {
+	// Deprecated buckets, kept only for the keys that used them (spec 02 Versioning 5):
+	// the older names that reached them, and nothing minted today.
+	case "external":
+		return auth.Need(auth.ExternalWrite), nil
+	case "video":
+		return auth.Need(auth.SvcVideoWrite), nil
+	}
 	return auth.ProductRequirement(product), nil
 }
 
