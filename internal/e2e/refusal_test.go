@@ -165,3 +165,31 @@ func TestQST14_TooManyJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestERR07_MethodNotAllowedOnModelHosts: on the queue and synchronous hosts a known path under
+// another method answers 405 method_not_allowed with Allow, an unknown path 404 not_found;
+// neither charges or creates anything. Proves ERR-07 on the model hosts.
+func TestERR07_MethodNotAllowedOnModelHosts(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		before, n := h.balance(), h.countJobs()
+		for _, c := range []struct {
+			method, url, allow string
+			code               int
+			err                string
+		}{
+			{http.MethodGet, h.queue.URL + "/svc-serverless/" + mFast, "POST", 405, "method_not_allowed"},
+			{http.MethodDelete, h.sync.URL + "/svc-serverless/" + mFast, "POST", 405, "method_not_allowed"},
+			{http.MethodPost, h.queue.URL + "/svc-serverless/" + mFast + "/requests/req_x/cancel", "PUT", 405, "method_not_allowed"},
+			{http.MethodGet, h.queue.URL + "/nowhere", "", 404, "not_found"},
+			{http.MethodGet, h.sync.URL + "/api/svc-serverless/" + mFast, "", 404, "not_found"},
+		} {
+			r := h.call(c.method, c.url, "")
+			if r.Code != c.code || r.str("error") != c.err || r.Header.Get("Allow") != c.allow {
+				t.Errorf("%s %s: %d Allow %q %s; want %d %s Allow %q", c.method, c.url, r.Code, r.Header.Get("Allow"), r.Raw, c.code, c.err, c.allow)
+			}
+		}
+		if h.balance() != before || h.countJobs() != n {
+			t.Fatalf("balance %d jobs %d, want %d and %d", h.balance(), h.countJobs(), before, n)
+		}
+	})
+}

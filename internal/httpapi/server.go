@@ -92,14 +92,6 @@ func (w *statusWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection (deadlines on held requests).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// NotFound answers every path no route claims (the old /api prefix included) with 404 not_found,
-// after the Origin check so a browser call is still refused as such.
-func (g *Gate) NotFound() http.Handler {
-	return g.Protect(Route{Public: true}, Func(func(w http.ResponseWriter, r *http.Request) error {
-		return apierr.New(apierr.NotFound)
-	}))
-}
-
 // Fallback answers what no route of mux claims, after checks 1 and 2 like every route: 405
 // method_not_allowed with an Allow header when mux serves the path under other methods (ERR-07:
 // a 405 is a ValidationError), 404 not_found otherwise (the old /api prefix included). It is

@@ -32,6 +32,6 @@ func (h *Handler) Routes() http.Handler {
 		mux.Handle("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, g.Protect(write, h.cancel()))
 	}
 	mux.Handle("GET /healthz", httpapi.Healthz())
-	mux.Handle("/", g.NotFound())
+	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.QueueSurface, h.Log, mux)
 }

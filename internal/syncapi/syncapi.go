@@ -33,7 +33,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("POST /svc-serverless/{slug}", h.Gate.Protect(run, h.run()))
 	mux.Handle("POST /svc-serverless/{slug}/{$}", h.Gate.Protect(run, h.run()))
 	mux.Handle("GET /healthz", httpapi.Healthz())
-	mux.Handle("/", h.Gate.NotFound())
+	mux.Handle("/", h.Gate.Fallback(mux))
 	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
 }
 
