@@ -2,12 +2,13 @@ package main
 
 // CLI is the whole command line.
 type CLI struct {
-	Serve    ServeCmd    `cmd:"" help:"Run the account API, queue host, synchronous host and workers."`
-	Migrate  MigrateCmd  `cmd:"" help:"Apply database migrations."`
-	Accounts AccountsCmd `cmd:"" help:"Operator console: accounts."`
-	Keys     KeysCmd     `cmd:"" help:"Operator console: API keys (the only place keys are minted)."`
-	Credits  CreditsCmd  `cmd:"" help:"Operator console: grant or remove credits."`
-	Passes   PassesCmd   `cmd:"" help:"Operator console: passes and promotions."`
+	Serve     ServeCmd     `cmd:"" help:"Run the account API, queue host, synchronous host and workers."`
+	Migrate   MigrateCmd   `cmd:"" help:"Apply database migrations."`
+	Accounts  AccountsCmd  `cmd:"" help:"Operator console: accounts."`
+	Keys      KeysCmd      `cmd:"" help:"Operator console: API keys (the only place keys are minted)."`
+	Credits   CreditsCmd   `cmd:"" help:"Operator console: grant or remove credits."`
+	Passes    PassesCmd    `cmd:"" help:"Operator console: passes and promotions."`
+	Catalogue CatalogueCmd `cmd:"" help:"Print the built-in catalogue (the starting point for serve --catalogue), or --check a file."`
 }
 
 // StoreFlags locate the data; every command takes them so the console works on the same store

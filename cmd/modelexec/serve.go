@@ -53,6 +53,7 @@ type ServeCmd struct {
 	APIDisabled    bool              `help:"Answer every request 503 api_disabled (order of checks step 1)."`
 	DisableProduct []string          `help:"Products to pause (api_disabled for their routes), e.g. --disable-product music."`
 	Cog            map[string]string `help:"Run a model on a Cog model server instead of the built-in runner: --cog image-4b=http://gpu-1:5000 (repeatable)."`
+	Catalogue      string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
 }
 
 func (c *ServeCmd) roles() map[string]bool {
@@ -121,9 +122,9 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Default(catalog.WithHosts(catalog.Hosts{Queue: queueURL, Sync: syncURL}))
+	cat, err := loadCatalogue(c.Catalogue, catalog.Hosts{Queue: queueURL, Sync: syncURL})
 	if err != nil {
-		return nil, fmt.Errorf("catalogue: %w", err)
+		return nil, err
 	}
 	blobLoc := c.Blobs
 	if blobLoc == "" {
