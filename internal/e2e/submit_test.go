@@ -14,7 +14,7 @@ import (
 // status document carries every field, the charge is the quote and settles at it, status and
 // result reads answer, logs only when asked.
 // Proves QST-02, QST-09, JOB-01..JOB-22 (fields), SUB-04, SUB-07, READ-01, READ-02, READ-06,
-// JOB-04, JOB-29, PRICE-02.
+// JOB-04, JOB-29, PRICE-01 (quoted at submit, charged the quote, never above: checkBooks), PRICE-02.
 func TestQST02_SubmitWaitCompletes(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		before := h.balance()
