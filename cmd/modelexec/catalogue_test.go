@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,17 +48,7 @@ func TestCAT04_OperatorReplacesCatalogue(t *testing.T) {
 
 	c := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", Catalogue: path}
 	c.Data, c.Secret = t.TempDir(), "a-20-byte-secret-xyz"
-	log := slog.New(slog.DiscardHandler)
-	db, err := c.open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	svc, err := c.authService(db, false, log, utcNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := c.build(ctx, db, svc, log)
+	a, err := serveWith(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +66,7 @@ func TestCAT04_OperatorReplacesCatalogue(t *testing.T) {
 		t.Fatal("catalogue --check accepted a broken file")
 	}
 	c.Catalogue = bad
-	if _, err := c.build(ctx, db, svc, log); err == nil || !strings.Contains(err.Error(), "bad.json") {
+	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "bad.json") {
 		t.Fatalf("serve with a broken catalogue: %v", err)
 	}
 }

@@ -16,6 +16,16 @@ func buildServe(t *testing.T, secret, roles, scheme string) *app {
 	t.Helper()
 	c := &ServeCmd{Roles: roles, APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
 	c.Data, c.Secret, c.WebhookScheme = t.TempDir(), secret, scheme
+	a, err := serveWith(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// serveWith opens c's store and builds the service from c as `modelexec serve` does.
+func serveWith(t *testing.T, c *ServeCmd) (*app, error) {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	db, err := c.open(ctx)
@@ -27,11 +37,7 @@ func buildServe(t *testing.T, secret, roles, scheme string) *app {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.build(ctx, db, svc, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return c.build(ctx, db, svc, log)
 }
 
 func get(h http.Handler, method, path string) *httptest.ResponseRecorder {
