@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -55,14 +54,9 @@ func TestQST04_DispatchUnresolved(t *testing.T) {
 		}
 
 		// Another process over the same database takes the job over once its lease runs out.
-		reg := runners.Registry{}
-		for _, m := range h.cat.Models() {
-			reg[m.Slug] = h.runner
-		}
 		cfg := jobs.DefaultConfig()
 		cfg.SweepEvery = 20 * time.Millisecond
-		env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-		next := jobs.New(sqlstore.Jobs{DB: h.db}, h.cat, reg, env, jobs.NewSeats(12, 200, 1000), h.clock.Now, quietLog(), cfg)
+		next := h.newJobs(sqlstore.Jobs{DB: h.db}, jobs.NewSeats(12, 200, 1000), cfg)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = next.Run(ctx) }()

@@ -213,10 +213,6 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	t.Cleanup(h.sync.Close)
 	t.Cleanup(h.queue.Close)
 	h.cat = testCatalog(t, catalog.Hosts{Queue: h.queue.URL, Sync: h.sync.URL})
-	reg := runners.Registry{}
-	for _, m := range h.cat.Models() {
-		reg[m.Slug] = h.runner
-	}
 	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, log)
 	cfg := jobs.DefaultConfig()
 	if o.cfg != nil {
@@ -226,12 +222,11 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	if seats == nil {
 		seats = jobs.NewSeats(12, 200, 1000)
 	}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
 	var store jobs.Store = sqlstore.Jobs{DB: db}
 	if o.store != nil {
 		store = o.store(store)
 	}
-	h.jobs = jobs.New(store, h.cat, reg, env, seats, h.clock.Now, log, cfg)
+	h.jobs = h.newJobs(store, seats, cfg)
 	gate := &httpapi.Gate{Auth: h.auth, Switches: &httpapi.Switches{}, Now: h.clock.Now, Log: log}
 	urls := jobview.URLs{Queue: h.queue.URL}
 	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, Now: h.clock.Now, Log: log,
@@ -252,6 +247,17 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	t.Cleanup(func() { h.runner.Release(); cancel(); <-done; h.jobs.Drain() })
 	h.account, h.key = h.newAccount("acct_e2e", o.plan, o.balance, nil)
 	return h
+}
+
+// newJobs is a jobs service over the harness's catalogue, clock and control runner (one per
+// process: the harness's own, or another process over the same database).
+func (h *harness) newJobs(store jobs.Store, seats *jobs.Seats, cfg jobs.Config) *jobs.Service {
+	reg := runners.Registry{}
+	for _, m := range h.cat.Models() {
+		reg[m.Slug] = h.runner
+	}
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
+	return jobs.New(store, h.cat, reg, env, seats, h.clock.Now, quietLog(), cfg)
 }
 
 // newAccount creates an account with credits granted through the ledger and mints a key.
