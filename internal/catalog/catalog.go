@@ -47,6 +47,8 @@ type File struct {
 	// answers vendor_disabled on every one of its addresses.
 	Vendors map[string]State `json:"vendors"`
 	Models  []ModelFile      `json:"models"`
+	// LanguageModels are the chat and embeddings models (DESIGN 32): no queue-host address.
+	LanguageModels []LanguageFile `json:"language_models,omitempty"`
 }
 
 // CategoryFile is one task a model may serve, for GET /v1/models?category=.
@@ -115,6 +117,8 @@ type Catalog struct {
 	enforce    time.Time
 	categories []string
 	hosts      Hosts
+	langs      []*Model
+	langBySlug map[string]*Model
 }
 
 // Model is one catalogued model.
@@ -125,6 +129,7 @@ type Model struct {
 	price       price
 	enforceFrom time.Time
 	vendorState State
+	lang        *Language // language models only
 }
 
 type price struct {
@@ -191,6 +196,9 @@ func New(f File, opts ...Option) (*Catalog, error) {
 		}
 		c.bySlug[m.Slug] = m
 		c.models = append(c.models, m)
+	}
+	if err := c.addLanguageModels(f.LanguageModels); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -167,6 +167,9 @@ func (q Quote) UnitsDisplay() string { return ceilDecimal(q.Units, 4) }
 // Quote prices a validated input (exact integer arithmetic, DESIGN 30). It returns
 // *NotPricedError when no band covers the request.
 func (m *Model) Quote(in Input) (Quote, error) {
+	if m.lang != nil {
+		return m.quoteLanguage(in)
+	}
 	tree := in.tree
 	if tree == nil {
 		v, err := decode(in.JSON)

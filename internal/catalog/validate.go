@@ -103,6 +103,10 @@ func decode(b []byte) (any, error) {
 // cross-field rules → warnings before the enforcement date, *InvalidError (type cross_field)
 // from it on. It never panics, whatever the bytes.
 func (m *Model) Validate(raw []byte, now time.Time, rnd func() uint32) (Input, []Warning, error) {
+	if m.lang != nil {
+		in, err := m.validateLanguage(raw)
+		return in, nil, err
+	}
 	c := m.contract
 	sentV, err := decode(raw)
 	if err != nil {

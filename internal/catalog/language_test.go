@@ -1,0 +1,99 @@
+package catalog
+
+import (
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+func langModel(t *testing.T, slug string) *Model {
+	t.Helper()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := c.LanguageModel(slug)
+	if !ok {
+		t.Fatalf("no language model %q", slug)
+	}
+	if _, ok := c.Model(slug); ok {
+		t.Fatalf("language model %q has a queue-host address", slug)
+	}
+	return m
+}
+
+// CHAT-07: the chat models the spec names are catalogue entries priced per token (DESIGN 32).
+func TestCHAT07LanguageModelsCatalogued(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.LanguageSlugs(KindChat); len(got) != 2 || got[0] != "qwen" || got[1] != "kimi" {
+		t.Fatalf("chat models = %v, want [qwen kimi]", got)
+	}
+	if got := c.LanguageSlugs(KindEmbeddings); len(got) != 1 {
+		t.Fatalf("embeddings models = %v, want one", got)
+	}
+	if len(c.Models()) != 9 {
+		t.Fatalf("queue-host models = %d, want the nine", len(c.Models()))
+	}
+}
+
+func TestLanguageQuoteIsTheMostATurnCosts(t *testing.T) {
+	m := langModel(t, "qwen") // 2 per 1,000 input, 6 per 1,000 output
+	in, _, err := m.Validate([]byte(`{"messages":[{"role":"user","content":"Hello world"}],"max_tokens":1000}`), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := m.Quote(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// prompt: 2 (priming) + 4 (framing) + 2 ("Hello", " world") = 8 tokens → 0.016; output 1000 → 6.
+	if q.Credits != 7 {
+		t.Fatalf("quote = %d, want ceil(6.016) = 7", q.Credits)
+	}
+	if c := m.Language().Cost(Usage{InputTokens: 8, OutputTokens: 10}); c != 1 {
+		t.Fatalf("cost of 8 in + 10 out = %d, want 1", c)
+	}
+	// No max_tokens: the budget is the output limit.
+	in, _, err = m.Validate([]byte(`{"messages":[{"role":"user","content":"Hi"}]}`), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ = m.Quote(in)
+	if want := m.Language().Cost(Usage{InputTokens: 7, OutputTokens: 8192}); q.Credits != want {
+		t.Fatalf("quote without max_tokens = %d, want %d", q.Credits, want)
+	}
+}
+
+func TestLanguageRefusals(t *testing.T) {
+	chat, emb := langModel(t, "qwen"), langModel(t, "embed-small")
+	long := make([]byte, 0, 9000*2)
+	for i := 0; i < 9000; i++ {
+		long = append(long, "é"...)
+	}
+	cases := []struct {
+		m    *Model
+		body string
+		code apierr.Code
+	}{
+		{chat, `{"messages":[]}`, apierr.InvalidBody},
+		{chat, `{"messages":[{"role":"robot","content":"x"}]}`, apierr.InvalidBody},
+		{chat, `{"messages":[{"role":"user","content":"x"}],"effort":"max"}`, apierr.UnknownEffort},
+		{chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":9000}`, apierr.OutputLimitReached},
+		{emb, `{"input":[]}`, apierr.InputRequired},
+		{emb, `{"input":["a", 3]}`, apierr.InputInvalid},
+		{emb, `{"input":["` + string(long) + `"]}`, apierr.InputTooLong},
+	}
+	for _, c := range cases {
+		_, _, err := c.m.Validate([]byte(c.body), time.Now(), nil)
+		if !apierr.Is(err, c.code) {
+			t.Errorf("%s %s: err = %v, want %s", c.m.Slug, c.body[:min(len(c.body), 60)], err, c.code)
+		}
+	}
+	if _, _, err := emb.Validate([]byte(`{"input":["a"]}`), time.Now(), nil); err != nil {
+		t.Fatalf("one input refused: %v", err)
+	}
+}
