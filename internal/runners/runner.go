@@ -45,6 +45,9 @@ type Env struct {
 	Inputs  Inputs
 	Outputs Outputs
 	Report  Reporter
+	// Text, when set, receives a language model's output as it is written, piece by piece,
+	// for the request that streams it. Runners that write no text ignore it.
+	Text func(delta string)
 }
 
 // File is one stored output file.
