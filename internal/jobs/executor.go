@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 )
@@ -223,8 +224,11 @@ func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, ou
 	if err := tx.UpdateJob(ctx, *j); err != nil {
 		return err
 	}
-	if err := tx.InsertEvent(ctx, eventOf(*j, now)); err != nil {
-		return err
+	// Chat turns send no event: the request that paid for the turn answers it (spec 02 "Events").
+	if j.Product != catalog.ProductChat {
+		if err := tx.InsertEvent(ctx, eventOf(*j, now)); err != nil {
+			return err
+		}
 	}
 	*out = *j
 	return nil

@@ -1,0 +1,257 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+// Service runs language-model calls through the jobs engine and keeps conversations.
+type Service struct {
+	Jobs    *jobs.Service
+	Catalog *catalog.Catalog
+	// Runners holds the language models that have a runner; a model without one answers
+	// chat_not_configured (503) before anything is charged.
+	Runners runners.Registry
+	Hub     *Hub
+	Store   Store // conversations; nil: /v1/chat answers chat_not_configured
+	Now     func() time.Time
+}
+
+// CallRequest is one call to a language model.
+type CallRequest struct {
+	Principal      *auth.Principal
+	Model          string
+	Input          any    // catalog.ChatInput or catalog.EmbeddingsInput
+	IdempotencyKey string // empty: minted
+	Stream         bool   // collect the text as it is written
+}
+
+// Model returns the language model of kind named slug: unknown_model (carrying allowed) for
+// any other name, chat_not_configured when it has no runner.
+func (s *Service) Model(kind, slug string) (*catalog.Model, error) {
+	m, ok := s.Catalog.LanguageModel(slug)
+	if !ok || m.Language().Kind != kind {
+		return nil, apierr.Newf(apierr.UnknownModel, "Unknown model %q; use one of the %s models.", slug, kind).
+			With("allowed", s.Catalog.LanguageSlugs(kind))
+	}
+	if _, err := s.Runners.For(slug); err != nil {
+		return nil, apierr.Newf(apierr.ChatNotConfigured, "Model %s has no runner configured on this deployment.", slug)
+	}
+	return m, nil
+}
+
+// Call is a submitted call: its job, and the text it writes when it streams.
+type Call struct {
+	Job      jobs.Job
+	Model    *catalog.Model
+	Replayed bool
+	Balance  int64 // credits_remaining after the charge
+	svc      *Service
+	sub      *Subscription
+	changes  <-chan struct{}
+	unsub    func()
+	checked  bool
+}
+
+// Start quotes, charges and starts a call. A key already used answers the first call
+// (Replayed), charging nothing.
+func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call, error) {
+	m, err := s.Model(kind, r.Model)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(r.Input)
+	if err != nil {
+		return nil, err
+	}
+	key := r.IdempotencyKey
+	if key == "" {
+		key = MintKey()
+	}
+	c := &Call{Model: m, svc: s}
+	if r.Stream {
+		c.sub = s.Hub.Subscribe(m.Product + "_" + key)
+	}
+	res, err := s.Jobs.Submit(ctx, jobs.SubmitRequest{Principal: r.Principal, Model: m, Body: body, IdempotencyKey: key})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if res.Unresolved {
+		c.Close()
+		// The process is stopping: the charge stands and the turn runs again when its lease
+		// runs out; the same key reads it back.
+		return nil, apierr.New(apierr.DispatchUnresolved)
+	}
+	c.Job, c.Replayed, c.Balance = res.Job, res.Replayed, res.Balance
+	c.changes, c.unsub = s.Jobs.Changes(res.Job.RequestID)
+	return c, nil
+}
+
+// Close releases the call's subscriptions.
+func (c *Call) Close() {
+	if c.sub != nil {
+		c.sub.Close()
+	}
+	if c.unsub != nil {
+		c.unsub()
+	}
+}
+
+// Next waits for text or for the job to settle: it answers the pieces written since the
+// last call, and whether the job has settled (no more text will come).
+func (c *Call) Next(ctx context.Context) ([]string, bool, error) {
+	if c.sub == nil {
+		_, err := c.Result(ctx)
+		return nil, true, err
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if !c.checked {
+			c.checked = true
+			if settled, err := c.settled(ctx); err != nil || settled {
+				return c.sub.Drain(), true, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-c.sub.Ready():
+			if p := c.sub.Drain(); len(p) > 0 {
+				return p, false, nil
+			}
+		case <-c.changes:
+			c.checked = false
+		case <-tick.C:
+			c.checked = false
+		}
+	}
+}
+
+func (c *Call) settled(ctx context.Context) (bool, error) {
+	j, err := c.svc.Jobs.Get(ctx, c.Job.AccountID, c.Job.RequestID)
+	if err != nil {
+		return false, err
+	}
+	c.Job = j
+	return j.Settled(), nil
+}
+
+// Outcome is a settled call.
+type Outcome struct {
+	Job          jobs.Job
+	Content      string
+	FinishReason string
+	Embeddings   [][]float64
+	Usage        catalog.Usage
+}
+
+// Result waits for the call to settle and answers its outcome, or the catalogued error of a
+// call that failed (charge reversed): the model's refusal (content_policy), its parser's
+// refusal (invalid_input), or chat_start_failed.
+func (c *Call) Result(ctx context.Context) (Outcome, error) {
+	wait := time.Duration(c.Model.Lifecycle.StallCeilingSeconds)*time.Second + 30*time.Second
+	j := c.Job
+	if !j.Settled() {
+		var err error
+		if j, _, err = c.svc.Jobs.Wait(ctx, j.AccountID, j.RequestID, wait); err != nil {
+			return Outcome{}, err
+		}
+		c.Job = j
+	}
+	return OutcomeOf(j)
+}
+
+// OutcomeOf reads a settled language-model job.
+func OutcomeOf(j jobs.Job) (Outcome, error) {
+	if !j.Settled() {
+		return Outcome{}, apierr.Newf(apierr.InFlight, "The call is still running.")
+	}
+	if j.Outcome != jobs.Succeeded {
+		return Outcome{Job: j}, FailureError(j)
+	}
+	o := Outcome{Job: j, FinishReason: "stop"}
+	if j.Result == nil {
+		return o, nil
+	}
+	d := j.Result.Document
+	o.Content, _ = d["content"].(string)
+	if f, ok := d["finish_reason"].(string); ok {
+		o.FinishReason = f
+	}
+	o.Usage = catalog.Usage{InputTokens: int(j.Result.Metrics["input_tokens"]), OutputTokens: int(j.Result.Metrics["output_tokens"])}
+	if vs, ok := d["embeddings"].([]any); ok {
+		for _, v := range vs {
+			o.Embeddings = append(o.Embeddings, floats(v))
+		}
+	}
+	return o, nil
+}
+
+func floats(v any) []float64 {
+	switch x := v.(type) {
+	case []float64:
+		return x
+	case []any:
+		out := make([]float64, len(x))
+		for i, e := range x {
+			switch n := e.(type) {
+			case float64:
+				out[i] = n
+			case json.Number:
+				out[i], _ = n.Float64()
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// FailureError is the catalogued error of a job that did not succeed.
+func FailureError(j jobs.Job) error {
+	switch j.ErrorCode {
+	case string(apierr.ContentPolicy):
+		msg := "The model declined to answer this request."
+		if len(j.ErrorDetail) > 0 {
+			msg = j.ErrorDetail[0].Msg
+		}
+		return apierr.Newf(apierr.ContentPolicy, "%s", msg)
+	case string(apierr.InvalidInput):
+		msg := "The model could not read the request."
+		if len(j.ErrorDetail) > 0 {
+			msg = j.ErrorDetail[0].Msg
+		}
+		return &ParserRefusal{Err: apierr.Newf(apierr.InvalidInput, "%s", msg)}
+	}
+	msg := "The model failed before answering; the charge was reversed."
+	if j.ErrorMessage != "" {
+		msg = "The model failed before answering (" + j.ErrorMessage + "); the charge was reversed."
+	}
+	return apierr.Newf(apierr.ChatStartFailed, "%s", msg).With("job_id", j.ID)
+}
+
+// ParserRefusal is a language model's own parser refusing the request as written: 422
+// without detail on the compatibility surface, invalid_input elsewhere.
+type ParserRefusal struct{ Err *apierr.Error }
+
+func (p *ParserRefusal) Error() string { return p.Err.Error() }
+
+// Unwrap lets apierr.As find the catalogued error.
+func (p *ParserRefusal) Unwrap() error { return p.Err }
+
+// MintKey mints an idempotency key for a call that sent none.
+func MintKey() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "k" + hex.EncodeToString(b)
+}
