@@ -39,6 +39,7 @@ import (
 type ServeCmd struct {
 	StoreFlags
 	WebhookFlags
+	ChatFlags
 	Dev            bool              `help:"Development mode: create a development account on first start and print a key and a curl line."`
 	APIAddr        string            `default:"127.0.0.1:8080" help:"Account API listen address."`
 	QueueAddr      string            `default:"127.0.0.1:8081" help:"Queue host listen address."`
@@ -148,11 +149,16 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 	if err != nil {
 		return nil, err
 	}
+	chatSvc, err := c.wireChat(reg, cat, db)
+	if err != nil {
+		return nil, err
+	}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env {
 		return runners.Env{Inputs: fetcher, Outputs: blobs.Outputs{Store: bucket, JobID: j.RequestID}, Report: rep}
 	}
 	seats := jobs.NewSeats(12, 200, 1000)
 	jsvc := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, seats, utcNow, log, jobs.DefaultConfig())
+	chatSvc.Jobs = jsvc
 
 	var limiter ratelimit.Limiter = ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: utcNow})
 	if c.Redis != "" {
@@ -176,6 +182,7 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 	acct := &accountapi.Handler{Gate: gate, Auth: svc, Jobs: jsvc, Catalog: cat, URLs: urls, Signer: signer, Files: blobhttp.New(bucket, signer, utcNow),
 		Uploads: &blobs.Uploader{Signer: signer}, Usage: db, Ready: []accountapi.Pinger{db}, Now: utcNow, Log: log}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(apiURL))
+	mountChat(acct, chatSvc, gate, log)
 	hookWorkers, err := c.wireWebhooks(db, secret, apiURL, acct, log) // before acct.Routes()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
@@ -38,6 +39,9 @@ type Handler struct {
 	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
 	Usage    UsageReader       // GET /v1/usage; nil: not registered
+
+	Chat   *chat.Service // /v1/chat, /v1/chat/conversations, /v1/embeddings; nil: not registered
+	Compat http.Handler  // /compat/v1 on this host; nil: not registered
 }
 
 func (h *Handler) me() http.Handler {

@@ -57,5 +57,8 @@ type Store interface {
 	// account (ErrNotFound otherwise).
 	MessageByKey(ctx context.Context, accountID, key string) (Message, error)
 	// FinishMessage records an assistant message's settled content and status.
-	FinishMessage(ctx context.Context, id, content, status string, at time.Time) error
+	FinishMessage(ctx context.Context, id, content, status string) error
 }
+
+// ErrDuplicate is returned by AddTurn when the account already has a turn with the key.
+var ErrDuplicate = errors.New("chat: duplicate turn key")

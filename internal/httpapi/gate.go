@@ -77,6 +77,13 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 	})
 }
 
+// Check runs the order of checks for route and answers the caller (nil on public routes).
+// A surface that renders its own error envelope (the compatibility surface) calls it
+// instead of Protect.
+func (g *Gate) Check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
+	return g.check(w, r, route)
+}
+
 func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
 	now := g.Now()
 	// 1. API or product paused.

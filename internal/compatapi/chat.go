@@ -1,0 +1,400 @@
+package compatapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
+	"github.com/modelexec/modelexec/internal/httpapi"
+)
+
+// MaxMessageChars is the longest message a chat call carries (spec 02 "Limits").
+const MaxMessageChars = 24000
+
+// content is a message content: a string, or a list of parts of which text parts count.
+type content string
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*c = ""
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = content(s)
+		return nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return fmt.Errorf("content must be a string or a list of text parts")
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text", "input_text", "output_text":
+			sb.WriteString(p.Text)
+		default:
+			return fmt.Errorf("content part type %q is not offered; send text", p.Type)
+		}
+	}
+	*c = content(sb.String())
+	return nil
+}
+
+// stopList is `stop`: a string or a list of strings.
+type stopList []string
+
+func (s *stopList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = []string{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("stop must be a string or a list of strings")
+	}
+	*s = many
+	return nil
+}
+
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string  `json:"role"`
+		Content content `json:"content"`
+	} `json:"messages"`
+	MaxTokens           *int     `json:"max_tokens"`
+	MaxCompletionTokens *int     `json:"max_completion_tokens"`
+	Temperature         *float64 `json:"temperature"`
+	Stop                stopList `json:"stop"`
+	N                   *int     `json:"n"`
+	ReasoningEffort     string   `json:"reasoning_effort"`
+	Stream              bool     `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// decode reads the body as one JSON object into v: invalid_json or invalid_body otherwise.
+func decode(r *http.Request, v any) error {
+	b, err := httpapi.ReadBody(r)
+	if err != nil {
+		return err
+	}
+	if _, err := httpapi.DecodeObject(b); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return apierr.Newf(apierr.InvalidBody, "The body does not match the request shape: %s.", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// efforts maps the protocol's reasoning_effort onto the service's effort.
+var efforts = map[string]string{"": "", "low": "light", "minimal": "light", "medium": "balanced", "high": "deep",
+	"light": "light", "balanced": "balanced", "deep": "deep"}
+
+func effortOf(s string) (string, error) {
+	e, ok := efforts[s]
+	if !ok {
+		return "", apierr.Newf(apierr.UnknownEffort, "reasoning_effort %q is not low, medium or high (light, balanced, deep).", s).
+			With("allowed", catalog.Efforts)
+	}
+	return e, nil
+}
+
+func checkMessage(i int, s string) error {
+	if n := utf8.RuneCountInString(s); n > MaxMessageChars {
+		return apierr.Newf(apierr.PromptTooLong, "messages[%d] is %d characters; a message holds at most %d.", i, n, MaxMessageChars).With("max", MaxMessageChars)
+	}
+	return nil
+}
+
+func (req chatRequest) input() (catalog.ChatInput, error) {
+	if req.Model == "" {
+		return catalog.ChatInput{}, apierr.Newf(apierr.UnknownModel, "model is required.")
+	}
+	if req.N != nil && *req.N != 1 {
+		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "n must be 1: one choice per request.")
+	}
+	in := catalog.ChatInput{Temperature: req.Temperature, Stop: req.Stop}
+	for i, m := range req.Messages {
+		if err := checkMessage(i, string(m.Content)); err != nil {
+			return in, err
+		}
+		role := m.Role
+		if role == "developer" {
+			role = "system"
+		}
+		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: string(m.Content)})
+	}
+	if req.MaxCompletionTokens != nil {
+		in.MaxTokens = *req.MaxCompletionTokens
+	} else if req.MaxTokens != nil {
+		in.MaxTokens = *req.MaxTokens
+	}
+	if (req.MaxCompletionTokens != nil || req.MaxTokens != nil) && in.MaxTokens <= 0 {
+		return in, apierr.Newf(apierr.InvalidBody, "max_tokens must be a positive integer.")
+	}
+	var err error
+	in.Effort, err = effortOf(req.ReasoningEffort)
+	return in, err
+}
+
+func (h *Handler) chatCompletions() handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		var req chatRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		in, err := req.input()
+		if err != nil {
+			return err
+		}
+		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
+			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
+		if err != nil {
+			return err
+		}
+		defer call.Close()
+		id := "chatcmpl-" + call.Job.ID
+		if req.Stream {
+			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+			return h.stream(w, r, call, usage, chatChunks{id: id, model: req.Model, created: created(call.Job)})
+		}
+		out, err := call.Result(r.Context())
+		if err != nil {
+			return err
+		}
+		setCallHeaders(w, call)
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
+			"id": id, "object": "chat.completion", "created": created(call.Job), "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": out.Content, "refusal": nil},
+				"logprobs": nil, "finish_reason": finishReason(out.FinishReason)}},
+			"usage": usageOf(out.Usage), "system_fingerprint": nil,
+		})
+		return nil
+	}
+}
+
+// finishReason keeps to the protocol's values.
+func finishReason(f string) string {
+	switch f {
+	case "length", "content_filter", "stop":
+		return f
+	}
+	return "stop"
+}
+
+func usageOf(u catalog.Usage) map[string]any {
+	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}
+}
+
+// setCallHeaders names the job behind the answer (readable at GET /v1/jobs/{id}) and says
+// when the answer is a replay of the first call with the same key.
+func setCallHeaders(w http.ResponseWriter, call *chat.Call) {
+	w.Header().Set("X-Job-Id", call.Job.ID)
+	if call.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+}
+
+type completionRequest struct {
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"`
+	MaxTokens     *int            `json:"max_tokens"`
+	Temperature   *float64        `json:"temperature"`
+	Stop          stopList        `json:"stop"`
+	N             *int            `json:"n"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// completions is the legacy text completion: the prompt is one user message.
+func (h *Handler) completions() handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		var req completionRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		prompt, err := promptOf(req.Prompt)
+		if err != nil {
+			return err
+		}
+		cr := chatRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stop: req.Stop, N: req.N}
+		in, err := cr.input()
+		if err != nil {
+			return err
+		}
+		if err := checkMessage(0, prompt); err != nil {
+			return err
+		}
+		in.Messages = []catalog.Message{{Role: "user", Content: prompt}}
+		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
+			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
+		if err != nil {
+			return err
+		}
+		defer call.Close()
+		id := "cmpl-" + call.Job.ID
+		if req.Stream {
+			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+			return h.stream(w, r, call, usage, textChunks{id: id, model: req.Model, created: created(call.Job)})
+		}
+		out, err := call.Result(r.Context())
+		if err != nil {
+			return err
+		}
+		setCallHeaders(w, call)
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
+			"id": id, "object": "text_completion", "created": created(call.Job), "model": req.Model,
+			"choices": []any{map[string]any{"text": out.Content, "index": 0, "logprobs": nil, "finish_reason": finishReason(out.FinishReason)}},
+			"usage":   usageOf(out.Usage),
+		})
+		return nil
+	}
+}
+
+func promptOf(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", apierr.Newf(apierr.PromptRequired, "prompt is required.")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) != 1 {
+		return "", apierr.Newf(apierr.InvalidBody, "prompt must be a string (or a list of one string).")
+	}
+	return list[0], nil
+}
+
+type responsesRequest struct {
+	Model           string          `json:"model"`
+	Input           json.RawMessage `json:"input"`
+	Instructions    string          `json:"instructions"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Temperature     *float64        `json:"temperature"`
+	Stream          bool            `json:"stream"`
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+}
+
+// responses answers the Responses protocol (non-streaming) over a chat call.
+func (h *Handler) responses() handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		var req responsesRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		if req.Stream {
+			return apierr.Newf(apierr.InvalidBody, "stream is not offered on responses; use chat/completions to stream.")
+		}
+		cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature}
+		if req.Reasoning != nil {
+			cr.ReasoningEffort = req.Reasoning.Effort
+		}
+		in, err := cr.input()
+		if err != nil {
+			return err
+		}
+		msgs, err := responsesInput(req.Input)
+		if err != nil {
+			return err
+		}
+		if req.Instructions != "" {
+			msgs = append([]catalog.Message{{Role: "system", Content: req.Instructions}}, msgs...)
+		}
+		for i, m := range msgs {
+			if err := checkMessage(i, m.Content); err != nil {
+				return err
+			}
+		}
+		in.Messages = msgs
+		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in, IdempotencyKey: idempotencyKey(r)})
+		if err != nil {
+			return err
+		}
+		defer call.Close()
+		out, err := call.Result(r.Context())
+		if err != nil {
+			return err
+		}
+		setCallHeaders(w, call)
+		status, incomplete := "completed", any(nil)
+		if out.FinishReason == "length" {
+			status, incomplete = "incomplete", map[string]any{"reason": "max_output_tokens"}
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
+			"id": "resp_" + call.Job.ID, "object": "response", "created_at": created(call.Job), "status": status,
+			"incomplete_details": incomplete, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
+			"max_output_tokens": req.MaxOutputTokens, "parallel_tool_calls": false, "tool_choice": "none", "tools": []any{},
+			"output": []any{map[string]any{"type": "message", "id": "msg_" + call.Job.ID, "status": status, "role": "assistant",
+				"content": []any{map[string]any{"type": "output_text", "text": out.Content, "annotations": []any{}}}}},
+			"usage": map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens,
+				"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
+				"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}},
+		})
+		return nil
+	}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// responsesInput reads `input`: a string, or a list of messages.
+func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, apierr.Newf(apierr.InputRequired, "input is required.")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []catalog.Message{{Role: "user", Content: s}}, nil
+	}
+	var items []struct {
+		Type    string  `json:"type"`
+		Role    string  `json:"role"`
+		Content content `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, apierr.Newf(apierr.InputInvalid, "input must be a string or a list of messages: %s.", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	var out []catalog.Message
+	for i, it := range items {
+		if it.Type != "" && it.Type != "message" {
+			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages.", i, it.Type)
+		}
+		role := it.Role
+		if role == "developer" {
+			role = "system"
+		}
+		out = append(out, catalog.Message{Role: role, Content: string(it.Content)})
+	}
+	if len(out) == 0 {
+		return nil, apierr.Newf(apierr.InputRequired, "input holds no message.")
+	}
+	return out, nil
+}

@@ -1,0 +1,150 @@
+package compatapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/chat"
+	"github.com/modelexec/modelexec/internal/httpapi"
+)
+
+// compatError is a catalogued error as the protocol shows it.
+type compatError struct {
+	status  int
+	message string
+	typ     string // the protocol's error type
+	param   string
+	code    string
+	noRetry bool
+	e       *apierr.Error
+}
+
+// translate applies the surface's status mapping (spec 02 "Error body").
+func translate(err error) (compatError, bool) {
+	var parser *chat.ParserRefusal
+	isParser := errors.As(err, &parser)
+	e, ok := apierr.As(err)
+	if !ok {
+		return compatError{}, false
+	}
+	en := e.Entry()
+	status := en.Status
+	if e.Status != 0 {
+		status = e.Status
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = en.Message
+	}
+	c := compatError{status: status, message: msg, code: string(e.Code), noRetry: apierr.ShouldNotRetry(en.Retry), e: e}
+	switch {
+	case e.Code == apierr.InsufficientCredits || e.Code == apierr.KeyCreditCeiling:
+		c.status, c.code, c.typ, c.noRetry = http.StatusTooManyRequests, string(apierr.InsufficientQuota), "insufficient_quota", true
+		if e.Code == apierr.InsufficientCredits {
+			c.message = "You exceeded your current quota: the account's credits do not cover this request (" + msg + ")."
+		} else {
+			c.message = "You exceeded your current quota: this key's credit ceiling for the period is spent (" + msg + ")."
+		}
+	case status == http.StatusPaymentRequired:
+		c.status, c.noRetry = http.StatusTooManyRequests, true
+	case e.Code == apierr.OutputLimitReached:
+		c.status = http.StatusBadRequest
+	case isParser:
+		c.status = http.StatusUnprocessableEntity // without detail
+	case e.Code == apierr.ContentPolicy:
+		c.status = http.StatusBadRequest // the model's refusal of the request as written
+	case e.Code == apierr.PlanHasNoAPIGenerate && e.Fields["bucket"] == "interactive":
+		c.code, c.message = string(apierr.PlanHasNoChat), fmt.Sprintf("The %v plan has no chat or language-model calls.", e.Fields["plan"])
+	}
+	if c.typ == "" {
+		c.typ = typeOf(c.status)
+	}
+	c.param = paramOf(e.Code)
+	return c, true
+}
+
+func typeOf(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+func paramOf(code apierr.Code) string {
+	switch code {
+	case apierr.UnknownModel:
+		return "model"
+	case apierr.InputInvalid, apierr.InputRequired, apierr.InputTooLong, apierr.InputTooMany:
+		return "input"
+	case apierr.OutputLimitReached:
+		return "max_tokens"
+	case apierr.UnknownEffort:
+		return "reasoning_effort"
+	case apierr.InvalidIdempotencyKey:
+		return "Idempotency-Key"
+	}
+	return ""
+}
+
+// writeError renders err in the protocol's envelope. Unknown errors are logged and answered
+// as server errors, never echoed.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	c, ok := translate(err)
+	if !ok {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			return
+		}
+		log.Error("internal error", "err", err, "request_id", httpapi.RequestID(r), "path", r.URL.Path)
+		writeEnvelope(w, r, http.StatusInternalServerError, "The server had an error while processing the request.", "server_error", "", string(apierr.Internal), false)
+		return
+	}
+	h := w.Header()
+	for k, v := range c.e.Headers {
+		h.Set(k, v)
+	}
+	if c.e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(c.e.RetryAfter))
+	} else if c.e.Entry().Retry == apierr.RetryAfterRetryAfter {
+		h.Set("Retry-After", "1")
+	}
+	writeEnvelope(w, r, c.status, c.message, c.typ, c.param, c.code, c.noRetry)
+}
+
+// envelope is the body of an error (also the `error` of a streamed error event).
+func envelope(message, typ, param, code string) map[string]any {
+	var p any
+	if param != "" {
+		p = param
+	}
+	return map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": code}}
+}
+
+func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, message, typ, param, code string, noRetry bool) {
+	if noRetry {
+		w.Header().Set("x-should-retry", "false")
+	}
+	httpapi.WriteJSON(w, r, status, envelope(message, typ, param, code))
+}
+
+// streamedError is the error event of a stream already answered 200.
+func streamedError(err error) map[string]any {
+	c, ok := translate(err)
+	if !ok {
+		return envelope("The server had an error while processing the request.", "server_error", "", string(apierr.Internal))
+	}
+	return envelope(c.message, c.typ, c.param, c.code)
+}

@@ -1,0 +1,101 @@
+package compatapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+)
+
+// Prefix is where the surface is mounted on the account API host.
+const Prefix = "/compat/v1"
+
+// Handler serves /compat/v1. Every dependency is a field set by the caller.
+type Handler struct {
+	Gate *httpapi.Gate
+	Chat *chat.Service
+	Now  func() time.Time
+	Log  *slog.Logger
+}
+
+// Routes lists the whole compatibility surface.
+func (h *Handler) Routes() http.Handler {
+	mux := http.NewServeMux()
+	read := httpapi.Route{Bucket: ratelimit.Read}
+	text := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.TextWrite, auth.ChatWrite)}
+	embed := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.EmbeddingsWrite)}
+
+	mux.Handle("GET "+Prefix+"/models", h.protect(read, h.listModels()))
+	mux.Handle("GET "+Prefix+"/models/{model}", h.protect(read, h.getModel()))
+	mux.Handle("POST "+Prefix+"/chat/completions", h.protect(text, h.chatCompletions()))
+	mux.Handle("POST "+Prefix+"/completions", h.protect(text, h.completions()))
+	mux.Handle("POST "+Prefix+"/responses", h.protect(text, h.responses()))
+	mux.Handle("POST "+Prefix+"/embeddings", h.protect(embed, h.embeddings()))
+	mux.Handle("/", fallback(mux))
+	return mux
+}
+
+func need(s auth.Scope, also ...auth.Scope) func(*http.Request) (auth.Requirement, error) {
+	return func(*http.Request) (auth.Requirement, error) { return auth.Need(s, also...), nil }
+}
+
+// handlerFunc is a compat handler: it returns an error, rendered in the protocol's envelope.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error
+
+// protect runs the order of checks, then the handler; both render errors here.
+func (h *Handler) protect(route httpapi.Route, fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := h.Gate.Check(w, r, route)
+		if err == nil {
+			err = fn(w, r, p)
+		}
+		if err != nil {
+			writeError(w, r, h.Log, err)
+		}
+	})
+}
+
+// fallback answers unknown paths 404 and known paths with another method 405, in the
+// protocol's envelope.
+func fallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if m == r.Method {
+				continue
+			}
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+				w.Header().Set("Allow", m)
+				writeEnvelope(w, r, http.StatusMethodNotAllowed, "This method is not allowed on "+r.URL.Path+".", "invalid_request_error", "", "method_not_allowed", false)
+				return
+			}
+		}
+		writeEnvelope(w, r, http.StatusNotFound, "Unknown path "+r.URL.Path+" on the compatibility surface.", "invalid_request_error", "", "not_found", false)
+	})
+}
+
+// idempotencyKey reads the Idempotency-Key header. A key outside [A-Za-z0-9._-]{1,64} is
+// folded into the set (spec 02): the same key always folds the same way.
+func idempotencyKey(r *http.Request) string {
+	k := r.Header.Get("Idempotency-Key")
+	if k == "" || jobs.ValidIdempotencyKey(k) {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "f." + hex.EncodeToString(sum[:24])
+}
+
+// created is the protocol's `created` of a job.
+func created(j jobs.Job) int64 { return j.CreatedAt.Unix() }
+
+// chatModels are the models of a kind that answer on this deployment.
+func (h *Handler) models(kind string) []*catalog.Model { return h.Chat.Catalog.LanguageModels(kind) }

@@ -1,0 +1,140 @@
+package compatapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
+)
+
+// chunker builds the protocol's stream chunks of one call.
+type chunker interface {
+	first() any                               // opens the stream (nil: nothing)
+	delta(text string) any                    // one piece of text
+	last(finish string) any                   // closes the choice
+	usage(u catalog.Usage, finish string) any // the usage chunk of stream_options.include_usage
+}
+
+type chatChunks struct {
+	id, model string
+	created   int64
+}
+
+func (c chatChunks) chunk(choices []any) map[string]any {
+	return map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model,
+		"system_fingerprint": nil, "choices": choices}
+}
+
+func (c chatChunks) first() any {
+	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}})
+}
+
+func (c chatChunks) delta(t string) any {
+	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"content": t}, "logprobs": nil, "finish_reason": nil}})
+}
+
+func (c chatChunks) last(f string) any {
+	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finishReason(f)}})
+}
+
+func (c chatChunks) usage(u catalog.Usage, _ string) any {
+	m := c.chunk([]any{})
+	m["usage"] = usageOf(u)
+	return m
+}
+
+type textChunks struct {
+	id, model string
+	created   int64
+}
+
+func (c textChunks) chunk(choices []any) map[string]any {
+	return map[string]any{"id": c.id, "object": "text_completion", "created": c.created, "model": c.model, "choices": choices}
+}
+
+func (c textChunks) first() any { return nil }
+
+func (c textChunks) delta(t string) any {
+	return c.chunk([]any{map[string]any{"text": t, "index": 0, "logprobs": nil, "finish_reason": nil}})
+}
+
+func (c textChunks) last(f string) any {
+	return c.chunk([]any{map[string]any{"text": "", "index": 0, "logprobs": nil, "finish_reason": finishReason(f)}})
+}
+
+func (c textChunks) usage(u catalog.Usage, _ string) any {
+	m := c.chunk([]any{})
+	m["usage"] = usageOf(u)
+	return m
+}
+
+// stream answers a call as server-sent events: 200 is committed once the call is charged and
+// started; from then on a refusal or failure arrives inside the stream as an error event
+// (spec 02), and a finished call ends with its finish chunk, its usage when asked, and
+// "data: [DONE]".
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call, withUsage bool, c chunker) error {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	setCallHeaders(w, call)
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	send := func(v any) {
+		if v == nil {
+			return
+		}
+		var buf bytes.Buffer
+		buf.WriteString("data: ")
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		buf.WriteString("\n")
+		_, _ = w.Write(buf.Bytes())
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send(c.first())
+	streamed := false
+	if !call.Job.Settled() {
+		for {
+			pieces, settled, err := call.Next(r.Context())
+			if err != nil {
+				if r.Context().Err() != nil {
+					return nil // the client went away; the turn settles on its own
+				}
+				send(streamedError(err))
+				return nil
+			}
+			for _, p := range pieces {
+				streamed = true
+				send(c.delta(p))
+			}
+			if settled {
+				break
+			}
+		}
+	}
+	out, err := call.Result(r.Context())
+	if err != nil {
+		send(streamedError(err))
+		return nil
+	}
+	if !streamed && out.Content != "" {
+		// A replay, or a call that settled before this request saw its text: the whole
+		// answer as one piece.
+		send(c.delta(out.Content))
+	}
+	send(c.last(out.FinishReason))
+	if withUsage {
+		send(c.usage(out.Usage, out.FinishReason))
+	}
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
+	if fl != nil {
+		fl.Flush()
+	}
+	return nil
+}
