@@ -1,0 +1,592 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// chatWorld is the wired service over HTTP with a mock OpenAI upstream behind kimi.
+type chatWorld struct {
+	t        *testing.T
+	api      *httptest.Server
+	db       *sqlstore.DB
+	auth     *auth.Service
+	upstream *mockUpstream
+}
+
+// mockUpstream speaks the chat completions protocol and behaves by the last message: "block"
+// holds until released, "fail" answers 500, "unparseable" answers 400, anything else
+// streams "Hello from upstream".
+type mockUpstream struct {
+	srv     *httptest.Server
+	release chan struct{}
+	started chan struct{}
+	once    sync.Once
+}
+
+func newMockUpstream(t *testing.T) *mockUpstream {
+	m := &mockUpstream{release: make(chan struct{}), started: make(chan struct{}, 10)}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		last := req.Messages[len(req.Messages)-1].Content
+		switch {
+		case strings.Contains(last, "block"):
+			m.started <- struct{}{}
+			select {
+			case <-m.release:
+			case <-r.Context().Done():
+				return
+			}
+		case strings.Contains(last, "fail"):
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"error":{"message":"engine crashed"}}`)
+			return
+		case strings.Contains(last, "unparseable"):
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"message":"could not parse the chat template","code":"invalid_request"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{"Hello", " from", " upstream"} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":%q}}]}\n\n", d)
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(func() { m.Release(); m.srv.Close() })
+	return m
+}
+
+func (m *mockUpstream) Release() { m.once.Do(func() { close(m.release) }) }
+
+// newChatWorld serves the API with the shipped catalogue, kimi on the mock upstream, and
+// edit applied to the catalogue file first (nil: as shipped).
+func newChatWorld(t *testing.T, edit func(f *catalog.File)) *chatWorld {
+	t.Helper()
+	w := &chatWorld{t: t, upstream: newMockUpstream(t)}
+	c := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
+	c.Data, c.Secret = t.TempDir(), "chat-e2e-secret-0123456789"
+	c.OpenAIUpstream = []string{"kimi=" + w.upstream.srv.URL + "/v1,key=sk-mock,name=mock-kimi"}
+	if edit != nil {
+		var f catalog.File
+		if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {
+			t.Fatal(err)
+		}
+		edit(&f)
+		b, _ := json.Marshal(f)
+		c.Catalogue = filepath.Join(t.TempDir(), "catalogue.json")
+		if err := os.WriteFile(c.Catalogue, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	db, err := c.open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc, err := c.authService(db, false, log, utcNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.build(ctx, db, svc, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.api = httptest.NewServer(a.servers["api"].handler)
+	t.Cleanup(w.api.Close)
+	w.db, w.auth = db, svc
+	return w
+}
+
+// account creates an account and answers its id.
+func (w *chatWorld) account(plan auth.Plan, balance int64) string {
+	w.t.Helper()
+	id := newID("acct_")
+	now := utcNow()
+	if err := w.db.CreateAccount(context.Background(), auth.Account{ID: id, Plan: plan, Status: auth.Live, Balance: balance,
+		MonthlyAllowance: auth.DefaultMonthlyAllowance(plan), AllowancePeriod: auth.Period(now), CreatedAt: now.Add(-72 * time.Hour)}); err != nil {
+		w.t.Fatal(err)
+	}
+	return id
+}
+
+// key mints a key (nil scopes: the ticked set).
+func (w *chatWorld) key(account string, scopes []auth.Scope, ceiling *auth.CeilingRequest) string {
+	w.t.Helper()
+	m, err := w.auth.Mint(context.Background(), auth.MintParams{AccountID: account, Scopes: scopes, Ceiling: ceiling})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return m.Key
+}
+
+// pool mints n keys (ticked scopes) and answers them in turn: the per-instance fuse admits
+// 5 interactive requests a second per key, and these tests send more than that.
+func (w *chatWorld) pool(account string, n int) func() string {
+	w.t.Helper()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = w.key(account, nil, nil)
+	}
+	i := 0
+	return func() string {
+		i++
+		return keys[i%n]
+	}
+}
+
+func (w *chatWorld) balance(account string) int64 {
+	w.t.Helper()
+	a, err := w.db.Account(context.Background(), account)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return a.Balance
+}
+
+func (w *chatWorld) events(account string) int {
+	w.t.Helper()
+	var n int
+	if err := w.db.SQL().QueryRow(`SELECT COUNT(*) FROM events WHERE account_id = $1`, account).Scan(&n); err != nil {
+		w.t.Fatal(err)
+	}
+	return n
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (w *chatWorld) do(method, path, key, body string, headers ...string) reply {
+	w.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, w.api.URL+path, rd)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, header: resp.Header, raw: string(b)}
+	_ = json.Unmarshal(b, &r.body)
+	return r
+}
+
+// events of an SSE body: the data lines.
+func sseData(raw string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(raw))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func num(v any) int64 {
+	f, _ := v.(float64)
+	return int64(f)
+}
+
+func compatCode(r reply) string {
+	e, _ := r.body["error"].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+// job reads a job with a jobs:read key.
+func (w *chatWorld) job(key, id string) map[string]any {
+	w.t.Helper()
+	r := w.do("GET", "/v1/jobs/"+id, key, "")
+	if r.status != 200 {
+		w.t.Fatalf("GET /v1/jobs/%s: %d %s", id, r.status, r.raw)
+	}
+	return r.body
+}
+
+// TestCHAT01_CompatSurface walks /compat/v1 with the reference models: every call is a job,
+// charged once, settled to the tokens used and never above its quote, sending no event.
+func TestCHAT01_CompatSurface(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+
+	r := w.do("GET", "/compat/v1/models", key(), "")
+	if r.status != 200 || r.body["object"] != "list" || len(r.body["data"].([]any)) != 3 {
+		t.Fatalf("models: %d %s", r.status, r.raw)
+	}
+
+	before := w.balance(acct)
+	r = w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","messages":[{"role":"user","content":"What is a deterministic answer?"}]}`)
+	if r.status != 200 || r.body["object"] != "chat.completion" {
+		t.Fatalf("chat: %d %s", r.status, r.raw)
+	}
+	jobID := r.header.Get("X-Job-Id")
+	j := w.job(key(), jobID)
+	quoted, charged := num(j["credits_quoted"]), num(j["credits_charged"])
+	if j["product"] != "chat" || charged <= 0 || charged >= quoted || w.balance(acct) != before-charged {
+		t.Fatalf("job %v: quoted %d charged %d, balance %d → %d", j["product"], quoted, charged, before, w.balance(acct))
+	}
+	usage := r.body["usage"].(map[string]any)
+	if num(usage["total_tokens"]) != num(usage["prompt_tokens"])+num(usage["completion_tokens"]) || num(usage["completion_tokens"]) == 0 {
+		t.Fatalf("usage %v", usage)
+	}
+
+	// Streamed, with usage in the last chunk before [DONE].
+	before = w.balance(acct)
+	r = w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","messages":[{"role":"user","content":"Stream it"}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":50}`)
+	data := sseData(r.raw)
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || data[len(data)-1] != "[DONE]" {
+		t.Fatalf("stream: %d %s", r.status, r.raw)
+	}
+	var text strings.Builder
+	var last map[string]any
+	for _, d := range data[:len(data)-1] {
+		var c map[string]any
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("chunk %q: %v", d, err)
+		}
+		for _, ch := range c["choices"].([]any) {
+			if s, ok := ch.(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+				text.WriteString(s)
+			}
+		}
+		last = c
+	}
+	if last["usage"] == nil || len(data) < 5 || !strings.Contains(text.String(), "reference model") {
+		t.Fatalf("stream chunks %d, text %q, last %v", len(data), text.String(), last)
+	}
+	if got := before - w.balance(acct); got != num(w.job(key(), r.header.Get("X-Job-Id"))["credits_charged"]) || got <= 0 {
+		t.Fatalf("stream charged %d", got)
+	}
+
+	r = w.do("POST", "/compat/v1/completions", key(), `{"model":"kimi","prompt":"Say hello"}`)
+	if r.status != 200 || r.body["object"] != "text_completion" || r.body["choices"].([]any)[0].(map[string]any)["text"] != "Hello from upstream" {
+		t.Fatalf("completions: %d %s", r.status, r.raw)
+	}
+	// The upstream's own token counts settle the charge: 12 in, 3 out at kimi's 3 and 12 per 1,000.
+	if j := w.job(key(), r.header.Get("X-Job-Id")); num(j["credits_charged"]) != 1 || num(j["credits_quoted"]) <= 1 {
+		t.Fatalf("kimi job %v", j)
+	}
+
+	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"qwen","input":"Summarise this","instructions":"Be brief"}`)
+	out, _ := r.body["output"].([]any)
+	if r.status != 200 || r.body["object"] != "response" || r.body["status"] != "completed" || len(out) != 1 {
+		t.Fatalf("responses: %d %s", r.status, r.raw)
+	}
+
+	r = w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":["the cat sat","a cat sat down","stock prices fell"]}`)
+	if r.status != 200 || len(r.body["data"].([]any)) != 3 {
+		t.Fatalf("embeddings: %d %s", r.status, r.raw)
+	}
+	vec := func(i int) []float64 {
+		var v []float64
+		for _, x := range r.body["data"].([]any)[i].(map[string]any)["embedding"].([]any) {
+			v = append(v, x.(float64))
+		}
+		return v
+	}
+	dot := func(a, b []float64) (s float64) {
+		for i := range a {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	if a, b, c := vec(0), vec(1), vec(2); len(a) != 256 || dot(a, b) <= dot(a, c) {
+		t.Fatalf("similar %.3f unrelated %.3f (len %d)", dot(a, b), dot(a, c), len(a))
+	}
+	r = w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":"one","encoding_format":"base64"}`)
+	b64, _ := r.body["data"].([]any)[0].(map[string]any)["embedding"].(string)
+	if raw, err := base64.StdEncoding.DecodeString(b64); err != nil || len(raw) != 4*256 {
+		t.Fatalf("base64 embedding: %v, %d bytes", err, len(raw))
+	}
+
+	// Chat turns send no event; embeddings are ordinary jobs and do.
+	var chatEvents int
+	if err := w.db.SQL().QueryRow(`SELECT COUNT(*) FROM events WHERE account_id = $1 AND product = 'chat'`, acct).Scan(&chatEvents); err != nil || chatEvents != 0 {
+		t.Fatalf("chat events %d (%v)", chatEvents, err)
+	}
+}
+
+// TestCHAT02_CompatErrorMapping proves ERR-18..ERR-24 on /compat/v1, with the balance
+// unchanged around every refusal.
+func TestCHAT02_CompatErrorMapping(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	chatBody := func(model, msg string, extra string) string {
+		return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}]%s}`, model, msg, extra)
+	}
+	check := func(name string, r reply, status int, code string) {
+		t.Helper()
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != status || compatCode(r) != code || e["message"] == "" || e["type"] == nil {
+			t.Fatalf("%s: %d %s, want %d %s", name, r.status, r.raw, status, code)
+		}
+		if _, ok := e["detail"]; ok || r.body["detail"] != nil {
+			t.Fatalf("%s: compat errors carry no detail: %s", name, r.raw)
+		}
+	}
+	before := w.balance(acct)
+
+	// ERR-18: an empty wallet is 429 insufficient_quota, and the client is told not to retry.
+	poor := w.account(auth.Ultimate, 0)
+	r := w.do("POST", "/compat/v1/chat/completions", w.key(poor, nil, nil), chatBody("qwen", "hi", ""))
+	check("empty wallet", r, 429, "insufficient_quota")
+	if r.header.Get("x-should-retry") != "false" || r.body["error"].(map[string]any)["type"] != "insufficient_quota" {
+		t.Fatalf("insufficient_quota headers %v body %s", r.header, r.raw)
+	}
+	// ERR-18: a spent key ceiling too.
+	capped := w.key(acct, nil, &auth.CeilingRequest{Amount: 1})
+	check("key ceiling", w.do("POST", "/compat/v1/chat/completions", capped, chatBody("qwen", "hi", "")), 429, "insufficient_quota")
+
+	// ERR-20: output_limit_reached is 400.
+	check("output limit", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "hi", `,"max_tokens":100000`)), 400, "output_limit_reached")
+	// ERR-22: the model's own refusal is 400, refunded.
+	check("model refusal", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "[refuse] please", "")), 400, "content_policy")
+	// ERR-21: the language model's parser refusal is 422 without detail, refunded.
+	check("parser refusal", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "unparseable", "")), 422, "invalid_input")
+	// A failed run is chat_start_failed, refunded.
+	check("upstream failure", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "fail", "")), 500, "chat_start_failed")
+	// Request refusals.
+	check("unknown model", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("gpt-4o", "hi", "")), 400, "unknown_model")
+	check("unknown effort", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "hi", `,"reasoning_effort":"extreme"`)), 400, "unknown_effort")
+	check("not json", w.do("POST", "/compat/v1/chat/completions", key(), `{`), 400, "invalid_json")
+	check("no auth", w.do("POST", "/compat/v1/chat/completions", "", chatBody("qwen", "hi", "")), 401, "missing_authorization")
+	check("bad key", w.do("POST", "/compat/v1/chat/completions", "svc_sk_nope", chatBody("qwen", "hi", "")), 401, "invalid_api_key")
+	check("unknown path", w.do("GET", "/compat/v1/nope", key(), ""), 404, "not_found")
+	check("embeddings input", w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":[1,2]}`), 400, "input_invalid")
+	noEmbed := w.key(acct, []auth.Scope{auth.TextWrite}, nil)
+	check("embeddings scope", w.do("POST", "/compat/v1/embeddings", noEmbed, `{"model":"embed-small","input":"x"}`), 403, "insufficient_scope")
+	if got := w.balance(acct); got != before {
+		t.Fatalf("refusals moved the balance %d → %d", before, got)
+	}
+	if w.balance(poor) != 0 {
+		t.Fatal("the empty wallet was charged")
+	}
+
+	// ERR-23: a refusal after the streamed 200 arrives inside the stream.
+	r = w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "[refuse] streamed", `,"stream":true`))
+	data := sseData(r.raw)
+	if r.status != 200 || len(data) == 0 || !strings.Contains(data[len(data)-1], `"code":"content_policy"`) || strings.Contains(r.raw, "[DONE]") {
+		t.Fatalf("streamed refusal: %d %s", r.status, r.raw)
+	}
+	if got := w.balance(acct); got != before {
+		t.Fatalf("streamed refusal charged: %d → %d", before, got)
+	}
+
+	// ERR-24: a key outside the alphabet is folded into it; the same key replays, charged once.
+	odd := "my key/with spaces & ünïcode, and more than sixty-four characters in all of it"
+	r1 := w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "fold me", ""), "Idempotency-Key", odd)
+	mid := w.balance(acct)
+	r2 := w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "fold me", ""), "Idempotency-Key", odd)
+	if r1.status != 200 || r2.status != 200 || r2.header.Get("Idempotent-Replayed") != "true" || r1.body["id"] != r2.body["id"] || w.balance(acct) != mid || mid >= before {
+		t.Fatalf("folded key: %d %d replayed=%q ids %v %v balance %d %d %d", r1.status, r2.status, r2.header.Get("Idempotent-Replayed"), r1.body["id"], r2.body["id"], before, mid, w.balance(acct))
+	}
+}
+
+// TestCHAT03_ConversationsAndTurns walks /v1/chat and /v1/chat/conversations and every
+// conversation code, with the balance around each.
+func TestCHAT03_ConversationsAndTurns(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8) // ticked scopes: text:write, no chat:read
+	reader := w.key(acct, []auth.Scope{auth.ChatRead, auth.JobsRead}, nil)
+	code := func(r reply) string { s, _ := r.body["error"].(string); return s }
+	expect := func(name string, r reply, status int, c string) {
+		t.Helper()
+		if r.status != status || code(r) != c {
+			t.Fatalf("%s: %d %s, want %d %s", name, r.status, r.raw, status, c)
+		}
+	}
+	before := w.balance(acct)
+
+	expect("title too long", w.do("POST", "/v1/chat/conversations", key(), fmt.Sprintf(`{"title":%q}`, strings.Repeat("t", 201))), 400, "invalid_title")
+	r := w.do("POST", "/v1/chat/conversations", key(), `{"title":"Planning"}`)
+	if r.status != 201 || r.body["object"] != "chat.conversation" {
+		t.Fatalf("open: %d %s", r.status, r.raw)
+	}
+	conv := r.body["id"].(string)
+	turn := func(k, fields string) reply {
+		return w.do("POST", "/v1/chat", k, `{"conversation_id":"`+conv+`"`+fields+`}`)
+	}
+	expect("no conversation", w.do("POST", "/v1/chat", key(), `{"message":"hi"}`), 400, "conversation_required")
+	expect("unknown conversation", w.do("POST", "/v1/chat", key(), `{"conversation_id":"conv_nope","message":"hi"}`), 404, "conversation_not_found")
+	expect("unknown model", turn(key(), `,"message":"hi","model":"gpt"`), 400, "unknown_model")
+	expect("unknown effort", turn(key(), `,"message":"hi","effort":"max"`), 400, "unknown_effort")
+	expect("message too long", turn(key(), `,"message":"`+strings.Repeat("a", 24001)+`"`), 400, "prompt_too_long")
+	expect("bad key", turn(key(), `,"message":"hi","idempotency_key":"no spaces allowed"`), 400, "invalid_idempotency_key")
+	if got := w.balance(acct); got != before {
+		t.Fatalf("refusals charged: %d → %d", before, got)
+	}
+
+	r = turn(key(), `,"message":"Hello there","effort":"light","idempotency_key":"turn-1"`)
+	if r.status != 200 || r.body["object"] != "chat.turn" || r.body["job_id"] != "chat_turn-1" {
+		t.Fatalf("turn: %d %s", r.status, r.raw)
+	}
+	charged, quoted := num(r.body["credits_charged"]), num(r.body["credits_quoted"])
+	if charged <= 0 || charged > quoted || w.balance(acct) != before-charged {
+		t.Fatalf("turn charged %d of %d, balance %d → %d", charged, quoted, before, w.balance(acct))
+	}
+	msgID := r.body["id"].(string)
+	after := w.balance(acct)
+	// A resend of a settled key: key_settled naming the message, nothing charged.
+	r = turn(key(), `,"message":"Hello there","idempotency_key":"turn-1"`)
+	expect("resend", r, 409, "key_settled")
+	if r.body["message_id"] != msgID || w.balance(acct) != after {
+		t.Fatalf("key_settled %s, balance %d → %d", r.raw, after, w.balance(acct))
+	}
+	// The turn is a job; it sent no event.
+	if j := w.job(reader, "chat_turn-1"); j["product"] != "chat" || num(j["credits_charged"]) != charged {
+		t.Fatalf("job %v", j)
+	}
+	if n := w.events(acct); n != 0 {
+		t.Fatalf("chat turn created %d events", n)
+	}
+
+	// Streamed turn on the mock upstream; in_flight while it runs.
+	done := make(chan reply, 1)
+	go func() { done <- turn(key(), `,"message":"please block","model":"kimi","stream":true,"idempotency_key":"turn-2"`) }()
+	<-w.upstream.started
+	r = turn(key(), `,"message":"please block","model":"kimi","idempotency_key":"turn-2"`)
+	expect("in flight", r, 409, "in_flight")
+	if r.body["message_id"] == nil {
+		t.Fatalf("in_flight without message_id: %s", r.raw)
+	}
+	w.upstream.Release()
+	r = <-done
+	data := sseData(r.raw)
+	if r.status != 200 || len(data) < 3 || data[len(data)-1] != "[DONE]" || !strings.Contains(data[len(data)-2], `"object":"chat.turn"`) {
+		t.Fatalf("streamed turn: %d %s", r.status, r.raw)
+	}
+
+	// A turn whose run fails: chat_start_failed, charge reversed.
+	mid := w.balance(acct)
+	expect("run failed", turn(key(), `,"message":"fail now","model":"kimi"`), 500, "chat_start_failed")
+	if w.balance(acct) != mid {
+		t.Fatalf("failed turn charged: %d → %d", mid, w.balance(acct))
+	}
+
+	// Threads are read back with chat:read only.
+	expect("text:write reads", w.do("GET", "/v1/chat/conversations/"+conv, key(), ""), 403, "insufficient_scope")
+	r = w.do("GET", "/v1/chat/conversations/"+conv, reader, "")
+	msgs, _ := r.body["messages"].([]any)
+	if r.status != 200 || len(msgs) != 6 {
+		t.Fatalf("thread: %d %s", r.status, r.raw)
+	}
+	if m := msgs[3].(map[string]any); m["content"] != "Hello from upstream" || m["status"] != "complete" {
+		t.Fatalf("streamed turn's message %v", m)
+	}
+	if m := msgs[5].(map[string]any); m["status"] != "failed" {
+		t.Fatalf("failed turn's message %v", m)
+	}
+	r = w.do("GET", "/v1/chat/conversations", reader, "")
+	if r.status != 200 || len(r.body["data"].([]any)) != 1 {
+		t.Fatalf("list: %d %s", r.status, r.raw)
+	}
+	if n := w.events(acct); n != 0 {
+		t.Fatalf("chat turns created %d events", n)
+	}
+}
+
+// TestCHAT04_Embeddings walks /v1/embeddings and its codes.
+func TestCHAT04_Embeddings(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	before := w.balance(acct)
+	for _, c := range []struct{ body, code string }{
+		{`{}`, "input_required"},
+		{`{"input":[]}`, "input_required"},
+		{`{"input":["ok", 3]}`, "input_invalid"},
+		{`{"input":["` + strings.Repeat("長", 8193) + `"]}`, "input_too_long"},
+		{`{"input":[` + strings.TrimSuffix(strings.Repeat(`"a",`, 2049), ",") + `]}`, "input_too_many"},
+		{`{"model":"qwen","input":"x"}`, "unknown_model"},
+	} {
+		r := w.do("POST", "/v1/embeddings", key(), c.body)
+		if r.status != 400 || r.body["error"] != c.code {
+			t.Fatalf("%.60s: %d %s, want 400 %s", c.body, r.status, r.raw, c.code)
+		}
+	}
+	if w.balance(acct) != before {
+		t.Fatal("refused embeddings charged")
+	}
+	r := w.do("POST", "/v1/embeddings", key(), `{"input":"hello world","idempotency_key":"emb-1"}`)
+	if r.status != 200 || num(r.body["credits_charged"]) != 1 || w.balance(acct) != before-1 {
+		t.Fatalf("embeddings: %d %s", r.status, r.raw)
+	}
+	r = w.do("POST", "/v1/embeddings", key(), `{"input":"hello world","idempotency_key":"emb-1"}`)
+	if r.status != 200 || r.body["replayed"] != true || num(r.body["credits_charged"]) != 0 || w.balance(acct) != before-1 {
+		t.Fatalf("replay: %d %s", r.status, r.raw)
+	}
+	r = w.do("POST", "/v1/embeddings", w.key(acct, []auth.Scope{auth.TextWrite}, nil), `{"input":"x"}`)
+	if r.status != 403 || r.body["error"] != "insufficient_scope" {
+		t.Fatalf("scope: %d %s", r.status, r.raw)
+	}
+}
+
+// TestCHAT11_PlanAndConfiguration: a plan without interactive capacity is plan_has_no_chat;
+// a chat model without a runner is chat_not_configured (503), nothing charged.
+func TestCHAT11_PlanAndConfiguration(t *testing.T) {
+	w := newChatWorld(t, func(f *catalog.File) {
+		for i := range f.LanguageModels {
+			if f.LanguageModels[i].Slug == "qwen" {
+				f.LanguageModels[i].Runner = catalog.RunnerNone
+			}
+		}
+	})
+	free := w.account(auth.Free, 100)
+	r := w.do("POST", "/compat/v1/chat/completions", w.key(free, nil, nil), `{"model":"kimi","messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 403 || compatCode(r) != "plan_has_no_chat" {
+		t.Fatalf("free plan compat: %d %s", r.status, r.raw)
+	}
+	r = w.do("POST", "/v1/chat", w.key(free, nil, nil), `{"conversation_id":"conv_x","message":"hi"}`)
+	if r.status != 403 || r.body["error"] != "plan_has_no_chat" || r.body["plan"] != "free" {
+		t.Fatalf("free plan: %d %s", r.status, r.raw)
+	}
+	acct := w.account(auth.Ultimate, 100)
+	key := w.pool(acct, 8)
+	r = w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 503 || compatCode(r) != "chat_not_configured" {
+		t.Fatalf("no runner: %d %s", r.status, r.raw)
+	}
+	if w.balance(acct) != 100 || w.balance(free) != 100 {
+		t.Fatal("refusals charged")
+	}
+}
