@@ -482,7 +482,9 @@ func TestCHAT03_ConversationsAndTurns(t *testing.T) {
 
 	// Streamed turn on the mock upstream; in_flight while it runs.
 	done := make(chan reply, 1)
-	go func() { done <- turn(key(), `,"message":"please block","model":"kimi","stream":true,"idempotency_key":"turn-2"`) }()
+	go func() {
+		done <- turn(key(), `,"message":"please block","model":"kimi","stream":true,"idempotency_key":"turn-2"`)
+	}()
 	<-w.upstream.started
 	r = turn(key(), `,"message":"please block","model":"kimi","idempotency_key":"turn-2"`)
 	expect("in flight", r, 409, "in_flight")
