@@ -29,10 +29,12 @@ func Document(cat *catalog.Catalog, opts ...DocOption) []byte {
 	}
 	parts := cat.OpenAPIComponents()
 	paths := oaAccountPaths(cat)
+	maps.Copy(paths, oaChatPaths(cat))
 	for k, v := range parts.Paths {
 		paths[k] = v
 	}
 	schemas := oaAccountSchemas(cat)
+	maps.Copy(schemas, oaChatSchemas(cat))
 	for k, v := range parts.Schemas {
 		if _, ok := schemas[k]; !ok {
 			schemas[k] = v
@@ -57,6 +59,7 @@ func Document(cat *catalog.Catalog, opts ...DocOption) []byte {
 		"tags": []any{
 			map[string]any{"name": "account"}, map[string]any{"name": "catalogue"}, map[string]any{"name": "jobs"},
 			map[string]any{"name": "uploads"}, map[string]any{"name": "webhooks"}, map[string]any{"name": "keys"},
+			map[string]any{"name": "chat"},
 		},
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
