@@ -28,8 +28,9 @@ const RefuseMarker = "[refuse]"
 // ChatRunner is the reference chat model.
 type ChatRunner struct{}
 
-// Run writes a deterministic answer token by token through env.Text, stopping at
-// max_tokens (finish_reason "length") and counting every token it reads and writes.
+// Run writes a deterministic answer token by token through env.Text, cut before the first
+// stop sequence, stopping at max_tokens (finish_reason "length") and counting every token it
+// reads and writes. Temperature does not change a reference answer.
 func (ChatRunner) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.ChatInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
@@ -47,6 +48,11 @@ func (ChatRunner) Run(ctx context.Context, job runners.Job, env runners.Env) (ru
 			Msg: "The model declined to answer this message.", Type: "content_policy"}}}
 	}
 	answer := referenceAnswer(job.Slug, in, last)
+	for _, stop := range in.Stop {
+		if i := strings.Index(answer, stop); stop != "" && i >= 0 {
+			answer = answer[:i] // the stop sequence is not part of the answer
+		}
+	}
 	pieces := tokens.Split(answer)
 	finish := "stop"
 	if len(pieces) > in.MaxTokens {

@@ -51,6 +51,13 @@ func TestChatRunnerStreamsAndCounts(t *testing.T) {
 	if again.Document["content"] != content {
 		t.Fatal("the reference answer is not deterministic")
 	}
+	in.Stop = []string{" I am"}
+	raw, _ = json.Marshal(in)
+	cut, _ := ChatRunner{}.Run(context.Background(), runners.Job{Slug: "qwen", Input: raw}, runners.Env{})
+	if c := cut.Document["content"].(string); !strings.HasPrefix(content, c) || strings.Contains(c, " I am") || c == "" {
+		t.Fatalf("stop sequence: %q", c)
+	}
+	in.Stop = nil
 	in.MaxTokens = 3
 	raw, _ = json.Marshal(in)
 	short, _ := ChatRunner{}.Run(context.Background(), runners.Job{Slug: "qwen", Input: raw}, runners.Env{})
