@@ -97,3 +97,33 @@ func TestLanguageRefusals(t *testing.T) {
 		t.Fatalf("one input refused: %v", err)
 	}
 }
+
+// FuzzLanguageValidate: any body either validates to an input whose quote is the whole
+// budget, or is refused with a catalogued error; never a panic, never an uncatalogued error.
+func FuzzLanguageValidate(f *testing.F) {
+	c, err := Default()
+	if err != nil {
+		f.Fatal(err)
+	}
+	chat, _ := c.LanguageModel("qwen")
+	emb, _ := c.LanguageModel("embed-small")
+	for _, s := range []string{`{"messages":[{"role":"user","content":"hi"}]}`, `{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"effort":"deep"}`,
+		`{"input":["a","b"]}`, `{"input":[1]}`, `[]`, `{`, `{"messages":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, m := range []*Model{chat, emb} {
+			in, _, err := m.Validate(raw, time.Now(), nil)
+			if err != nil {
+				if _, ok := apierr.As(err); !ok {
+					t.Fatalf("%s: uncatalogued refusal %v", m.Slug, err)
+				}
+				continue
+			}
+			q, err := m.Quote(in)
+			if err != nil || q.Credits < 0 {
+				t.Fatalf("%s: a validated input does not quote: %v %d", m.Slug, err, q.Credits)
+			}
+		}
+	})
+}

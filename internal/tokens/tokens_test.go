@@ -33,3 +33,25 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTokenSplit: whatever the text, the pieces join back to it, none is empty, and Count
+// agrees with Split.
+func FuzzTokenSplit(f *testing.F) {
+	for _, s := range []string{"", "Hello, world!", "a  b\n\n\tc", "東京 123456", "\xff\xfe broken utf-8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		pieces := Split(s)
+		if strings.Join(pieces, "") != s {
+			t.Fatalf("Split(%q) does not join back", s)
+		}
+		for _, p := range pieces {
+			if p == "" {
+				t.Fatalf("Split(%q) has an empty piece", s)
+			}
+		}
+		if Count(s) != len(pieces) {
+			t.Fatalf("Count(%q) = %d, Split has %d", s, Count(s), len(pieces))
+		}
+	})
+}
