@@ -60,6 +60,9 @@ func (s *Service) start(j Job) error {
 		return errStopping
 	}
 	m, ok := s.catalog.Model(j.Model)
+	if !ok {
+		m, ok = s.catalog.LanguageModel(j.Model) // chat and embeddings have no queue-host address
+	}
 	stall := 10 * time.Minute
 	if ok && m.Lifecycle.StallCeilingSeconds > 0 {
 		stall = time.Duration(m.Lifecycle.StallCeilingSeconds) * time.Second
