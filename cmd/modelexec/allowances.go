@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
 )
 
 // allowanceBatch is how many accounts one pass of the allowance sweep credits before it looks again.

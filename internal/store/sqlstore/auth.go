@@ -142,4 +142,3 @@ func (db *DB) SetKeyCeiling(ctx context.Context, id string, c auth.Ceiling) erro
 	return expectOne(db.sql.ExecContext(ctx, `UPDATE api_keys SET ceiling_mode = $1, ceiling = $2, support_ceiling = $3 WHERE id = $4`,
 		string(c.Mode), c.Amount, c.Support, id))
 }
-

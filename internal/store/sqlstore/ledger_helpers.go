@@ -26,7 +26,9 @@ func (db *DB) Grant(ctx context.Context, accountID string, amount int64, at time
 }
 
 // AddPass gives a pass or promotion through the ledger.
-func (db *DB) AddPass(ctx context.Context, p ledger.Pass) error { return db.Ledger(time.Now).GrantPass(ctx, p) }
+func (db *DB) AddPass(ctx context.Context, p ledger.Pass) error {
+	return db.Ledger(time.Now).GrantPass(ctx, p)
+}
 
 // SetAccountStatus changes an account's status through the ledger (a ban revokes its keys).
 func (db *DB) SetAccountStatus(ctx context.Context, id string, s auth.Status) error {

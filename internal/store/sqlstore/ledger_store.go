@@ -28,7 +28,9 @@ func (db *DB) LedgerTx(ctx context.Context, fn func(ledger.Tx) error) error {
 }
 
 // LedgerAccount reads one account.
-func (db *DB) LedgerAccount(ctx context.Context, id string) (auth.Account, error) { return db.Account(ctx, id) }
+func (db *DB) LedgerAccount(ctx context.Context, id string) (auth.Account, error) {
+	return db.Account(ctx, id)
+}
 
 // LedgerBalanceSum returns the sum of an account's ledger entries.
 func (db *DB) LedgerBalanceSum(ctx context.Context, accountID string) (int64, error) {
