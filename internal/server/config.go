@@ -11,6 +11,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/ratelimit"
@@ -152,6 +153,8 @@ type Deps struct {
 	Bucket *blobs.Bucket
 	// Limiter replaces the in-process or Redis limiter.
 	Limiter ratelimit.Limiter
+	// Pacer replaces the whole rate-limit admission (tests record what the gate asks).
+	Pacer httpapi.Pacer
 	// Jobs edits the jobs engine's configuration after New has filled it from Config.
 	Jobs func(*jobs.Config)
 	// JobStore wraps the jobs store (fault injection in tests).

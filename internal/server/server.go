@@ -143,7 +143,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.jobs = jobs.New(store, cat, reg, env, seats, d.Now, d.Log, jcfg)
 
 	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log}
-	if !cfg.NoRateLimits {
+	switch {
+	case d.Pacer != nil:
+		gate.Pacer = d.Pacer
+	case !cfg.NoRateLimits:
 		limiter := d.Limiter
 		if limiter == nil {
 			if limiter, err = cfg.limiter(d); err != nil {
