@@ -21,6 +21,9 @@ type Plans struct {
 	Allowance        map[auth.Plan]int64
 	Seats            Seats
 	ModelConcurrency int
+	// Fuse is the per-instance fuse of spec 02's order of checks (step 5): requests per key
+	// per bucket per second one process admits before it asks the shared limiter.
+	Fuse map[ratelimit.Bucket]int
 }
 
 // Seats are the caps on connections held open by synchronous runs (per account, per product,
@@ -34,7 +37,10 @@ type Seats struct {
 // Default returns the figures as shipped (spec 02's bucket table and DESIGN's decisions).
 func Default() *Plans {
 	p := &Plans{Rates: ratelimit.Table{}, InFlight: map[auth.Plan]int{}, Allowance: map[auth.Plan]int64{},
-		Seats: Seats{PerAccount: 12, PerProduct: 200, Platform: 1000}, ModelConcurrency: 4}
+		Seats: Seats{PerAccount: 12, PerProduct: 200, Platform: 1000}, ModelConcurrency: 4, Fuse: map[ratelimit.Bucket]int{}}
+	for b, n := range ratelimit.DefaultFuseLimits {
+		p.Fuse[b] = n
+	}
 	for name, buckets := range ratelimit.Plans {
 		p.Rates[name] = map[ratelimit.Bucket]ratelimit.Rate{}
 		for b, r := range buckets {
@@ -60,6 +66,7 @@ func (p *Plans) MonthlyAllowance(plan auth.Plan) int64 { return p.Allowance[plan
 type file struct {
 	Seats            Seats               `json:"seats"`
 	ModelConcurrency int                 `json:"model_concurrency"`
+	InstanceFuse     map[string]int      `json:"instance_fuse"`
 	Plans            map[string]planFile `json:"plans"`
 }
 
@@ -79,7 +86,10 @@ type rateFile struct {
 
 // JSON writes the figures in the shape Load reads, indented, with a final newline.
 func (p *Plans) JSON() []byte {
-	f := file{Seats: p.Seats, ModelConcurrency: p.ModelConcurrency, Plans: map[string]planFile{}}
+	f := file{Seats: p.Seats, ModelConcurrency: p.ModelConcurrency, InstanceFuse: map[string]int{}, Plans: map[string]planFile{}}
+	for b, n := range p.Fuse {
+		f.InstanceFuse[string(b)] = n
+	}
 	for name, buckets := range p.Rates {
 		pf := planFile{InFlight: p.InFlight[auth.Plan(name)], MonthlyAllowance: int64(p.Allowance[auth.Plan(name)]), Rates: map[string]rateFile{}}
 		for b, r := range buckets {
@@ -126,7 +136,22 @@ func Load(r io.Reader) (*Plans, error) {
 		bad("model_concurrency: must be at least 1 (jobs of one model a process runs at once)")
 	}
 	p := &Plans{Rates: ratelimit.Table{}, InFlight: map[auth.Plan]int{}, Allowance: map[auth.Plan]int64{},
-		Seats: f.Seats, ModelConcurrency: f.ModelConcurrency}
+		Seats: f.Seats, ModelConcurrency: f.ModelConcurrency, Fuse: map[ratelimit.Bucket]int{}}
+	for name := range f.InstanceFuse {
+		if !knownBucket(name) {
+			bad("instance_fuse.%s: unknown bucket (buckets: %s)", name, bucketList())
+		}
+	}
+	for _, bk := range ratelimit.Buckets {
+		n, ok := f.InstanceFuse[string(bk)]
+		switch {
+		case !ok:
+			bad("instance_fuse.%s: missing", bk)
+		case n < 1:
+			bad("instance_fuse.%s: must be at least 1 (requests per key per second in one process)", bk)
+		}
+		p.Fuse[bk] = n
+	}
 	for name := range f.Plans {
 		if !known(name) {
 			bad("plans.%s: unknown plan (plans: free, pro, max, ultimate)", name)

@@ -51,6 +51,10 @@ type Server struct {
 	workers  []func(context.Context) error
 }
 
+// HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
+// processes that serve the surfaces.
+const HandOffPoll = 200 * time.Millisecond
+
 // URLs are the public base URLs of the three surfaces (no trailing slash).
 type URLs struct{ API, Queue, Sync string }
 
@@ -132,6 +136,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		jcfg.ModelConcurrency = cfg.ModelConcurrency
 	}
 	jcfg.Runs = roles[RoleWorker]
+	if jcfg.Runs && !roles.Whole() {
+		// Submits reach this worker through the database only (another process's hand-offs):
+		// it looks for them every HandOffPoll, one indexed read per model.
+		jcfg.PollEvery = HandOffPoll
+	}
 	if d.Jobs != nil {
 		d.Jobs(&jcfg)
 	}
@@ -153,7 +162,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 				return nil, err
 			}
 		}
-		adm := ratelimit.NewAdmission(limiter, ratelimit.AdmissionOptions{Plans: d.Plans.Rates})
+		adm := ratelimit.NewAdmission(limiter, ratelimit.AdmissionOptions{Plans: d.Plans.Rates, FuseLimits: d.Plans.Fuse})
 		gate.Pacer = httpapi.Admission{Adm: adm, Now: d.Now}
 	}
 	gate.Switches.APIDisabled.Store(cfg.APIDisabled)
