@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/modelexec/modelexec/internal/server"
 )
 
 // TestERR26_BanRevokesKeys: banning an account revokes its keys (spec 02: "account banned; its
@@ -32,7 +34,7 @@ func TestERR26_BanRevokesKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := a.servers["api"].handler
+	api := a.Handler(server.RoleAPI)
 	me := func(key string) (int, string) {
 		req := httptest.NewRequest("GET", "/v1/me", nil)
 		req.Header.Set("Authorization", "Bearer "+key)

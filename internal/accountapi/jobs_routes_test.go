@@ -17,18 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelexec/modelexec/internal/accountapi"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
-	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
 	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/fetch"
-	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
-	"github.com/modelexec/modelexec/internal/runners/builtin"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -144,26 +139,19 @@ func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv {
 		runner: &fakeRunner{release: make(chan struct{})}}
 	log := slog.New(slog.DiscardHandler)
 	e.svc = auth.NewService(db, auth.Format{Prefix: auth.DefaultPrefix}, auth.NewHasher("test-secret-0123456789abcdef"), e.clock.Now, log)
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cat = cat
 	var root http.Handler
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { root.ServeHTTP(w, r) }))
 	t.Cleanup(e.srv.Close)
 	bucket := blobs.NewMemory()
-	signer, err := blobs.NewSigner([]byte("blob-signing-secret-0123456789abcdef"), e.srv.URL+"/files", e.clock.Now)
+	srv, err := server.New(context.Background(), server.Config{Roles: server.Every(), Secret: "blob-signing-secret-0123456789abcdef",
+		PublicURLAPI: e.srv.URL, PublicURLQueue: "http://queue.test"},
+		server.Deps{DB: db, Auth: e.svc, Now: e.clock.Now, Log: log, Bucket: bucket, Pacer: e.pacer,
+			Catalogue: func(catalog.Hosts) (*catalog.Catalog, error) { return catalog.Default() },
+			Runners:   func(*catalog.Catalog) runners.Registry { return runners.Registry{"image-lite": e.runner} }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetcher := fetch.New(fetch.Config{}, fetch.WithBlobs(signer, bucket), fetch.WithClock(e.clock.Now))
-	reg := builtin.All(builtin.Options{Now: e.clock.Now})
-	reg["image-lite"] = e.runner
-	envf := func(j jobs.Job, rep runners.Reporter) runners.Env {
-		return runners.Env{Inputs: fetcher, Outputs: blobs.Outputs{Store: bucket, JobID: j.RequestID}, Report: rep}
-	}
-	e.jobs = jobs.New(sqlstore.Jobs{DB: db}, cat, reg, envf, jobs.NewSeats(12, 200, 1000), e.clock.Now, log, jobs.DefaultConfig())
+	e.cat, e.jobs = srv.Catalog(), srv.Jobs()
 	t.Cleanup(func() {
 		select {
 		case <-e.runner.release:
@@ -172,11 +160,7 @@ func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv {
 		}
 		e.jobs.Drain()
 	})
-	gate := &httpapi.Gate{Auth: e.svc, Pacer: e.pacer, Switches: &httpapi.Switches{}, Now: e.clock.Now, Log: log}
-	h := &accountapi.Handler{Gate: gate, Auth: e.svc, Jobs: e.jobs, Catalog: cat, URLs: jobview.URLs{Queue: "http://queue.test"},
-		Signer: signer, Files: blobhttp.New(bucket, signer, e.clock.Now), Uploads: &blobs.Uploader{Signer: signer},
-		Usage: db, Ready: []accountapi.Pinger{db}, Now: e.clock.Now, Log: log, OpenAPI: accountapi.Document(cat)}
-	root = h.Routes()
+	root = srv.Handler(server.RoleAPI)
 	return e
 }
 

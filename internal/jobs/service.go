@@ -28,13 +28,23 @@ type Config struct {
 	InFlight         map[auth.Plan]int // jobs an account may have in flight, per plan
 	MaxAttempts      int               // runs of one job before it fails (crash recovery)
 	Concurrency      map[string]int    // per-model override of ModelConcurrency
+	// Runs says this process runs jobs (the worker role). Without it Submit never claims a
+	// local slot: it charges and inserts the job as a hand-off a worker's sweep starts, and
+	// Run does no background work (no process renews a lease it does not hold).
+	Runs bool
+	// HandOffWait is how long a hand-off of a model that refuses a queue waits for a worker
+	// before it fails request_timeout, refunded (processes without Runs only).
+	HandOffWait time.Duration
+	// PollEvery, when set, makes Run look for hand-offs at that interval besides the sweep: a
+	// worker that serves no surface is told of no submit, so it looks.
+	PollEvery time.Duration
 }
 
 // DefaultConfig is the configuration as shipped.
 func DefaultConfig() Config {
 	return Config{
 		Owner: "proc_" + randomHex(6), LeaseTTL: 15 * time.Second, HeartbeatEvery: 5 * time.Second, SweepEvery: time.Second,
-		ModelConcurrency: 4, MaxAttempts: 3,
+		ModelConcurrency: 4, MaxAttempts: 3, Runs: true, HandOffWait: 30 * time.Second,
 		InFlight: map[auth.Plan]int{auth.Free: 0, auth.Pro: 10, auth.Max: 25, auth.Ultimate: 50},
 	}
 }
@@ -175,6 +185,11 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 			return err
 		}
 		job.Coverage = cov
+		if !s.cfg.Runs {
+			bal, err := s.handOff(ctx, tx, a, &job, r, now)
+			res.Balance = bal
+			return err
+		}
 		// A seat on a runner: models that refuse a queue start now or are refused now; on a
 		// model that queues, a newcomer never overtakes requests already waiting.
 		waiting := 0
@@ -238,6 +253,52 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		s.kick()
 	}
 	return res, nil
+}
+
+// handOff is Submit in a process that runs no job (no worker role): the job is charged now,
+// as a submit that starts at once would be, and inserted IN_QUEUE for a worker's sweep, which
+// starts it without charging again (Reserved > 0); a pass is used only when the job starts,
+// as for any queued job. Nothing here claims a local slot.
+//
+// service_busy is judged on the shared queue, since this process cannot see the workers'
+// slots: a model that refuses a queue is busy while as many hand-offs of it wait as one
+// worker runs at once (its concurrency), and each hand-off of such a model waits at most
+// HandOffWait for a worker before it fails request_timeout, refunded. A model that queues
+// keeps its own rules (max_queue_length, its longest wait).
+func (s *Service) handOff(ctx context.Context, tx Tx, a auth.Account, job *Job, r SubmitRequest, now time.Time) (int64, error) {
+	balance := a.Balance
+	m := r.Model
+	waiting, err := tx.CountQueued(ctx, m.Slug)
+	if err != nil {
+		return 0, err
+	}
+	wait := time.Duration(m.Lifecycle.MaxWaitSeconds) * time.Second
+	if m.Lifecycle.Queue != catalog.QueueOffers {
+		if waiting >= s.concurrency(m.Slug) {
+			return 0, apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+		}
+		wait = s.cfg.HandOffWait
+	} else if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
+		return 0, apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
+	}
+	if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
+		wait = r.RequestTimeout
+	}
+	if wait > 0 {
+		t := now.Add(wait)
+		job.StartBy = &t
+	}
+	if !job.Coverage.Covered() {
+		bal, err := s.charge(ctx, tx, a, job, now)
+		if err != nil {
+			return 0, err
+		}
+		balance = bal
+	}
+	// Charged, not started: the worker that starts it takes the lease and counts the attempt.
+	job.Status, job.StartedAt, job.LeaseOwner, job.LeaseUntil, job.ProviderJobID = InQueue, nil, "", nil, ""
+	job.Attempts = 0
+	return balance, tx.InsertJob(ctx, *job)
 }
 
 // charge takes the job's quote through the ledger (a pass's use, or credits within the key's

@@ -14,6 +14,12 @@ import (
 // out) taken over. On return the running jobs are stopped without settling: their leases run
 // out and they run again, so a crash or a restart loses no job.
 func (s *Service) Run(ctx context.Context) error {
+	if !s.cfg.Runs {
+		// Not a worker: the jobs this process hands off are run, renewed and swept by the
+		// processes that run jobs.
+		<-ctx.Done()
+		return nil
+	}
 	s.mu.Lock()
 	s.base = context.WithoutCancel(ctx)
 	s.mu.Unlock()
@@ -21,9 +27,17 @@ func (s *Service) Run(ctx context.Context) error {
 	defer hb.Stop()
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
+	var poll <-chan time.Time
+	if s.cfg.PollEvery > 0 {
+		t := time.NewTicker(s.cfg.PollEvery)
+		defer t.Stop()
+		poll = t.C
+	}
 	s.Sweep(ctx)
 	for {
 		select {
+		case <-poll:
+			s.startAllQueued(ctx)
 		case <-ctx.Done():
 			s.stop()
 			return nil
@@ -114,6 +128,11 @@ func (s *Service) Sweep(ctx context.Context) {
 			s.takeOver(ctx, j)
 		}
 	}
+	s.startAllQueued(ctx)
+}
+
+// startAllQueued starts what waits for each model while this process has slots.
+func (s *Service) startAllQueued(ctx context.Context) {
 	for _, m := range s.catalog.Models() {
 		s.startQueued(ctx, m.Slug)
 	}
