@@ -89,13 +89,13 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 	}
 	if ok {
 		if err := webhooks.ValidateURL(hook); err != nil {
-			reason := "invalid"
+			reason, msg := "invalid", "The webhook URL is not an acceptable webhook address."
 			var ue *webhooks.URLError
 			if errors.As(err, &ue) {
-				reason = string(ue.Reason)
+				reason, msg = string(ue.Reason), ue.Message() // words for the caller, not the error chain
 			}
-			return o, apierr.Newf(apierr.InvalidURL, "webhook: %v", err).With("reason", reason).
-				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: err.Error(), Type: "invalid_url"})
+			return o, apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", reason).
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: msg, Type: "invalid_url"})
 		}
 		o.Webhook = hook
 	}
