@@ -167,12 +167,11 @@ func ReadBody(r *http.Request, o *Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := httpapi.DecodeObject(b)
+	raw, inBody, err := httpapi.ObjectMember(b, "idempotency_key") // no map of every key: bounded memory
 	if err != nil {
 		return nil, err
 	}
 	var bodyKey string
-	raw, inBody := obj["idempotency_key"]
 	if inBody {
 		k, err := strconv.Unquote(string(raw))
 		if err != nil || !jobs.ValidIdempotencyKey(k) {
