@@ -23,6 +23,9 @@ func ReadBody(r *http.Request) ([]byte, error) {
 		return nil, bodyTooLarge()
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if errors.Is(err, errBodyTimeout) {
+		return nil, apierr.Newf(apierr.InvalidBody, "The request body did not arrive in time: send the whole body promptly (the declared Content-Length must match what is sent).").Wrap(err)
+	}
 	if err != nil {
 		return nil, apierr.New(apierr.InvalidJSON).Wrap(err)
 	}
