@@ -42,9 +42,14 @@ type Handler struct {
 
 func (h *Handler) me() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
-		p := httpapi.Principal(r)
+		// The gate's principal may come from the key cache (valid for key checks only): the
+		// balance and the key's spend are read fresh, so a charge shows at once.
+		p, err := h.Auth.Fresh(r.Context(), *httpapi.Principal(r))
+		if err != nil {
+			return err
+		}
 		now := h.Now()
-		httpapi.WriteJSON(w, r, http.StatusOK, meBody(p, now))
+		httpapi.WriteJSON(w, r, http.StatusOK, meBody(&p, now))
 		return nil
 	})
 }

@@ -334,6 +334,7 @@ func inputError(err error) error {
 		for _, v := range inv.Violations {
 			e.WithDetail(apierr.Violation{Loc: locAny(v.Loc), Msg: v.Msg, Type: v.Type})
 		}
+		e.WithOmitted(inv.Omitted) // the validator stopped collecting at its cap
 		if len(inv.Violations) > 0 {
 			e.Message = fmt.Sprintf("%s: %s", joinLoc(inv.Violations[0].Loc), inv.Violations[0].Msg)
 		}
