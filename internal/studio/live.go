@@ -63,7 +63,9 @@ func (r *room) replaced() {
 	clear(r.clients)
 }
 
-func appendBytes(b, payload []byte) []byte { return append(appendUint(b, uint64(len(payload))), payload...) }
+func appendBytes(b, payload []byte) []byte {
+	return append(appendUint(b, uint64(len(payload))), payload...)
+}
 
 func syncMessage(step byte, payload []byte) []byte {
 	return appendBytes([]byte{msgSync, step}, payload)
@@ -261,6 +263,8 @@ func (ss *Session) awareness(u []byte) error {
 		e.room.clients[c.id] = c.state
 		ps.clients[c.id] = true
 	}
-	e.room.broadcast(appendBytes([]byte{msgAwareness}, u), ss.peer)
+	// Sent back to the sender too, as y-websocket's own server does: a lone client's
+	// provider counts that echo as traffic and keeps its connection.
+	e.room.broadcast(appendBytes([]byte{msgAwareness}, u), nil)
 	return nil
 }
