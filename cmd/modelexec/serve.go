@@ -176,6 +176,7 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 	acct := &accountapi.Handler{Gate: gate, Auth: svc, Jobs: jsvc, Catalog: cat, URLs: urls, Signer: signer, Files: blobhttp.New(bucket, signer, utcNow),
 		Uploads: &blobs.Uploader{Signer: signer}, Usage: db, Ready: []accountapi.Pinger{db}, Now: utcNow, Log: log}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(apiURL))
+	acct.Studio = newStudio(db, utcNow, log)
 	hookWorkers, err := c.wireWebhooks(db, secret, apiURL, acct, log) // before acct.Routes()
 	if err != nil {
 		return nil, err
