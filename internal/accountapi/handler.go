@@ -12,6 +12,7 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -38,6 +39,7 @@ type Handler struct {
 	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
 	Usage    UsageReader       // GET /v1/usage; nil: not registered
+	Studio   *studio.Service   // studio document routes; nil: not registered
 }
 
 func (h *Handler) me() http.Handler {
