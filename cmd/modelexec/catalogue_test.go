@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/server"
 )
 
 // TestCAT04_OperatorReplacesCatalogue: `modelexec catalogue` prints the built-in catalogue;
@@ -52,7 +53,7 @@ func TestCAT04_OperatorReplacesCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := get(a.servers["api"].handler, "GET", "/v1/catalogue")
+	rec := get(a.Handler(server.RoleAPI), "GET", "/v1/catalogue")
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"paused"`) {
 		t.Fatalf("served catalogue does not reflect the operator's file: %d %s", rec.Code, rec.Body)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -84,7 +85,7 @@ func (m *mockUpstream) Release() { m.once.Do(func() { close(m.release) }) }
 func newChatWorld(t *testing.T, edit func(f *catalog.File)) *chatWorld {
 	t.Helper()
 	w := &chatWorld{t: t, upstream: newMockUpstream(t)}
-	c := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
+	c := &ServeCmd{Roles: "api,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
 	c.Data, c.Secret = t.TempDir(), "chat-e2e-secret-0123456789"
 	c.OpenAIUpstream = []string{"kimi=" + w.upstream.srv.URL + "/v1,key=sk-mock,name=mock-kimi"}
 	if edit != nil {
@@ -114,7 +115,8 @@ func newChatWorld(t *testing.T, edit func(f *catalog.File)) *chatWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.api = httptest.NewServer(a.servers["api"].handler)
+	t.Cleanup(func() { _ = a.Close() })
+	w.api = httptest.NewServer(a.Handler(server.RoleAPI))
 	t.Cleanup(w.api.Close)
 	w.db, w.auth = db, svc
 	return w

@@ -9,6 +9,7 @@ type CLI struct {
 	Credits   CreditsCmd   `cmd:"" help:"Operator console: grant or remove credits."`
 	Passes    PassesCmd    `cmd:"" help:"Operator console: passes and promotions."`
 	Catalogue CatalogueCmd `cmd:"" help:"Print the built-in catalogue (the starting point for serve --catalogue), or --check a file."`
+	Plans     PlansCmd     `cmd:"" help:"Print the built-in plan figures (the starting point for serve --plans), or --check a file."`
 }
 
 // StoreFlags locate the data; every command takes them so the console works on the same store

@@ -1,67 +1,6 @@
 package main
 
-import (
-	"context"
-	"crypto/sha256"
-	"fmt"
-	"log/slog"
-
-	"github.com/modelexec/modelexec/internal/accountapi"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
-	"github.com/modelexec/modelexec/internal/webhooks"
-)
-
 // WebhookFlags are the serve flags of the webhooks domain.
 type WebhookFlags struct {
 	WebhookScheme string `default:"ed25519" enum:"ed25519,hmac" help:"Webhook signature scheme: ed25519 (Svc-Signature v2 and X-Alt-Webhook-Signature, keys in the JWKS) or hmac (the earlier v1 with per-endpoint whsec_ secrets)."`
-}
-
-// webhookScheme maps the flag to the signature scheme.
-func (f WebhookFlags) webhookScheme() (webhooks.Scheme, error) {
-	switch f.WebhookScheme {
-	case "", "ed25519":
-		return webhooks.SchemeEd25519, nil
-	case "hmac":
-		return webhooks.SchemeHMAC, nil
-	}
-	return "", fmt.Errorf("--webhook-scheme: unknown scheme %q (ed25519 or hmac)", f.WebhookScheme)
-}
-
-// webhookSecret is the key material the key ring and the whsec_ derivation take: the
-// deployment secret itself, or its SHA-256 when it is shorter than they need.
-func webhookSecret(secret string) []byte {
-	if len(secret) >= 32 {
-		return []byte(secret)
-	}
-	sum := sha256.Sum256([]byte("modelexec webhooks " + secret))
-	return sum[:]
-}
-
-// wireWebhooks builds the webhooks service over the database (endpoints, deliveries, the
-// sealed signing keys and the platform-wide host gate), sets it and the key ring on the
-// account API, and returns the workers of the webhooks role: the delivery engine and the
-// events outbox relay. Without a deployment secret nothing is wired (signing keys would be
-// sealed under a known key): the routes are absent and no worker runs.
-func (c *ServeCmd) wireWebhooks(db *sqlstore.DB, secret, apiURL string, acct *accountapi.Handler, log *slog.Logger) ([]func(context.Context) error, error) {
-	scheme, err := c.webhookScheme()
-	if err != nil {
-		return nil, err
-	}
-	if secret == "" {
-		log.Warn("no deployment secret: webhooks are not served; set --secret or MODELEXEC_SECRET")
-		return nil, nil
-	}
-	key := webhookSecret(secret)
-	ring, err := webhooks.NewKeyRing(webhooks.KeyRingConfig{Store: sqlstore.WebhookKeys{DB: db}, Secret: key})
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: %w", err)
-	}
-	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: ring, Hosts: sqlstore.WebhookHosts{DB: db},
-		Scheme: scheme, Secret: key, PublicBaseURL: apiURL, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: %w", err)
-	}
-	acct.Webhooks, acct.KeyRing = svc, ring
-	relay := webhooks.NewRelay(sqlstore.WebhookOutbox{DB: db}, svc, log)
-	return []func(context.Context) error{svc.Engine().Run, relay.Run}, nil
 }

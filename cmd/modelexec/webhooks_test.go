@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/modelexec/modelexec/internal/server"
 
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
 // buildServe builds the service the way `modelexec serve` does, over a fresh data directory.
-func buildServe(t *testing.T, secret, roles, scheme string) *app {
+func buildServe(t *testing.T, secret, roles, scheme string) *server.Server {
 	t.Helper()
 	c := &ServeCmd{Roles: roles, APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
 	c.Data, c.Secret, c.WebhookScheme = t.TempDir(), secret, scheme
@@ -24,7 +27,7 @@ func buildServe(t *testing.T, secret, roles, scheme string) *app {
 }
 
 // serveWith opens c's store and builds the service from c as `modelexec serve` does.
-func serveWith(t *testing.T, c *ServeCmd) (*app, error) {
+func serveWith(t *testing.T, c *ServeCmd) (*server.Server, error) {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
@@ -37,7 +40,11 @@ func serveWith(t *testing.T, c *ServeCmd) (*app, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.build(ctx, db, svc, log)
+	srv, err := c.build(ctx, db, svc, log)
+	if srv != nil {
+		t.Cleanup(func() { _ = srv.Close() })
+	}
+	return srv, err
 }
 
 func get(h http.Handler, method, path string) *httptest.ResponseRecorder {
@@ -52,7 +59,7 @@ func get(h http.Handler, method, path string) *httptest.ResponseRecorder {
 // wired service and the role split.
 func TestWH37_ServeWiresWebhooks(t *testing.T) {
 	a := buildServe(t, "a-20-byte-secret-xyz", "api,webhooks", "")
-	api := a.servers["api"].handler
+	api := a.Handler(server.RoleAPI)
 	rec := get(api, "GET", webhooks.JWKSPath)
 	var set struct {
 		Keys []map[string]string `json:"keys"`
@@ -65,29 +72,32 @@ func TestWH37_ServeWiresWebhooks(t *testing.T) {
 			t.Fatalf("%s %s: %d %s", r[0], r[1], rec.Code, rec.Body)
 		}
 	}
-	if len(a.workers) != 2 {
-		t.Fatalf("webhooks role runs %d workers, want the engine and the relay", len(a.workers))
+	if a.Workers() != 2 {
+		t.Fatalf("webhooks role runs %d workers, want the engine and the relay", a.Workers())
 	}
-	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); len(a.workers) != 0 {
-		t.Fatalf("api role alone runs %d workers", len(a.workers))
+	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); a.Workers() != 0 {
+		t.Fatalf("api role alone runs %d workers", a.Workers())
 	}
-	// Without a deployment secret nothing is wired.
-	a = buildServe(t, "", "api,webhooks", "")
-	if rec := get(a.servers["api"].handler, "GET", webhooks.JWKSPath); rec.Code != 404 || len(a.workers) != 0 {
-		t.Fatalf("unconfigured: jwks %d, %d workers", rec.Code, len(a.workers))
+	// Without a deployment secret nothing is wired: the whole service runs only the worker
+	// role's two (jobs and allowances), and a process of only some roles refuses to start.
+	a = buildServe(t, "", "api,queue,sync,worker,webhooks", "")
+	if rec := get(a.Handler(server.RoleAPI), "GET", webhooks.JWKSPath); rec.Code != 404 || a.Workers() != 2 {
+		t.Fatalf("unconfigured: jwks %d, %d workers", rec.Code, a.Workers())
+	}
+	c := &ServeCmd{Roles: "api,webhooks", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
+	c.Data = t.TempDir()
+	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "deployment secret") {
+		t.Fatalf("split roles without a secret: %v", err)
 	}
 }
 
 func TestWH43_WebhookSchemeFlag(t *testing.T) {
 	for in, want := range map[string]webhooks.Scheme{"": webhooks.SchemeEd25519, "ed25519": webhooks.SchemeEd25519, "hmac": webhooks.SchemeHMAC} {
-		if got, err := (WebhookFlags{WebhookScheme: in}).webhookScheme(); err != nil || got != want {
+		if got, err := server.ParseWebhookScheme(in); err != nil || got != want {
 			t.Fatalf("%q: %v %v", in, got, err)
 		}
 	}
-	if _, err := (WebhookFlags{WebhookScheme: "rsa"}).webhookScheme(); err == nil {
+	if _, err := server.ParseWebhookScheme("rsa"); err == nil {
 		t.Fatal("unknown scheme accepted")
-	}
-	if len(webhookSecret("x")) < 16 || string(webhookSecret("0123456789abcdef0123456789abcdef")) != "0123456789abcdef0123456789abcdef" {
-		t.Fatal("secret stretching")
 	}
 }

@@ -12,23 +12,19 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelexec/modelexec/internal/accountapi"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
-	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
 	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/fetch"
-	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
-	"github.com/modelexec/modelexec/internal/runners/builtin"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -144,26 +140,19 @@ func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv {
 		runner: &fakeRunner{release: make(chan struct{})}}
 	log := slog.New(slog.DiscardHandler)
 	e.svc = auth.NewService(db, auth.Format{Prefix: auth.DefaultPrefix}, auth.NewHasher("test-secret-0123456789abcdef"), e.clock.Now, log)
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cat = cat
 	var root http.Handler
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { root.ServeHTTP(w, r) }))
 	t.Cleanup(e.srv.Close)
 	bucket := blobs.NewMemory()
-	signer, err := blobs.NewSigner([]byte("blob-signing-secret-0123456789abcdef"), e.srv.URL+"/files", e.clock.Now)
+	srv, err := server.New(context.Background(), server.Config{Roles: server.Every(), Secret: "blob-signing-secret-0123456789abcdef",
+		PublicURLAPI: e.srv.URL, PublicURLQueue: "http://queue.test"},
+		server.Deps{DB: db, Auth: e.svc, Now: e.clock.Now, Log: log, Bucket: bucket, Pacer: e.pacer,
+			Catalogue: func(catalog.Hosts) (*catalog.Catalog, error) { return catalog.Default() },
+			Runners:   func(*catalog.Catalog) runners.Registry { return runners.Registry{"image-lite": e.runner} }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetcher := fetch.New(fetch.Config{}, fetch.WithBlobs(signer, bucket), fetch.WithClock(e.clock.Now))
-	reg := builtin.All(builtin.Options{Now: e.clock.Now})
-	reg["image-lite"] = e.runner
-	envf := func(j jobs.Job, rep runners.Reporter) runners.Env {
-		return runners.Env{Inputs: fetcher, Outputs: blobs.Outputs{Store: bucket, JobID: j.RequestID}, Report: rep}
-	}
-	e.jobs = jobs.New(sqlstore.Jobs{DB: db}, cat, reg, envf, jobs.NewSeats(12, 200, 1000), e.clock.Now, log, jobs.DefaultConfig())
+	e.cat, e.jobs = srv.Catalog(), srv.Jobs()
 	t.Cleanup(func() {
 		select {
 		case <-e.runner.release:
@@ -172,11 +161,7 @@ func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv {
 		}
 		e.jobs.Drain()
 	})
-	gate := &httpapi.Gate{Auth: e.svc, Pacer: e.pacer, Switches: &httpapi.Switches{}, Now: e.clock.Now, Log: log}
-	h := &accountapi.Handler{Gate: gate, Auth: e.svc, Jobs: e.jobs, Catalog: cat, URLs: jobview.URLs{Queue: "http://queue.test"},
-		Signer: signer, Files: blobhttp.New(bucket, signer, e.clock.Now), Uploads: &blobs.Uploader{Signer: signer},
-		Usage: db, Ready: []accountapi.Pinger{db}, Now: e.clock.Now, Log: log, OpenAPI: accountapi.Document(cat)}
-	root = h.Routes()
+	root = srv.Handler(server.RoleAPI)
 	return e
 }
 
@@ -613,7 +598,7 @@ func TestACC14_ACC15_Usage(t *testing.T) {
 		if a := e.get("/v1/usage", other); a.status != 200 || len(items(a)) != 0 || num(a.body["total"].(map[string]any)["net"]) != 0 {
 			t.Fatalf("other account usage = %s", a.raw)
 		}
-		for _, w := range []string{"13m", "24m", "all", "week", "0m"} {
+		for _, w := range []string{"13m", "24m"} {
 			a := e.get("/v1/usage?window="+w, key1)
 			e.want(a, 413, "usage_window_too_large")
 			if a.body["window"] != w {
@@ -709,6 +694,32 @@ func TestACC16_ACC17_ACC18_Uploads(t *testing.T) {
 		cfg, format, err := image.DecodeConfig(bytes.NewReader(out.raw))
 		if err != nil || format != "png" || cfg.Width != 16 || cfg.Height != 12 {
 			t.Fatalf("output %s %dx%d, %v", format, cfg.Width, cfg.Height, err)
+		}
+	})
+}
+
+// TestACC14_UsageWindowMalformed proves ACC-14's accepted windows from the refusing side: a
+// window that is not a window at all ("bogus", "week", "0m", "all", "-1m", "m") is a 400 naming
+// the windows accepted, not 413 usage_window_too_large (which is for a real window too big).
+func TestACC14_UsageWindowMalformed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newAccEnv(t, db)
+		key := e.account("acct_usage_bad")
+		for _, w := range []string{"bogus", "week", "0m", "all", "-1m", "m", "01m"} {
+			a := e.get("/v1/usage?window="+url.QueryEscape(w), key)
+			e.want(a, 400, "invalid_input")
+			if a.body["window"] != w || a.body["error_type"] != "ValidationError" {
+				t.Fatalf("window %q: %s", w, a.raw)
+			}
+			msg, _ := a.body["message"].(string)
+			for _, name := range []string{"month", "last_month", "12m"} {
+				if !strings.Contains(msg, name) {
+					t.Fatalf("window %q: message %q does not name %s", w, msg, name)
+				}
+			}
+			if allowed, _ := a.body["allowed"].([]any); len(allowed) != 6 {
+				t.Fatalf("window %q: allowed = %v", w, a.body["allowed"])
+			}
 		}
 	})
 }

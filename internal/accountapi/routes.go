@@ -25,6 +25,7 @@ func (h *Handler) Routes() http.Handler {
 	h.jobRoutes(mux)
 	h.uploadRoutes(mux)
 	h.webhookRoutes(mux)
+	h.studioRoutes(mux)
 	h.chatRoutes(mux)
 
 	mux.Handle("/", g.Fallback(mux))

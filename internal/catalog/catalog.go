@@ -74,6 +74,10 @@ type ModelFile struct {
 	Lifecycle       Lifecycle `json:"lifecycle"`
 	Contract        string    `json:"contract"` // id of the Go input contract
 	Price           PriceFile `json:"price"`
+	// Runner names the built-in runner that runs the model when it is not the model's own
+	// reference runner: "noop" (answers at once, for sizing and benchmarks) or the slug of
+	// another built-in model. Empty: the runner of the model's slug.
+	Runner string `json:"runner,omitempty"`
 }
 
 // ScopeFile is the scope an address asks for and every scope that reaches it.

@@ -12,6 +12,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/plans"
 )
 
 // TestJOB02_StatusDocumentFields: the submit answer of each product names the job the way
@@ -282,7 +283,7 @@ func TestREAD04_StreamHeldAtMostItsLimit(t *testing.T) {
 // while every held-connection seat is taken is refused 429 wait_capacity (charged false,
 // Retry-After), not answered from the job; nothing more is charged. Proves JOB-31, SYNC-07.
 func TestJOB31_ResendWhileSeatsFull(t *testing.T) {
-	each(t, options{seats: jobs.NewSeats(0, 200, 1000)}, func(t *testing.T, h *harness) {
+	each(t, options{seats: &plans.Seats{PerAccount: 0, PerProduct: 200, Platform: 1000}}, func(t *testing.T, h *harness) {
 		first := h.submit(mFast, "", `{"positivePrompt":"ok","idempotency_key":"resend-1"}`)
 		if first.Code != 200 {
 			t.Fatalf("first: %d %s", first.Code, first.Raw)

@@ -18,12 +18,11 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/jobview"
-	"github.com/modelexec/modelexec/internal/queueapi"
 	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -54,8 +53,8 @@ func (slowRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (runn
 	}
 }
 
-// serveChild wires the service like serve build() with short leases (2 s) so a restart takes
-// crashed jobs over quickly.
+// serveChild builds the service with server.New (queue host and worker) with short leases
+// (2 s) so a restart takes crashed jobs over quickly.
 func serveChild(dsn, addrFile string) error {
 	ctx := context.Background()
 	db, err := sqlstore.Open(ctx, dsn)
@@ -67,26 +66,28 @@ func serveChild(dsn, addrFile string) error {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
-	cat, err := buildCatalog(catalog.Hosts{Queue: base, Sync: base})
+	log := quietLog()
+	now := func() time.Time { return time.Now().UTC() }
+	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), now, log)
+	bucket := blobs.NewMemory()
+	cfg := server.Config{Roles: server.Roles{server.RoleQueue: true, server.RoleWorker: true}, Secret: secret, NoRateLimits: true,
+		PublicURLAPI: "http://api.e2e.invalid", PublicURLQueue: base, PublicURLSync: base, Listeners: map[server.Role]net.Listener{server.RoleQueue: ln}}
+	srv, err := server.New(ctx, cfg, server.Deps{DB: db, Auth: as, Now: now, Log: log, Catalogue: buildCatalog, Bucket: bucket,
+		Jobs: func(c *jobs.Config) {
+			c.LeaseTTL, c.HeartbeatEvery, c.SweepEvery = 2*time.Second, 300*time.Millisecond, 200*time.Millisecond
+			c.Concurrency = map[string]int{mQueue: 3}
+		},
+		Runners: func(cat *catalog.Catalog) runners.Registry {
+			reg := runners.Registry{}
+			for _, m := range cat.Models() {
+				reg[m.Slug] = slowRunner{}
+			}
+			return reg
+		}})
 	if err != nil {
 		return err
 	}
-	reg := runners.Registry{}
-	for _, m := range cat.Models() {
-		reg[m.Slug] = slowRunner{}
-	}
-	log := quietLog()
-	now := func() time.Time { return time.Now().UTC() }
-	cfg := jobs.DefaultConfig()
-	cfg.LeaseTTL, cfg.HeartbeatEvery, cfg.SweepEvery = 2*time.Second, 300*time.Millisecond, 200*time.Millisecond
-	cfg.Concurrency = map[string]int{mQueue: 3}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(12, 200, 1000), now, log, cfg)
-	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), now, log)
-	gate := &httpapi.Gate{Auth: as, Switches: &httpapi.Switches{}, Now: now, Log: log}
-	q := &queueapi.Handler{Gate: gate, Jobs: js, URLs: jobview.URLs{Queue: base}, Signer: nopSigner{}, Now: now, Log: log}
-	go func() { _ = http.Serve(ln, q.Routes()) }()
-	go func() { _ = js.Run(ctx) }()
+	go func() { _ = srv.Run(ctx) }()
 	if err := os.WriteFile(addrFile+".tmp", []byte(base), 0o600); err != nil {
 		return err
 	}

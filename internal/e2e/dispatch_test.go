@@ -56,7 +56,7 @@ func TestQST04_DispatchUnresolved(t *testing.T) {
 		// Another process over the same database takes the job over once its lease runs out.
 		cfg := jobs.DefaultConfig()
 		cfg.SweepEvery = 20 * time.Millisecond
-		next := h.newJobs(sqlstore.Jobs{DB: h.db}, jobs.NewSeats(12, 200, 1000), cfg)
+		next := h.newJobs(sqlstore.Jobs{DB: h.db}, cfg)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = next.Run(ctx) }()

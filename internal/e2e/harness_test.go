@@ -15,15 +15,14 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/jobview"
-	"github.com/modelexec/modelexec/internal/queueapi"
+	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
-	"github.com/modelexec/modelexec/internal/syncapi"
 )
 
 const secret = "e2e-secret-0123456789abcdef"
@@ -178,11 +177,10 @@ type harness struct {
 
 type options struct {
 	cfg         func(*jobs.Config)
-	seats       *jobs.Seats
+	seats       *plans.Seats
 	waitCeiling time.Duration
 	plan        auth.Plan
 	balance     int64
-	noWorker    bool
 	store       func(jobs.Store) jobs.Store // wraps the jobs store (fault injection)
 	streamLimit time.Duration               // the queue host's status stream limit (five minutes when 0)
 }
@@ -194,8 +192,9 @@ func quietLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// newHarness wires the service the way cmd/modelexec serve build() does, with httptest
-// servers, the test catalogue, the control runner on every model, and no rate limits.
+// newHarness builds the service with server.New, as `modelexec serve` does, serves its queue
+// and synchronous hosts over httptest servers, with the test catalogue, the control runner on
+// every model, and no rate limits.
 func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	t.Helper()
 	if o.plan == "" {
@@ -205,59 +204,61 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 		o.balance = 1000
 	}
 	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
-	log := quietLog()
-	// Handlers are created before the servers know their URLs; a mux indirection fixes that.
+	// The servers' URLs go into the catalogue before the handlers exist: an indirection.
 	var queueH, syncH http.Handler
 	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
 	h.sync = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { syncH.ServeHTTP(w, r) }))
 	t.Cleanup(h.sync.Close)
 	t.Cleanup(h.queue.Close)
-	h.cat = testCatalog(t, catalog.Hosts{Queue: h.queue.URL, Sync: h.sync.URL})
-	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, log)
-	cfg := jobs.DefaultConfig()
-	if o.cfg != nil {
-		o.cfg(&cfg)
+	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, quietLog())
+	p := plans.Default()
+	if o.seats != nil {
+		p.Seats = *o.seats
 	}
-	seats := o.seats
-	if seats == nil {
-		seats = jobs.NewSeats(12, 200, 1000)
-	}
-	var store jobs.Store = sqlstore.Jobs{DB: db}
-	if o.store != nil {
-		store = o.store(store)
-	}
-	h.jobs = h.newJobs(store, seats, cfg)
-	gate := &httpapi.Gate{Auth: h.auth, Switches: &httpapi.Switches{}, Now: h.clock.Now, Log: log}
-	urls := jobview.URLs{Queue: h.queue.URL}
-	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, Now: h.clock.Now, Log: log,
-		StreamLimit: o.streamLimit}).Routes()
-	wc := o.waitCeiling
-	if wc == 0 {
-		wc = 60 * time.Second
-	}
-	syncH = (&syncapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: nopSigner{}, WaitCeiling: wc, Log: log}).Routes()
+	srv := h.newServer(server.Config{Roles: server.Every(), WaitCeiling: o.waitCeiling, StreamLimit: o.streamLimit,
+		PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL}, p, o.cfg, o.store)
+	h.jobs, h.cat = srv.Jobs(), srv.Catalog()
+	queueH, syncH = srv.Handler(server.RoleQueue), srv.Handler(server.RoleSync)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	if !o.noWorker {
-		go func() { defer close(done); _ = h.jobs.Run(ctx) }()
-	} else {
-		close(done)
-	}
+	go func() { defer close(done); _ = h.jobs.Run(ctx) }()
 	h.stopWorker = func() { cancel(); <-done }
 	t.Cleanup(func() { h.runner.Release(); cancel(); <-done; h.jobs.Drain() })
 	h.account, h.key = h.newAccount("acct_e2e", o.plan, o.balance, nil)
 	return h
 }
 
-// newJobs is a jobs service over the harness's catalogue, clock and control runner (one per
-// process: the harness's own, or another process over the same database).
-func (h *harness) newJobs(store jobs.Store, seats *jobs.Seats, cfg jobs.Config) *jobs.Service {
-	reg := runners.Registry{}
-	for _, m := range h.cat.Models() {
-		reg[m.Slug] = h.runner
+// newServer is server.New over the harness's database, clock, catalogue and control runner,
+// without rate limits, with an in-memory bucket (one per process: the harness's own, or
+// another process over the same database).
+func (h *harness) newServer(cfg server.Config, p *plans.Plans, edit func(*jobs.Config), store func(jobs.Store) jobs.Store) *server.Server {
+	h.t.Helper()
+	cfg.Secret, cfg.NoRateLimits = secret, true
+	if cfg.PublicURLAPI == "" {
+		cfg.PublicURLAPI = "http://api.e2e.invalid"
 	}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	return jobs.New(store, h.cat, reg, env, seats, h.clock.Now, quietLog(), cfg)
+	bucket := blobs.NewMemory()
+	h.t.Cleanup(func() { _ = bucket.Close() })
+	srv, err := server.New(context.Background(), cfg, server.Deps{DB: h.db, Auth: h.auth, Now: h.clock.Now, Log: quietLog(),
+		Catalogue: buildCatalog, Plans: p, Bucket: bucket, Jobs: edit, JobStore: store,
+		Runners: func(cat *catalog.Catalog) runners.Registry {
+			reg := runners.Registry{}
+			for _, m := range cat.Models() {
+				reg[m.Slug] = h.runner
+			}
+			return reg
+		}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return srv
+}
+
+// newJobs is another process's jobs engine over the same database (a second server.New).
+func (h *harness) newJobs(store jobs.Store, cfg jobs.Config) *jobs.Service {
+	h.t.Helper()
+	return h.newServer(server.Config{Roles: server.Every(), PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL}, nil,
+		func(c *jobs.Config) { *c = cfg }, func(jobs.Store) jobs.Store { return store }).Jobs()
 }
 
 // newAccount creates an account with credits granted through the ledger and mints a key.
@@ -272,12 +273,6 @@ func (h *harness) newAccount(id string, plan auth.Plan, balance int64, ceiling *
 		h.t.Fatal(err)
 	}
 	return id, m.Key
-}
-
-type nopSigner struct{}
-
-func (nopSigner) SignGet(_ context.Context, key string) (string, time.Time, error) {
-	return "https://files.test/" + key, time.Now().Add(15 * time.Minute), nil
 }
 
 // resp is one HTTP answer.

@@ -24,21 +24,12 @@ import (
 	"github.com/thesyncim/gopus/container/ogg"
 	"golang.org/x/image/webp"
 
-	"github.com/modelexec/modelexec/internal/accountapi"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
-	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
-	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/fetch"
-	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/jobview"
-	"github.com/modelexec/modelexec/internal/queueapi"
-	"github.com/modelexec/modelexec/internal/runners"
-	"github.com/modelexec/modelexec/internal/runners/builtin"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
-	"github.com/modelexec/modelexec/internal/syncapi"
 )
 
 // modelsHarness is the service wired the way cmd/modelexec serve build() does, with the real
@@ -52,7 +43,6 @@ type modelsHarness struct {
 func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Helper()
 	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
-	log := quietLog()
 	var queueH, syncH, apiH http.Handler
 	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
 	h.sync = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { syncH.ServeHTTP(w, r) }))
@@ -60,36 +50,17 @@ func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Cleanup(api.Close)
 	t.Cleanup(h.sync.Close)
 	t.Cleanup(h.queue.Close)
-	cat, err := catalog.Default(catalog.WithHosts(catalog.Hosts{Queue: h.queue.URL, Sync: h.sync.URL}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.cat = cat
 	bucket := blobs.NewMemory()
 	t.Cleanup(func() { _ = bucket.Close() })
-	signer, err := blobs.NewSigner([]byte(secret), api.URL+"/files", h.clock.Now)
+	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, quietLog())
+	cfg := server.Config{Roles: server.Every(), Secret: secret, NoRateLimits: true,
+		PublicURLAPI: api.URL, PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL}
+	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: h.auth, Now: h.clock.Now, Log: quietLog(), Bucket: bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetcher := fetch.New(fetch.Config{}, fetch.WithBlobs(signer, bucket), fetch.WithClock(h.clock.Now))
-	reg := builtin.All(builtin.Options{Now: h.clock.Now})
-	for _, m := range cat.Models() {
-		if _, ok := reg[m.Slug]; !ok {
-			t.Fatalf("no built-in runner for %s", m.Slug)
-		}
-	}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env {
-		return runners.Env{Inputs: fetcher, Outputs: blobs.Outputs{Store: bucket, JobID: j.RequestID}, Report: rep}
-	}
-	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, log)
-	h.jobs = jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(12, 200, 1000), h.clock.Now, log, jobs.DefaultConfig())
-	gate := &httpapi.Gate{Auth: h.auth, Switches: &httpapi.Switches{}, Now: h.clock.Now, Log: log}
-	urls := jobview.URLs{Queue: h.queue.URL}
-	queueH = (&queueapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: signer, Now: h.clock.Now, Log: log}).Routes()
-	syncH = (&syncapi.Handler{Gate: gate, Jobs: h.jobs, URLs: urls, Signer: signer, WaitCeiling: 60 * time.Second, Log: log}).Routes()
-	apiH = (&accountapi.Handler{Gate: gate, Auth: h.auth, Jobs: h.jobs, Catalog: cat, URLs: urls, Signer: signer,
-		Files: blobhttp.New(bucket, signer, h.clock.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: db,
-		Ready: []accountapi.Pinger{db}, Now: h.clock.Now, Log: log}).Routes()
+	h.cat, h.jobs = srv.Catalog(), srv.Jobs()
+	queueH, syncH, apiH = srv.Handler(server.RoleQueue), srv.Handler(server.RoleSync), srv.Handler(server.RoleAPI)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.jobs.Run(ctx) }()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/plans"
 )
 
 func (h *harness) run(slug, body string, hdr ...string) resp {
@@ -96,7 +97,7 @@ func TestSYNC03_RunTimedOut(t *testing.T) {
 // runs anyway with wait_declined; a status stream is 503 stream_declined.
 // Proves SYNC-06, SYNC-07, JOB-21, JOB-31, SUB-06, READ-05, PRICE-23 (wait_capacity).
 func TestSYNC07_SeatsFull(t *testing.T) {
-	each(t, options{seats: jobs.NewSeats(0, 200, 1000)}, func(t *testing.T, h *harness) {
+	each(t, options{seats: &plans.Seats{PerAccount: 0, PerProduct: 200, Platform: 1000}}, func(t *testing.T, h *harness) {
 		before := h.balance()
 		r := h.run(mFast, `{"positivePrompt":"ok"}`, "Idempotency-Key", "full-1")
 		expectRefusal(t, h, r, 429, "wait_capacity", before, 0)

@@ -14,6 +14,12 @@ import (
 // out) taken over. On return the running jobs are stopped without settling: their leases run
 // out and they run again, so a crash or a restart loses no job.
 func (s *Service) Run(ctx context.Context) error {
+	if !s.cfg.Runs {
+		// Not a worker: the jobs this process hands off are run, renewed and swept by the
+		// processes that run jobs.
+		<-ctx.Done()
+		return nil
+	}
 	s.mu.Lock()
 	s.base = context.WithoutCancel(ctx)
 	s.mu.Unlock()
@@ -21,9 +27,17 @@ func (s *Service) Run(ctx context.Context) error {
 	defer hb.Stop()
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
+	var poll <-chan time.Time
+	if s.cfg.PollEvery > 0 {
+		t := time.NewTicker(s.cfg.PollEvery)
+		defer t.Stop()
+		poll = t.C
+	}
 	s.Sweep(ctx)
 	for {
 		select {
+		case <-poll:
+			s.startAllQueued(ctx)
 		case <-ctx.Done():
 			s.stop()
 			return nil
@@ -114,6 +128,11 @@ func (s *Service) Sweep(ctx context.Context) {
 			s.takeOver(ctx, j)
 		}
 	}
+	s.startAllQueued(ctx)
+}
+
+// startAllQueued starts what waits for each model while this process has slots.
+func (s *Service) startAllQueued(ctx context.Context) {
 	for _, m := range s.catalog.Models() {
 		s.startQueued(ctx, m.Slug)
 	}
@@ -191,20 +210,24 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			if j.Status != InQueue {
 				return errSkip
 			}
-			a, err := tx.AccountForUpdate(ctx, j.AccountID)
+			// One charge path for submitted and queued jobs: the ledger checks the key's
+			// ceiling and the balance as it charges; a refusal fails the job at its turn.
+			now := s.now()
+			a, err := s.ledger.Open(ctx, tx, j.AccountID, now)
 			if err != nil {
 				return err
 			}
-			if a, err = tx.GrantAllowanceDue(ctx, a, s.now()); err != nil {
-				return err
-			}
-			if !j.Coverage.Covered() && j.Reserved == 0 && a.Balance < j.Quoted {
-				refusal = apierr.New(apierr.InsufficientCredits)
-				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(apierr.InsufficientCredits),
-					message: "the balance no longer covers the quote at the job's turn"}, &started)
-			}
-			if _, err := s.charge(ctx, tx, &j, a.Balance, s.now()); err != nil {
-				return err
+			if _, err := s.charge(ctx, tx, a, &j, now); err != nil {
+				e, ok := apierr.As(err)
+				if !ok || (e.Code != apierr.InsufficientCredits && e.Code != apierr.KeyCreditCeiling) {
+					return err
+				}
+				refusal = e
+				msg := "the balance no longer covers the quote at the job's turn"
+				if e.Code == apierr.KeyCreditCeiling {
+					msg = "the key's monthly credit ceiling no longer covers the quote at the job's turn"
+				}
+				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(e.Code), message: msg}, &started)
 			}
 			j.Dispatched = true
 			started = j

@@ -89,11 +89,13 @@ type Admission struct {
 type AdmissionOptions struct {
 	FuseLimits  map[Bucket]int // defaults to DefaultFuseLimits
 	FuseMaxKeys int            // defaults to DefaultMaxKeys
+	Plans       Table          // the bucket table the limiter uses, for headers when it fails; defaults to Plans
 }
 
 // NewAdmission wires a Fuse and a Guard around the shared limiter (Memory or the Redis one).
 func NewAdmission(l Limiter, opts AdmissionOptions) *Admission {
 	g := NewGuard(l)
+	g.plans = opts.Plans
 	return &Admission{
 		Guard: g,
 		Fuse:  NewFuse(FuseOptions{Limits: opts.FuseLimits, MaxKeys: opts.FuseMaxKeys, Guard: g}),

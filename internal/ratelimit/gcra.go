@@ -11,7 +11,12 @@ import "time"
 // implementation still reads the bucket, without taking from it, to fill Remaining and ResetAfter,
 // and must keep the refusal.
 func Resolve(r Request, now time.Time) (rate Rate, cost int64, d Decision, final bool, err error) {
-	rate, err = Policy(r.Plan, r.Bucket, r.AccountCreated, now)
+	return Plans.Resolve(r, now)
+}
+
+// Resolve is the package Resolve over the table t (the shipped one when t is nil).
+func (t Table) Resolve(r Request, now time.Time) (rate Rate, cost int64, d Decision, final bool, err error) {
+	rate, err = t.Policy(r.Plan, r.Bucket, r.AccountCreated, now)
 	if err != nil {
 		return Rate{}, 0, Decision{}, false, err
 	}

@@ -27,6 +27,7 @@ var ErrUnavailable = errors.New("ratelimit: limiter unavailable")
 // It is safe for concurrent use.
 type Guard struct {
 	limiter Limiter
+	plans   Table // for the headers of a failed call; nil: the shipped table
 
 	mu    sync.Mutex
 	ring  [GuardWindow]bool // true: that call failed
@@ -54,7 +55,7 @@ func (g *Guard) Admit(ctx context.Context, r Request, now time.Time) (Decision, 
 		g.record(true, now)
 	}
 	d = Decision{RetryAfter: UnavailableRetry, ResetAfter: UnavailableRetry}
-	if rate, perr := Policy(r.Plan, r.Bucket, r.AccountCreated, now); perr == nil {
+	if rate, perr := g.plans.Policy(r.Plan, r.Bucket, r.AccountCreated, now); perr == nil {
 		d.Limit = rate.Burst
 	}
 	return d, fmt.Errorf("%w: %w", ErrUnavailable, err)

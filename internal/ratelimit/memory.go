@@ -18,6 +18,7 @@ const shardCount = 64
 type MemoryOptions struct {
 	Clock   func() time.Time // defaults to time.Now
 	MaxKeys int              // entries held at most; defaults to DefaultMaxKeys
+	Plans   Table            // the bucket table; defaults to Plans
 }
 
 // Memory is the in-process Limiter, the embedded default: one process's buckets in a sharded
@@ -29,6 +30,7 @@ type MemoryOptions struct {
 // back the last few tokens they would have regained anyway.
 type Memory struct {
 	clock    func() time.Time
+	plans    Table
 	base     time.Time // times are held as nanoseconds since base (monotonic when the clock is)
 	seed     maphash.Seed
 	perShard int
@@ -56,7 +58,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = DefaultMaxKeys
 	}
-	m := &Memory{clock: opts.Clock, seed: maphash.MakeSeed()}
+	m := &Memory{clock: opts.Clock, plans: opts.Plans, seed: maphash.MakeSeed()}
 	m.base = m.clock()
 	m.perShard = max(opts.MaxKeys/shardCount, 1)
 	for i := range m.shards {
@@ -70,7 +72,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 // unknown plan or bucket (ErrUnknownPlan, ErrUnknownBucket).
 func (m *Memory) Admit(_ context.Context, r Request) (Decision, error) {
 	t := m.clock()
-	rate, cost, pre, final, err := Resolve(r, t)
+	rate, cost, pre, final, err := m.plans.Resolve(r, t)
 	if err != nil || final {
 		return pre, err
 	}

@@ -55,7 +55,7 @@ func perDay(mb int64) Rate { return Rate{Burst: mb, Refill: mb, Period: Day} }
 //	interactive  free: none   pro: burst 10, 30/min   max: burst 20, 60/min   ultimate: burst 40, 120/min
 //
 // Every burst is a multiple of 5, so the new-account multiplier of 0.2 is exact.
-var Plans = map[string]map[Bucket]Rate{
+var Plans = Table{
 	Free: {
 		Read:        perMinute(20, 60),
 		Write:       perMinute(10, 20),
@@ -86,6 +86,18 @@ var Plans = map[string]map[Bucket]Rate{
 	},
 }
 
+// Table is a bucket table: each plan's rate per bucket. Plans is the one shipped; an
+// operator's plans file (`serve --plans`) gives another, handed to the limiters' options.
+type Table map[string]map[Bucket]Rate
+
+// or returns t, or the shipped table when t is nil.
+func (t Table) or() Table {
+	if t == nil {
+		return Plans
+	}
+	return t
+}
+
 // Buckets lists every bucket, in the order of spec 02.
 var Buckets = []Bucket{Read, Write, Generate, Egress, Interactive}
 
@@ -108,7 +120,12 @@ var (
 // for any non-zero limit and a zero stays zero; the refill slows fivefold (the period is
 // stretched rather than the count cut, so it stays exact).
 func Policy(plan string, b Bucket, accountCreated, now time.Time) (Rate, error) {
-	buckets, ok := Plans[plan]
+	return Plans.Policy(plan, b, accountCreated, now)
+}
+
+// Policy is the package Policy over the table t (the shipped one when t is nil).
+func (t Table) Policy(plan string, b Bucket, accountCreated, now time.Time) (Rate, error) {
+	buckets, ok := t.or()[plan]
 	if !ok {
 		return Rate{}, fmt.Errorf("%w %q", ErrUnknownPlan, plan)
 	}

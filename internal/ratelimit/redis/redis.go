@@ -53,6 +53,8 @@ type Options struct {
 	// Clock decides only whether an account is inside its first 24 hours; bucket time is the
 	// Redis server's. Defaults to time.Now.
 	Clock func() time.Time
+	// Plans is the bucket table (ratelimit.Plans when nil).
+	Plans ratelimit.Table
 }
 
 // Limiter is the Redis implementation of ratelimit.Limiter: one key per (public key id, bucket)
@@ -61,6 +63,7 @@ type Limiter struct {
 	rdb    goredis.Scripter
 	prefix string
 	clock  func() time.Time
+	plans  ratelimit.Table
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -76,7 +79,7 @@ func New(rdb goredis.Scripter, opts Options) *Limiter {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Limiter{rdb: rdb, prefix: opts.Prefix, clock: opts.Clock}
+	return &Limiter{rdb: rdb, prefix: opts.Prefix, clock: opts.Clock, plans: opts.Plans}
 }
 
 // Key is the Redis key of one bucket. The braces make the public key id a cluster hash tag.
@@ -88,7 +91,7 @@ func (l *Limiter) Key(key string, b ratelimit.Bucket) string {
 // (refused connection, timeout, closed client) is returned as is; the Guard turns it into
 // 503 limiter_unavailable.
 func (l *Limiter) Admit(ctx context.Context, r ratelimit.Request) (ratelimit.Decision, error) {
-	rate, cost, pre, final, err := ratelimit.Resolve(r, l.clock())
+	rate, cost, pre, final, err := l.plans.Resolve(r, l.clock())
 	if err != nil || final {
 		return pre, err
 	}

@@ -1,0 +1,387 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/modelexec/modelexec/internal/accountapi"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/blobs"
+	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/fetch"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/plans"
+	"github.com/modelexec/modelexec/internal/queueapi"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+	rlredis "github.com/modelexec/modelexec/internal/ratelimit/redis"
+	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/runners/builtin"
+	"github.com/modelexec/modelexec/internal/runners/cog"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/studio"
+	"github.com/modelexec/modelexec/internal/syncapi"
+)
+
+// Server is the wired service of one process.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	roles    Roles
+	urls     URLs
+	catalog  *catalog.Catalog
+	plans    *plans.Plans
+	jobs     *jobs.Service
+	account  *accountapi.Handler
+	bucket   *blobs.Bucket
+	ownsBkt  bool
+	handlers map[Role]http.Handler
+	workers  []func(context.Context) error
+}
+
+// HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
+// processes that serve the surfaces.
+const HandOffPoll = 200 * time.Millisecond
+
+// URLs are the public base URLs of the three surfaces (no trailing slash).
+type URLs struct{ API, Queue, Sync string }
+
+// New builds the handlers and workers of the roles in cfg. It opens nothing it cannot close:
+// Close releases the blob bucket it opened.
+func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
+	if d.DB == nil || d.Auth == nil {
+		return nil, errors.New("server: a database and an auth service are required")
+	}
+	if d.Now == nil {
+		d.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Plans == nil {
+		d.Plans = plans.Default()
+	}
+	roles := cfg.Roles
+	if roles == nil {
+		roles = Every()
+	}
+	if !roles.Whole() && cfg.Secret == "" {
+		return nil, fmt.Errorf("--roles %s: a process that runs only some roles needs the deployment secret (--secret or MODELEXEC_SECRET), the same in every process, or the links one process signs do not verify in another", roles)
+	}
+	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}}
+	s.urls = cfg.publicURLs()
+	build := d.Catalogue
+	if build == nil {
+		build = func(h catalog.Hosts) (*catalog.Catalog, error) { return catalog.Default(catalog.WithHosts(h)) }
+	}
+	cat, err := build(catalog.Hosts{Queue: s.urls.Queue, Sync: s.urls.Sync})
+	if err != nil {
+		return nil, err
+	}
+	s.catalog = cat
+
+	s.bucket = d.Bucket
+	if s.bucket == nil {
+		loc := cfg.Blobs
+		if loc == "" {
+			return nil, errors.New("server: no blob storage given (a directory or an s3:// URL)")
+		}
+		if s.bucket, err = blobs.OpenBucket(ctx, loc); err != nil {
+			return nil, fmt.Errorf("blobs: %w", err)
+		}
+		s.ownsBkt = true
+	}
+	signingSecret := []byte(cfg.Secret)
+	if len(signingSecret) == 0 {
+		signingSecret = []byte("unconfigured-" + randomHex(16)) // links die with the process
+	} else if len(signingSecret) < 16 {
+		signingSecret = []byte(webhookSecret(cfg.Secret)) // a short secret, stretched
+	}
+	signer, err := blobs.NewSigner(signingSecret, s.urls.API+"/files", d.Now)
+	if err != nil {
+		return nil, err
+	}
+	fopts := []fetch.Option{fetch.WithBlobs(signer, s.bucket), fetch.WithClock(d.Now)}
+	if d.LoopbackFetch {
+		fopts = append(fopts, fetch.AllowLoopbackForTests())
+	}
+	fetcher := fetch.New(fetch.Config{}, fopts...)
+
+	reg, cogs, err := s.runners(cat, d)
+	if err != nil {
+		return nil, err
+	}
+	chatSvc, err := s.wireChat(cat, reg, d.DB, d.Now)
+	if err != nil {
+		return nil, err
+	}
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env {
+		return runners.Env{Inputs: fetcher, Outputs: blobs.Outputs{Store: s.bucket, JobID: j.RequestID}, Report: rep}
+	}
+	jcfg := jobs.DefaultConfig()
+	jcfg.InFlight = map[auth.Plan]int{}
+	for p, n := range d.Plans.InFlight {
+		jcfg.InFlight[p] = n
+	}
+	jcfg.ModelConcurrency = d.Plans.ModelConcurrency
+	if cfg.ModelConcurrency > 0 {
+		jcfg.ModelConcurrency = cfg.ModelConcurrency
+	}
+	jcfg.Runs = roles[RoleWorker]
+	if jcfg.Runs && !roles.Whole() {
+		// Submits reach this worker through the database only (another process's hand-offs):
+		// it looks for them every HandOffPoll, one indexed read per model.
+		jcfg.PollEvery = HandOffPoll
+	}
+	if d.Jobs != nil {
+		d.Jobs(&jcfg)
+	}
+	var store jobs.Store = sqlstore.Jobs{DB: d.DB}
+	if d.JobStore != nil {
+		store = d.JobStore(store)
+	}
+	seats := jobs.NewSeats(d.Plans.Seats.PerAccount, d.Plans.Seats.PerProduct, d.Plans.Seats.Platform)
+	s.jobs = jobs.New(store, cat, reg, env, seats, d.Now, d.Log, jcfg)
+	chatSvc.Jobs = s.jobs
+
+	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log}
+	switch {
+	case d.Pacer != nil:
+		gate.Pacer = d.Pacer
+	case !cfg.NoRateLimits:
+		limiter := d.Limiter
+		if limiter == nil {
+			if limiter, err = cfg.limiter(d); err != nil {
+				return nil, err
+			}
+		}
+		adm := ratelimit.NewAdmission(limiter, ratelimit.AdmissionOptions{Plans: d.Plans.Rates, FuseLimits: d.Plans.Fuse})
+		gate.Pacer = httpapi.Admission{Adm: adm, Now: d.Now}
+	}
+	gate.Switches.APIDisabled.Store(cfg.APIDisabled)
+	paused := map[string]bool{}
+	for _, p := range cfg.DisableProduct {
+		paused[p] = true
+	}
+	gate.Switches.DisabledProducts.Store(&paused)
+
+	urls := jobview.URLs{Queue: s.urls.Queue}
+	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
+		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: d.DB,
+		Ready: []accountapi.Pinger{d.DB}, Now: d.Now, Log: d.Log}
+	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
+	mountChat(acct, chatSvc, gate, d.Now, d.Log)
+	// Every process merging into a studio document compares and swaps on its revision, so any
+	// number of processes agree.
+	acct.Studio = studio.NewService(studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log})
+	s.account = acct
+	hookWorkers, err := s.wireWebhooks(d.DB, acct) // before acct.Routes()
+	if err != nil {
+		return nil, err
+	}
+	if roles[RoleAPI] {
+		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
+	}
+	if roles[RoleQueue] {
+		q := &queueapi.Handler{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
+		s.handlers[RoleQueue] = q.Routes()
+	}
+	if roles[RoleSync] {
+		wc := cfg.WaitCeiling
+		if wc == 0 {
+			wc = 60 * time.Second
+		}
+		sh := &syncapi.Handler{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
+		s.handlers[RoleSync] = sh.Routes()
+	}
+	if roles[RoleWorker] {
+		every := cfg.AllowanceEvery
+		if every == 0 {
+			every = time.Minute
+		}
+		s.workers = append(s.workers, s.jobs.Run, allowanceWorker(d.DB, d.Now, every, d.Log))
+	}
+	if roles[RoleWebhooks] {
+		s.workers = append(s.workers, hookWorkers...)
+	}
+	return s, nil
+}
+
+// publicURLs are the configured public URLs, or http://<addr> of each surface's listener.
+func (c Config) publicURLs() URLs {
+	pick := func(public string, role Role, addr string) string {
+		if public != "" {
+			return strings.TrimRight(public, "/")
+		}
+		if ln := c.Listeners[role]; ln != nil {
+			return "http://" + ln.Addr().String()
+		}
+		return "http://" + addr
+	}
+	return URLs{API: pick(c.PublicURLAPI, RoleAPI, c.APIAddr), Queue: pick(c.PublicURLQueue, RoleQueue, c.QueueAddr),
+		Sync: pick(c.PublicURLSync, RoleSync, c.SyncAddr)}
+}
+
+// limiter is the shared Redis limiter when cfg names one, else the in-process one.
+func (c Config) limiter(d Deps) (ratelimit.Limiter, error) {
+	if c.Redis == "" {
+		return ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: d.Now, Plans: d.Plans.Rates}), nil
+	}
+	opt, err := redis.ParseURL(c.Redis)
+	if err != nil {
+		return nil, fmt.Errorf("--redis: %w", err)
+	}
+	opt.MaxRetries, opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = -1, time.Second, 500*time.Millisecond, 500*time.Millisecond
+	return rlredis.New(redis.NewClient(opt), rlredis.Options{Clock: d.Now, Plans: d.Plans.Rates}), nil
+}
+
+// runners is the registry: the built-in reference runners, a catalogue entry's "runner"
+// choice, the Cog servers of cfg.Cog, then the test's replacements.
+func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[string]*cog.Runner, error) {
+	builtins := builtin.All(builtin.Options{Now: d.Now})
+	reg := runners.Registry{}
+	for slug, rn := range builtins {
+		reg[slug] = rn
+	}
+	for _, m := range cat.Models() {
+		switch {
+		case m.Runner == "":
+		case m.Runner == builtin.Noop:
+			reg[m.Slug] = builtin.NewNoop()
+		case builtins[m.Runner] != nil:
+			reg[m.Slug] = builtins[m.Runner]
+		default:
+			return nil, nil, fmt.Errorf("catalogue model %s: runner %q is not a built-in runner (%q, or the slug of a built-in model)", m.Slug, m.Runner, builtin.Noop)
+		}
+	}
+	cogs := map[string]*cog.Runner{}
+	for slug, base := range s.cfg.Cog {
+		if _, ok := cat.Model(slug); !ok {
+			return nil, nil, fmt.Errorf("--cog %s: no such model", slug)
+		}
+		rn, err := cog.New(cog.Config{BaseURL: base, WebhookURL: s.urls.API + "/internal/cog/" + slug})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--cog %s: %w", slug, err)
+		}
+		reg[slug], cogs[slug] = rn, rn
+	}
+	if d.Runners != nil {
+		for slug, rn := range d.Runners(cat) {
+			reg[slug] = rn
+		}
+	}
+	return reg, cogs, nil
+}
+
+// Handler is the HTTP surface of role (nil when this process does not serve it).
+func (s *Server) Handler(role Role) http.Handler { return s.handlers[role] }
+
+// Jobs is the jobs engine.
+func (s *Server) Jobs() *jobs.Service { return s.jobs }
+
+// Catalog is the catalogue in force.
+func (s *Server) Catalog() *catalog.Catalog { return s.catalog }
+
+// Plans are the plan figures in force.
+func (s *Server) Plans() *plans.Plans { return s.plans }
+
+// URLs are the public base URLs.
+func (s *Server) URLs() URLs { return s.urls }
+
+// Workers is how many background workers Run starts.
+func (s *Server) Workers() int { return len(s.workers) }
+
+// Close releases what New opened (the blob bucket).
+func (s *Server) Close() error {
+	if s.ownsBkt {
+		return s.bucket.Close()
+	}
+	return nil
+}
+
+// addr is the listen address of a surface.
+func (c Config) addr(role Role) string {
+	switch role {
+	case RoleAPI:
+		return c.APIAddr
+	case RoleQueue:
+		return c.QueueAddr
+	}
+	return c.SyncAddr
+}
+
+// Run serves every surface of the process and runs its workers until ctx ends, then shuts the
+// listeners down gracefully (in-flight requests get ShutdownGrace) and stops the workers.
+func (s *Server) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	grace := s.cfg.ShutdownGrace
+	if grace == 0 {
+		grace = 20 * time.Second
+	}
+	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync} {
+		h := s.handlers[role]
+		if h == nil {
+			continue
+		}
+		ln := s.cfg.Listeners[role]
+		if ln == nil {
+			var err error
+			if ln, err = net.Listen("tcp", s.cfg.addr(role)); err != nil {
+				return fmt.Errorf("%s listener: %w", role, err)
+			}
+		}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		s.log.Info("listening", "surface", string(role), "addr", ln.Addr().String())
+		g.Go(func() error {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		})
+	}
+	g.Go(func() error { return s.RunWorkers(ctx) })
+	err := g.Wait()
+	s.log.Info("stopped")
+	return err
+}
+
+// RunWorkers runs the process's background workers until ctx ends (Run calls it; tests that
+// serve the handlers themselves call it directly).
+func (s *Server) RunWorkers(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, w := range s.workers {
+		g.Go(func() error {
+			if err := w(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
