@@ -137,6 +137,9 @@ type Store interface {
 type Tx interface {
 	ledger.Tx
 	JobByRequestForUpdate(ctx context.Context, requestID string) (Job, error)
+	// ClaimQueued locks and returns the first waiting job of model in queue order that no
+	// other transaction holds; ErrNotFound when there is none.
+	ClaimQueued(ctx context.Context, model string) (Job, error)
 	// InsertJob stores j; ErrDuplicate when the account already has the job id or the
 	// idempotency key.
 	InsertJob(ctx context.Context, j Job) error

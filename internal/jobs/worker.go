@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
 )
 
 // Run drives the background work until ctx ends: heartbeats of this process's running jobs
@@ -114,8 +115,11 @@ func (s *Service) Sweep(ctx context.Context) {
 			s.takeOver(ctx, j)
 		}
 	}
+	// Only models that queue can have jobs waiting.
 	for _, m := range s.catalog.Models() {
-		s.startQueued(ctx, m.Slug)
+		if m.Lifecycle.Queue == catalog.QueueOffers {
+			s.startQueued(ctx, m.Slug)
+		}
 	}
 }
 
@@ -171,26 +175,34 @@ var errSkip = errors.New("skip")
 // starts (a queued job costs nothing until then).
 func (s *Service) startQueued(ctx context.Context, model string) {
 	for {
-		// Look before claiming: a slot claimed only to find the queue empty would, for that
-		// moment, turn a concurrent submit away (service_busy) or queue it behind nobody.
-		queued, err := s.store.Queued(ctx, model, 1)
-		if err != nil || len(queued) == 0 {
-			return
-		}
-		if !s.claimSlot(model) {
+		// Cheap look first: with every slot taken there is nothing to claim.
+		if !s.slotFree(model) {
 			return
 		}
 		var started Job
 		var refusal error
-		err = s.store.InTx(ctx, func(tx Tx) error {
+		slot := false
+		err := s.store.InTx(ctx, func(tx Tx) error {
 			refusal = nil
-			j, err := tx.JobByRequestForUpdate(ctx, queued[0].RequestID)
+			if slot { // a retried transaction claims its slot again
+				s.giveSlot(model)
+				slot = false
+			}
+			// The head of the queue that no other process is starting (SKIP LOCKED on
+			// PostgreSQL; SQLite's write transaction already excludes the others). The slot is
+			// claimed only once a job is in hand: a slot claimed for an empty queue would, for
+			// that moment, turn a concurrent submit away or queue it behind nobody.
+			j, err := tx.ClaimQueued(ctx, model)
+			if errors.Is(err, ErrNotFound) {
+				return errSkip
+			}
 			if err != nil {
 				return err
 			}
-			if j.Status != InQueue {
+			if !s.claimSlot(model) {
 				return errSkip
 			}
+			slot = true
 			// One charge path for submitted and queued jobs: the ledger checks the key's
 			// ceiling and the balance as it charges; a refusal fails the job at its turn.
 			now := s.now()
@@ -215,9 +227,9 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			return tx.UpdateJob(ctx, j)
 		})
 		if err != nil || refusal != nil {
-			s.mu.Lock()
-			s.slots[model]--
-			s.mu.Unlock()
+			if slot {
+				s.giveSlot(model)
+			}
 			if refusal != nil {
 				s.broker.publish(started.RequestID)
 				continue
@@ -229,9 +241,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 		}
 		s.broker.publish(started.RequestID)
 		if err := s.start(started); err != nil {
-			s.mu.Lock()
-			s.slots[model]--
-			s.mu.Unlock()
+			s.giveSlot(model)
 			return
 		}
 	}
