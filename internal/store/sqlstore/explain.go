@@ -15,9 +15,9 @@ const (
 	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2`
 	qListJobs            = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT $3`
 	// queueOrder is the order of a model's queue: normal before low, oldest first.
-	queueOrder     = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
-	qClaimQueued   = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
-	qQueued        = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT $2`
+	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
+	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
+	qQueued      = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT $2`
 	// qCountInFlight reads the partial index of unsettled jobs; SQLite's planner, without
 	// statistics, may otherwise walk every job of the account through another index, so it is
 	// named there (countInFlightSQL).
