@@ -107,14 +107,21 @@ func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
 
 func (tx *Tx) UpdateJob(ctx context.Context, j jobs.Job) error {
 	a := jobArgs(j)
-	// Everything but the key (account_id, id) and the immutable columns.
-	_, err := tx.q.ExecContext(ctx, `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
+	// Everything but the key (account_id, id) and the immutable columns; a settled job is never
+	// written again.
+	res, err := tx.q.ExecContext(ctx, `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
  reserved = $6, charged = $7, coverage = $8, start_by = $9, provider_job_id = $10, dispatched = $11, cancel_asked = $12, result = $13,
  logs = $14, metrics = $15, progress = $16, lease_owner = $17, lease_until = $18, attempts = $19, started_at = $20, finished_at = $21
- WHERE account_id = $22 AND id = $23`,
+ WHERE account_id = $22 AND id = $23 AND status <> 'COMPLETED'`,
 		a[8], a[9], a[10], a[11], a[12], a[14], a[15], a[16], a[18], a[20], a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29],
 		a[31], a[32], j.AccountID, j.ID)
-	return err
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return jobs.ErrSettled
 }
 
 func (tx *Tx) JobByRequestForUpdate(ctx context.Context, requestID string) (jobs.Job, error) {

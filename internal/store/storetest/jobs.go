@@ -95,6 +95,15 @@ func testJobReads(t *testing.T, db *sqlstore.DB) {
 		len(got.Logs) != 1 || !reflect.DeepEqual(got.Metrics, map[string]float64{"seconds": 1.5}) {
 		t.Fatalf("after the transition: %+v %v", got, err)
 	}
+	// A settled job is never written again, whatever a caller read before.
+	err = s.InTx(ctx, func(tx jobs.Tx) error {
+		stale := got
+		stale.Status, stale.Outcome = jobs.InProgress, ""
+		return tx.UpdateJob(ctx, stale)
+	})
+	if !errors.Is(err, jobs.ErrSettled) {
+		t.Fatalf("update of a settled job: %v, want ErrSettled", err)
+	}
 	list, err := s.ListJobs(ctx, "acct_j", t0.Add(time.Hour), 10)
 	if err != nil || len(list) != 1 || list[0].ID != j.ID {
 		t.Fatalf("list: %+v %v", list, err)
