@@ -59,6 +59,7 @@ type result struct {
 	p50, p99           time.Duration
 	readsPerSec        float64
 	submitted, errored int
+	stmts, txs         float64 // SQL statements and transactions per job, submit to settled, HTTP included
 }
 
 func main() {
@@ -107,6 +108,9 @@ func main() {
 		fmt.Printf("%-22s %12.0f %10s %10s %14.0f %10s %10s", r.name, r.jobsPerSec, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.readsPerSec, jr, rr)
 		if r.errored > 0 {
 			fmt.Printf("  (%d errors)", r.errored)
+		}
+		if r.stmts > 0 {
+			fmt.Printf("  %.1f SQL statements, %.2f transactions per job", r.stmts, r.txs)
 		}
 		fmt.Println()
 	}
@@ -211,6 +215,7 @@ func engine(backend, pgURL string, client *http.Client, n, c int, reads time.Dur
 	}
 	key := m.Key
 	var statusURL atomic.Value
+	s0, t0 := db.Stats()
 	lat, errs, elapsed := load(client, c, n, func(i int) (*http.Request, error) {
 		req, err := http.NewRequest(http.MethodPost, srv.URL+"/svc-serverless/image-4b?wait=60", strings.NewReader(`{"positivePrompt":"bench"}`))
 		if err != nil {
@@ -233,7 +238,11 @@ func engine(backend, pgURL string, client *http.Client, n, c int, reads time.Dur
 		statusURL.Store(doc.StatusURL)
 		return true
 	})
+	s1, t1 := db.Stats()
 	r := result{name: "jobs " + backend, submitted: n, errored: errs}
+	if len(lat) > 0 {
+		r.stmts, r.txs = float64(s1-s0)/float64(len(lat)), float64(t1-t0)/float64(len(lat))
+	}
 	r.jobsPerSec, r.p50, r.p99 = float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 99)
 	su, _ := statusURL.Load().(string)
 	if su == "" {

@@ -70,6 +70,9 @@ func (h *Handler) run() http.Handler {
 			return err
 		}
 		queueapi.Warn(w, m, res.Warnings)
+		if res.Replayed { // the key answered an earlier request (DESIGN 25)
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		j, timedOut, err := h.Jobs.Wait(r.Context(), p.Account.ID, res.Job.RequestID, h.WaitCeiling)
 		if err != nil && r.Context().Err() == nil {
 			return err
