@@ -51,6 +51,13 @@ type Server struct {
 	workers  []func(context.Context) error
 }
 
+// The listen addresses as shipped.
+const (
+	DefaultAPIAddr   = "127.0.0.1:8080"
+	DefaultQueueAddr = "127.0.0.1:8081"
+	DefaultSyncAddr  = "127.0.0.1:8082"
+)
+
 // HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
 // processes that serve the surfaces.
 const HandOffPoll = 200 * time.Millisecond
@@ -79,6 +86,14 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	if !roles.Whole() && cfg.Secret == "" {
 		return nil, fmt.Errorf("--roles %s: a process that runs only some roles needs the deployment secret (--secret or MODELEXEC_SECRET), the same in every process, or the links one process signs do not verify in another", roles)
+	}
+	for _, a := range []struct {
+		addr *string
+		def  string
+	}{{&cfg.APIAddr, DefaultAPIAddr}, {&cfg.QueueAddr, DefaultQueueAddr}, {&cfg.SyncAddr, DefaultSyncAddr}} {
+		if *a.addr == "" {
+			*a.addr = a.def
+		}
 	}
 	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}}
 	s.urls = cfg.publicURLs()
