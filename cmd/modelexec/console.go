@@ -67,7 +67,7 @@ func (c *AccountsCreateCmd) Run(e *env) error {
 	// --created-at says; the allowance is credited from the next UTC month on.
 	a := auth.Account{ID: newID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance,
 		AllowancePeriod: auth.Period(utcNow()), CreatedAt: created.UTC(), PassOnly: c.PassOnly}
-	if err := db.CreateAccount(e.ctx, a); err != nil {
+	if err := db.Ledger(utcNow).CreateAccount(e.ctx, a); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -93,33 +93,26 @@ func (c *AccountsSetCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
+	// One change, one transaction, through the ledger (a ban revokes the account's keys).
+	var ch ledger.AccountChange
 	if c.Status != "" {
-		if err := db.SetAccountStatus(e.ctx, c.ID, auth.Status(c.Status)); err != nil {
-			return err
-		}
+		st := auth.Status(c.Status)
+		ch.Status = &st
 	}
 	if c.PassOnly != "" {
-		if err := db.SetAccountPassOnly(e.ctx, c.ID, c.PassOnly == "on"); err != nil {
-			return err
-		}
+		on := c.PassOnly == "on"
+		ch.PassOnly = &on
 	}
-	if c.Plan != "" || c.Allowance >= 0 {
-		a, err := db.Account(e.ctx, c.ID)
-		if err != nil {
-			return err
-		}
-		plan := a.Plan
-		allowance := a.MonthlyAllowance
-		if c.Plan != "" {
-			plan = auth.Plan(c.Plan)
-			allowance = auth.DefaultMonthlyAllowance(plan)
-		}
-		if c.Allowance >= 0 {
-			allowance = c.Allowance
-		}
-		if err := db.SetAccountPlan(e.ctx, c.ID, plan, allowance); err != nil {
-			return err
-		}
+	if c.Plan != "" {
+		plan := auth.Plan(c.Plan)
+		ch.Plan = &plan
+	}
+	if c.Allowance >= 0 {
+		v := ledger.Credits(c.Allowance)
+		ch.Allowance = &v
+	}
+	if _, err := db.Ledger(utcNow).ChangeAccount(e.ctx, c.ID, ch); err != nil {
+		return fmt.Errorf("account %s: %w", c.ID, err)
 	}
 	return printAccount(e, db, c.ID, c.JSON)
 }
@@ -140,7 +133,7 @@ func (c *AccountsShowCmd) Run(e *env) error {
 }
 
 func printAccount(e *env, db *sqlstore.DB, id string, asJSON bool) error {
-	a, err := db.Account(e.ctx, id)
+	a, err := db.Ledger(utcNow).Account(e.ctx, id)
 	if err != nil {
 		return fmt.Errorf("account %s: %w", id, err)
 	}
@@ -181,11 +174,8 @@ func (c *PassesGrantCmd) Run(e *env) error {
 	if c.ExpiresDays > 0 {
 		p.ExpiresAt = utcNow().AddDate(0, 0, c.ExpiresDays)
 	}
-	if _, err := db.Account(e.ctx, c.Account); err != nil {
+	if err := db.Ledger(utcNow).GrantPass(e.ctx, p); err != nil {
 		return fmt.Errorf("account %s: %w", c.Account, err)
-	}
-	if err := db.AddPass(e.ctx, p); err != nil {
-		return err
 	}
 	if c.JSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": p.ID, "account": p.AccountID, "name": p.Name})
@@ -212,9 +202,9 @@ func (c *CreditsGrantCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
-	bal, err := db.Grant(e.ctx, c.Account, c.Amount, utcNow())
+	bal, err := db.Ledger(utcNow).Grant(e.ctx, c.Account, ledger.Credits(c.Amount))
 	if err != nil {
-		return err
+		return fmt.Errorf("account %s: %w", c.Account, err)
 	}
 	if c.JSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.Account, "balance": bal})
@@ -308,7 +298,7 @@ func (c *KeysListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	a, err := db.Account(e.ctx, c.Account)
+	a, err := db.Ledger(utcNow).Account(e.ctx, c.Account)
 	if err != nil {
 		return err
 	}

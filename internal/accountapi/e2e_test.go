@@ -342,8 +342,11 @@ func TestORD_CheckOrderEndToEnd(t *testing.T) {
 				e.refused(e.do("POST", "/probe/write", bearer(k)...), 403, c.code)
 			}
 		}
+		// The ban revoked every key the account held (spec 02): a limited account reads with a
+		// key minted after it.
 		setStatus(t, db, a.ID, auth.Limited)
 		e.clock.Add(2 * time.Second)
+		key = e.mint(auth.MintParams{AccountID: a.ID})
 		if got := e.do("GET", "/v1/me", bearer(key.Key)...); got.status != 200 {
 			t.Fatalf("limited account read: %d %s", got.status, got.raw)
 		}

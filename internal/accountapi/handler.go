@@ -12,6 +12,7 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -38,13 +39,19 @@ type Handler struct {
 	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
 	Usage    UsageReader       // GET /v1/usage; nil: not registered
+	Studio   *studio.Service   // studio document routes; nil: not registered
 }
 
 func (h *Handler) me() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
-		p := httpapi.Principal(r)
+		// The gate's principal may come from the key cache (valid for key checks only): the
+		// balance and the key's spend are read fresh, so a charge shows at once.
+		p, err := h.Auth.Fresh(r.Context(), *httpapi.Principal(r))
+		if err != nil {
+			return err
+		}
 		now := h.Now()
-		httpapi.WriteJSON(w, r, http.StatusOK, meBody(p, now))
+		httpapi.WriteJSON(w, r, http.StatusOK, meBody(&p, now))
 		return nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -597,7 +598,7 @@ func TestACC14_ACC15_Usage(t *testing.T) {
 		if a := e.get("/v1/usage", other); a.status != 200 || len(items(a)) != 0 || num(a.body["total"].(map[string]any)["net"]) != 0 {
 			t.Fatalf("other account usage = %s", a.raw)
 		}
-		for _, w := range []string{"13m", "24m", "all", "week", "0m"} {
+		for _, w := range []string{"13m", "24m"} {
 			a := e.get("/v1/usage?window="+w, key1)
 			e.want(a, 413, "usage_window_too_large")
 			if a.body["window"] != w {
@@ -693,6 +694,32 @@ func TestACC16_ACC17_ACC18_Uploads(t *testing.T) {
 		cfg, format, err := image.DecodeConfig(bytes.NewReader(out.raw))
 		if err != nil || format != "png" || cfg.Width != 16 || cfg.Height != 12 {
 			t.Fatalf("output %s %dx%d, %v", format, cfg.Width, cfg.Height, err)
+		}
+	})
+}
+
+// TestACC14_UsageWindowMalformed proves ACC-14's accepted windows from the refusing side: a
+// window that is not a window at all ("bogus", "week", "0m", "all", "-1m", "m") is a 400 naming
+// the windows accepted, not 413 usage_window_too_large (which is for a real window too big).
+func TestACC14_UsageWindowMalformed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newAccEnv(t, db)
+		key := e.account("acct_usage_bad")
+		for _, w := range []string{"bogus", "week", "0m", "all", "-1m", "m", "01m"} {
+			a := e.get("/v1/usage?window="+url.QueryEscape(w), key)
+			e.want(a, 400, "invalid_input")
+			if a.body["window"] != w || a.body["error_type"] != "ValidationError" {
+				t.Fatalf("window %q: %s", w, a.raw)
+			}
+			msg, _ := a.body["message"].(string)
+			for _, name := range []string{"month", "last_month", "12m"} {
+				if !strings.Contains(msg, name) {
+					t.Fatalf("window %q: message %q does not name %s", w, msg, name)
+				}
+			}
+			if allowed, _ := a.body["allowed"].([]any); len(allowed) != 6 {
+				t.Fatalf("window %q: allowed = %v", w, a.body["allowed"])
+			}
 		}
 	})
 }

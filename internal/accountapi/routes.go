@@ -25,6 +25,7 @@ func (h *Handler) Routes() http.Handler {
 	h.jobRoutes(mux)
 	h.uploadRoutes(mux)
 	h.webhookRoutes(mux)
+	h.studioRoutes(mux)
 
 	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.AccountSurface, h.Log, mux)

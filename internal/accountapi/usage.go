@@ -45,11 +45,11 @@ var usageWindows = []string{"month", "last_month", "1m", "3m", "6m", "12m"}
 // `to` is exclusive and a month boundary: the current month's window ends where the next
 // month starts (nothing is written after now, so it reads everything up to now).
 //
-// Refusals: the spec catalogues one window refusal, 413 usage_window_too_large carrying
-// `window`. A recognised form longer than twelve months ("24m") is exactly that. A name this
-// service cannot read at all ("week", "0m", "all") gets the same code, also carrying `allowed`
-// (the names it can read), rather than a code the catalogue does not have: either way the
-// client learns the window it sent cannot be read and which ones can.
+// Refusals: a recognised form longer than twelve months ("24m", "13m") is 413
+// usage_window_too_large carrying `window` (spec 02). A name that is not a window at all ("week",
+// "0m", "bogus") is not "too large": it is a malformed query value, 400 invalid_input (the
+// service's code for a value outside its contract) carrying `window` and `allowed`, with a
+// message naming the windows accepted.
 func usageWindow(name string, now time.Time) (from, to time.Time, err error) {
 	now = now.UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
@@ -72,7 +72,9 @@ func usageWindow(name string, now time.Time) (from, to time.Time, err error) {
 			return month.AddDate(0, -(v - 1), 0), next, nil
 		}
 	}
-	return time.Time{}, time.Time{}, tooLarge("The usage window cannot be read: send month, last_month or 1m to 12m.")
+	return time.Time{}, time.Time{}, apierr.Newf(apierr.InvalidInput,
+		"window %q is not a usage window: send month, last_month, or 1m to 12m (the current month and up to eleven before it).", name).
+		With("window", name).With("allowed", usageWindows)
 }
 
 // usage serves GET /v1/usage: the account's spend per key in a window.

@@ -44,7 +44,7 @@ type webhookBody struct {
 // urlRefusal is invalid_url carrying reason: 400 on a URL the caller sent, 409 (the
 // catalogue's status) on the stored URL of a re-challenge.
 func urlRefusal(e *webhooks.URLError, status int) error {
-	ae := apierr.New(apierr.InvalidURL, "reason", string(e.Reason))
+	ae := apierr.Newf(apierr.InvalidURL, "%s", e.Message()).With("reason", string(e.Reason))
 	ae.Status = status
 	return ae
 }

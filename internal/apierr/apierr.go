@@ -62,6 +62,8 @@ type Error struct {
 	// Detail is the queue-protocol list of violations; on queue hosts a request refusal
 	// without detail gets [{loc: [body], ...}].
 	Detail []Violation
+	// DetailOmitted counts violations found beyond the MaxDetail listed in Detail.
+	DetailOmitted int
 	// RetryAfter, when positive, is sent as the Retry-After header (whole seconds).
 	RetryAfter int
 	// Headers are extra response headers (e.g. X-Svc-Request-Timeout-Type).
@@ -100,10 +102,51 @@ func (e *Error) With(name string, v any) *Error {
 	return e
 }
 
-// WithDetail appends violations and returns e.
+// MaxDetail is the most entries a refusal's `detail` lists. Beyond it the list ends with one
+// entry of type DetailTruncatedType saying how many more were found, and the body carries
+// `detail_truncated` (that count): a refusal stays a small answer whatever the request holds.
+const MaxDetail = 50
+
+// DetailTruncatedType is the `type` of the final `detail` entry of a truncated list.
+const DetailTruncatedType = "too_many_violations"
+
+// WithDetail appends violations up to MaxDetail, counting the rest in DetailOmitted, and
+// returns e.
 func (e *Error) WithDetail(v ...Violation) *Error {
-	e.Detail = append(e.Detail, v...)
+	for _, x := range v {
+		if len(e.Detail) >= MaxDetail {
+			e.DetailOmitted++
+			continue
+		}
+		e.Detail = append(e.Detail, x)
+	}
 	return e
+}
+
+// WithOmitted adds n violations found but not listed (a validator that stopped collecting at
+// its own cap) and returns e.
+func (e *Error) WithOmitted(n int) *Error {
+	if n > 0 {
+		e.DetailOmitted += n
+	}
+	return e
+}
+
+// ListedDetail is the `detail` list as written: at most MaxDetail violations, then, when any
+// were left out, one entry saying how many, and that count (0 when nothing was left out).
+func (e *Error) ListedDetail() ([]Violation, int) {
+	d, omitted := e.Detail, e.DetailOmitted
+	if len(d) > MaxDetail {
+		omitted += len(d) - MaxDetail
+		d = d[:MaxDetail]
+	}
+	if omitted == 0 {
+		return d, 0
+	}
+	out := make([]Violation, len(d), len(d)+1)
+	copy(out, d)
+	return append(out, Violation{Loc: []any{"body"}, Type: DetailTruncatedType,
+		Msg: fmt.Sprintf("%d more violations were found and are not listed; fix the ones above and send again.", omitted)}), omitted
 }
 
 // Wrap records the underlying cause (logged, never echoed).

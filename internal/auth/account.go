@@ -88,6 +88,9 @@ type Account struct {
 	// PassOnly accounts run jobs only when a pass or promotion pays: otherwise
 	// model_not_in_plan (no pass takes the model) or pass_does_not_cover (one does, not this shape).
 	PassOnly bool
+	// PassCount is how many passes and promotions the account was ever given: a submit reads
+	// the passes only when there are some.
+	PassCount int
 }
 
 // Period is the UTC year-month of t: credits periods and key spend are calendar months in UTC.

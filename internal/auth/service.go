@@ -70,11 +70,9 @@ var Lifetimes = []int{30, 90, 180, 365}
 const DefaultLifetimeDays = 90
 
 // Store is the persistence auth needs. Methods return ErrNotFound for a missing row.
+// Accounts are created and changed through the ledger, which owns them with their credits.
 type Store interface {
-	CreateAccount(ctx context.Context, a Account) error
 	Account(ctx context.Context, id string) (Account, error)
-	SetAccountStatus(ctx context.Context, id string, s Status) error
-	SetAccountPlan(ctx context.Context, id string, p Plan, monthlyAllowance int64) error
 	// InsertKey stores k unless the account already holds maxLive live keys at now
 	// (ErrTooManyKeys); the count and the insert are atomic.
 	InsertKey(ctx context.Context, k KeyRecord, maxLive int, now time.Time) error

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/modelexec/modelexec/internal/jsonscan"
 )
 
 // Violation names one refused field in the queue-protocol detail shape. Loc starts with
@@ -47,9 +49,17 @@ const (
 	TypeCrossField     = "cross_field"
 )
 
-// InvalidError is a refused input: 422 with detail on the queue hosts.
+// MaxViolations is the most violations a refusal lists. A body can name any number of unknown
+// or wrong fields (a 1 MiB body holds ~131,000 one-letter keys); listing each would make the
+// refusal many times larger than the request and cost the server memory per field. Validation
+// stops collecting at the cap and only counts the rest (Omitted).
+const MaxViolations = 50
+
+// InvalidError is a refused input: 422 with detail on the queue hosts. Violations holds at most
+// MaxViolations entries; Omitted counts those found beyond them.
 type InvalidError struct {
 	Violations []Violation
+	Omitted    int
 }
 
 func (e *InvalidError) Error() string {
@@ -104,18 +114,21 @@ func decode(b []byte) (any, error) {
 // from it on. It never panics, whatever the bytes.
 func (m *Model) Validate(raw []byte, now time.Time, rnd func() uint32) (Input, []Warning, error) {
 	c := m.contract
+	if n := jsonscan.Count(raw); n > MaxMembers && json.Valid(raw) && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		return Input{}, nil, c.tooManyMembers(raw, n)
+	}
 	sentV, err := decode(raw)
 	if err != nil {
-		return Input{}, nil, &InvalidError{[]Violation{{Loc: body(), Msg: "Body is not valid JSON: " + err.Error(), Type: TypeJSONInvalid}}}
+		return Input{}, nil, &InvalidError{Violations: []Violation{{Loc: body(), Msg: "Body is not valid JSON: " + err.Error(), Type: TypeJSONInvalid}}}
 	}
 	sent, ok := sentV.(map[string]any)
 	if !ok {
-		return Input{}, nil, &InvalidError{[]Violation{{Loc: body(), Msg: "Input should be a JSON object", Type: TypeObject}}}
+		return Input{}, nil, &InvalidError{Violations: []Violation{{Loc: body(), Msg: "Input should be a JSON object", Type: TypeObject}}}
 	}
-	var vs []Violation
+	var vs violationList
 	checkObject(c.root, sent, body(), true, &vs)
-	if len(vs) > 0 {
-		return Input{}, nil, &InvalidError{vs}
+	if len(vs.list) > 0 {
+		return Input{}, nil, &InvalidError{Violations: vs.list, Omitted: vs.omitted}
 	}
 	if c.unpriced != nil {
 		if msg := c.unpriced(sent); msg != "" {
@@ -138,9 +151,9 @@ func (m *Model) Validate(raw []byte, now time.Time, rnd func() uint32) (Input, [
 	}
 	if len(warns) > 0 && !now.Before(m.enforceFrom) {
 		for _, w := range warns {
-			vs = append(vs, Violation{Loc: w.Loc, Msg: w.Msg, Type: TypeCrossField})
+			vs.add(Violation{Loc: w.Loc, Msg: w.Msg, Type: TypeCrossField})
 		}
-		return Input{}, nil, &InvalidError{vs}
+		return Input{}, nil, &InvalidError{Violations: vs.list, Omitted: vs.omitted}
 	}
 	out, err := json.Marshal(filled)
 	if err != nil {
@@ -156,11 +169,31 @@ func (m *Model) Validate(raw []byte, now time.Time, rnd func() uint32) (Input, [
 	return in, warns, nil
 }
 
-func add(vs *[]Violation, loc []string, typ, format string, args ...any) {
-	*vs = append(*vs, Violation{Loc: slices.Clone(loc), Msg: fmt.Sprintf(format, args...), Type: typ})
+// violationList collects up to MaxViolations entries and counts the rest without building them.
+type violationList struct {
+	list    []Violation
+	omitted int
 }
 
-func checkObject(f *field, obj map[string]any, loc []string, top bool, vs *[]Violation) {
+func (vs *violationList) full() bool { return len(vs.list) >= MaxViolations }
+
+func (vs *violationList) add(v Violation) {
+	if vs.full() {
+		vs.omitted++
+		return
+	}
+	vs.list = append(vs.list, v)
+}
+
+func add(vs *violationList, loc []string, typ, format string, args ...any) {
+	if vs.full() {
+		vs.omitted++ // no message, no copy of loc: a refusal's memory stays bounded
+		return
+	}
+	vs.list = append(vs.list, Violation{Loc: slices.Clone(loc), Msg: fmt.Sprintf(format, args...), Type: typ})
+}
+
+func checkObject(f *field, obj map[string]any, loc []string, top bool, vs *violationList) {
 	for _, c := range f.fields {
 		v, ok := obj[c.name]
 		if !ok {
@@ -178,12 +211,16 @@ func checkObject(f *field, obj map[string]any, loc []string, top bool, vs *[]Vio
 		}
 	}
 	slices.Sort(extra)
-	for _, k := range extra {
+	for i, k := range extra {
+		if vs.full() {
+			vs.omitted += len(extra) - i // counted, not built
+			break
+		}
 		add(vs, append(loc, k), TypeExtraForbidden, "Extra inputs are not permitted")
 	}
 }
 
-func checkValue(f *field, v any, loc []string, vs *[]Violation) {
+func checkValue(f *field, v any, loc []string, vs *violationList) {
 	switch f.typ {
 	case tObject:
 		o, ok := v.(map[string]any)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/jsonscan"
 )
 
 // MaxBody is the limit on every JSON body (spec 02 Limits): 1 MiB.
@@ -22,6 +23,9 @@ func ReadBody(r *http.Request) ([]byte, error) {
 		return nil, bodyTooLarge()
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if errors.Is(err, errBodyTimeout) {
+		return nil, apierr.Newf(apierr.InvalidBody, "The request body did not arrive in time: send the whole body promptly (the declared Content-Length must match what is sent).").Wrap(err)
+	}
 	if err != nil {
 		return nil, apierr.New(apierr.InvalidJSON).Wrap(err)
 	}
@@ -47,13 +51,56 @@ func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
+// CheckObject is DecodeObject's verdict without the map: invalid_json when b does not parse,
+// invalid_body when it is not an object; an empty body passes. It allocates nothing, so a body
+// of many keys costs no memory to judge.
+func CheckObject(b []byte) error {
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return nil
+	}
+	if !json.Valid(t) {
+		return apierr.New(apierr.InvalidJSON)
+	}
+	if t[0] != '{' {
+		return apierr.New(apierr.InvalidBody)
+	}
+	return nil
+}
+
+// ObjectMember checks b as CheckObject does and returns the value of its top-level member name
+// (the last one when sent twice, as decoding into a map reads it). It walks the members in
+// place (jsonscan), so its memory does not grow with how many there are.
+func ObjectMember(b []byte, name string) (json.RawMessage, bool, error) {
+	if err := CheckObject(b); err != nil {
+		return nil, false, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, false, nil
+	}
+	var (
+		found bool
+		val   json.RawMessage
+	)
+	err := jsonscan.Members(b, func(k string, raw []byte) bool {
+		if k == name {
+			found, val = true, raw
+		}
+		return true
+	})
+	if err != nil {
+		return nil, false, apierr.New(apierr.InvalidBody)
+	}
+	return val, found, nil
+}
+
 // DecodeInto reads and decodes a JSON object body into v.
 func DecodeInto(r *http.Request, v any) error {
 	b, err := ReadBody(r)
 	if err != nil {
 		return err
 	}
-	if _, err := DecodeObject(b); err != nil {
+	if err := CheckObject(b); err != nil {
 		return err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {

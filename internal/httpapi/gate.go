@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -169,12 +170,33 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 	case ratelimit.PlanHasNoAPIGenerate:
 		return apierr.New(apierr.PlanHasNoAPIGenerate, "plan", string(p.Account.Plan), "bucket", string(bucket))
 	case ratelimit.RequestTooLarge:
-		return apierr.New(apierr.RequestTooLarge, "plan", string(p.Account.Plan), "bucket", string(bucket), "limit", d.Limit)
+		e := apierr.New(apierr.RequestTooLarge, "plan", string(p.Account.Plan), "bucket", string(bucket), "limit", d.Limit)
+		if until, ok := newAccountUntil(p, now); ok {
+			e.Message = fmt.Sprintf("This request costs more than the %s bucket can hold while the account is new: for its first 24 hours every limit is a fifth of the %s plan's, until %s.",
+				bucket, p.Account.Plan, until.Format(time.RFC3339))
+		}
+		return e
 	default:
 		// Whole seconds, at least 1: a refusal always names a wait (ERR-05, ERR-38).
 		secs := max(1, ceilSeconds(d.RetryAfter))
-		return apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", secs, "reason", "bucket_spent").WithRetryAfter(secs)
+		e := apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", secs, "reason", "bucket_spent").WithRetryAfter(secs)
+		if until, ok := newAccountUntil(p, now); ok {
+			// Nothing else tells a new account why its second submit is refused (RL-13).
+			e.Message = fmt.Sprintf("Rate limit reached on the %s bucket; retry after %d s. This account is new: for its first 24 hours every limit is a fifth of the %s plan's (new account limits until %s).",
+				bucket, secs, p.Account.Plan, until.Format(time.RFC3339))
+		}
+		return e
 	}
+}
+
+// newAccountUntil reports whether p's account is inside its first 24 hours (spec 02 rate-limit
+// rule 4, limits ×0.2) and when that ends.
+func newAccountUntil(p *auth.Principal, now time.Time) (time.Time, bool) {
+	created := p.Account.CreatedAt
+	if !ratelimit.NewAccount(created, now) {
+		return time.Time{}, false
+	}
+	return created.Add(ratelimit.NewAccountWindow).UTC(), true
 }
 
 // anonymousHeaders sets the rate headers of answers given before a key is known, from a

@@ -183,7 +183,7 @@ func ErrorBody(e *apierr.Error, s Surface) (int, map[string]any) {
 	body["retry"] = string(en.Retry)
 	body["charged"] = charged
 	body["docs"] = apierr.DocsURL(e.Code)
-	detail := e.Detail
+	detail, omitted := e.ListedDetail()
 	if (s == QueueSurface || s == SyncSurface) && en.Request && e.Code != apierr.ModelNotSynchronous {
 		status = http.StatusUnprocessableEntity
 		if en.Type != "ValidationError" && en.Type != "ContentPolicyError" {
@@ -195,6 +195,9 @@ func ErrorBody(e *apierr.Error, s Surface) (int, map[string]any) {
 	}
 	if len(detail) > 0 {
 		body["detail"] = detail
+	}
+	if omitted > 0 {
+		body["detail_truncated"] = omitted
 	}
 	if s == SyncSurface && status == http.StatusInternalServerError && en.Type == "ConfigurationError" {
 		body["error_type"] = "ExecutionError"

@@ -6,15 +6,22 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 )
 
 // Wrap is the outermost layer of every surface: request id (X-Request-Id on every response),
-// the surface marker, the logger, panic recovery, and an access log line. It never sets an
-// Access-Control-* header and strips any a handler behind it set (KEY-17).
+// the surface marker, the logger, panic recovery, a time bound on the body (DefaultLimits), and
+// an access log line. It never sets an Access-Control-* header and strips any a handler behind
+// it set (KEY-17).
 func Wrap(s Surface, log *slog.Logger, h http.Handler) http.Handler {
+	return WrapLimits(s, log, DefaultLimits(), h)
+}
+
+// WrapLimits is Wrap with the body's time bound given.
+func WrapLimits(s Surface, log *slog.Logger, lim Limits, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := NewRequestID()
@@ -26,6 +33,7 @@ func Wrap(s Surface, log *slog.Logger, h http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		w.Header().Set("X-Request-Id", id)
 		sw := &statusWriter{ResponseWriter: w}
+		r = limitBody(w, r, lim, &sw.bodyTimedOut)
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -50,12 +58,18 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	// bodyTimedOut is set when the body's deadline passed: the answer closes the connection,
+	// whose unread bytes can no longer be told apart from the next request.
+	bodyTimedOut atomic.Bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
 		noCORS(w.Header())
+		if w.bodyTimedOut.Load() {
+			w.Header().Set("Connection", "close")
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

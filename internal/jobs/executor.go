@@ -192,19 +192,16 @@ func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, ou
 	if st.outcome == Failed {
 		done = 0
 	}
-	charge, refund := ledger.Settle(j.Reserved, done)
-	if refund > 0 {
-		if _, err := tx.AddLedgerEntry(ctx, ledger.Entry{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Kind: ledger.Refund, Amount: refund, At: now}); err != nil {
-			return err
-		}
-		period := now
-		if j.StartedAt != nil {
-			period = *j.StartedAt
-		}
-		if err := tx.AddKeySpend(ctx, j.KeyID, periodOf(period), -refund); err != nil {
-			return err
-		}
+	var started time.Time
+	if j.StartedAt != nil {
+		started = *j.StartedAt
 	}
+	charged, err := s.ledger.Settle(ctx, tx, ledger.Settlement{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model},
+		Reserved: ledger.Credits(j.Reserved), Done: done, StartedAt: started}, now)
+	if err != nil {
+		return err
+	}
+	charge := int64(charged)
 	j.Status, j.Outcome, j.Charged = Completed, st.outcome, charge
 	j.ErrorCode, j.ErrorMessage, j.ErrorDetail = st.code, st.message, st.detail
 	if st.outcome == Succeeded {
@@ -229,8 +226,6 @@ func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, ou
 	*out = *j
 	return nil
 }
-
-func periodOf(t time.Time) string { return t.UTC().Format("2006-01") }
 
 func eventOf(j Job, now time.Time) Event {
 	return Event{ID: "evt_" + j.ID + "_" + string(j.Outcome), AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID,

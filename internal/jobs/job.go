@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 )
@@ -108,11 +107,15 @@ var ErrNotFound = errors.New("jobs: not found")
 // ErrDuplicate is returned by InsertJob when the account already has a job with the id.
 var ErrDuplicate = errors.New("jobs: duplicate job id")
 
-// Store is the persistence jobs needs.
+// Store is the persistence jobs needs. It is also the ledger's store: a job's credits move
+// through ledger.Service inside the job's own transaction.
 type Store interface {
+	ledger.Store
 	InTx(ctx context.Context, fn func(Tx) error) error
 	JobByRequest(ctx context.Context, requestID string) (Job, error)
 	Job(ctx context.Context, accountID, id string) (Job, error)
+	// JobByIdempotencyKey reads the account's job submitted under key, whatever its product.
+	JobByIdempotencyKey(ctx context.Context, accountID, key string) (Job, error)
 	// ListJobs returns an account's jobs created before `before`, newest first.
 	ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]Job, error)
 	// Queued returns waiting jobs of a model in queue order (normal before low, oldest first).
@@ -130,22 +133,15 @@ type Store interface {
 	AppendProgress(ctx context.Context, requestID string, logs []LogLine, progress float64) error
 }
 
-// Tx is one transaction over the job, account, key and ledger tables.
+// Tx is one transaction over the job tables; it is the ledger's transaction too.
 type Tx interface {
-	AccountForUpdate(ctx context.Context, id string) (auth.Account, error)
-	// GrantAllowanceDue credits the account's monthly allowance when due (auth.Account.AllowanceDue)
-	// and returns the account as it now stands.
-	GrantAllowanceDue(ctx context.Context, a auth.Account, now time.Time) (auth.Account, error)
-	Key(ctx context.Context, id string) (auth.KeyRecord, error)
-	// AddKeySpend adds delta to the key's spend in period (resetting it when the period changed).
-	AddKeySpend(ctx context.Context, keyID, period string, delta int64) error
-	AddLedgerEntry(ctx context.Context, e ledger.Entry) (int64, error)
-	Passes(ctx context.Context, accountID string) ([]ledger.Pass, error)
-	UsePass(ctx context.Context, passID string) error
-	JobForUpdate(ctx context.Context, accountID, id string) (Job, error)
+	ledger.Tx
 	JobByRequestForUpdate(ctx context.Context, requestID string) (Job, error)
+	// InsertJob stores j; ErrDuplicate when the account already has the job id or the
+	// idempotency key.
 	InsertJob(ctx context.Context, j Job) error
 	UpdateJob(ctx context.Context, j Job) error
+	// CountInFlight counts the account's unsettled jobs (reading only those).
 	CountInFlight(ctx context.Context, accountID string) (int, error)
 	CountQueued(ctx context.Context, model string) (int, error)
 	// InsertEvent writes the outbox row unless one with the same id exists (a job settled

@@ -55,6 +55,7 @@ type EnvFunc func(j Job, report runners.Reporter) runners.Env
 // Service runs the job state machine.
 type Service struct {
 	store   Store
+	ledger  *ledger.Service
 	catalog *catalog.Catalog
 	runners runners.Registry
 	env     EnvFunc
@@ -86,7 +87,7 @@ type runningJob struct {
 
 // New wires the service. Call Run to start the background loops.
 func New(store Store, cat *catalog.Catalog, reg runners.Registry, env EnvFunc, seats *Seats, now func() time.Time, log *slog.Logger, cfg Config) *Service {
-	return &Service{store: store, catalog: cat, runners: reg, env: env, now: now, log: log, cfg: cfg, seats: seats,
+	return &Service{store: store, ledger: ledger.New(store, now), catalog: cat, runners: reg, env: env, now: now, log: log, cfg: cfg, seats: seats,
 		rand: randomUint32, broker: newBroker(), slots: map[string]int{}, running: map[string]*runningJob{},
 		base: context.Background(), wake: make(chan struct{}, 1)}
 }
@@ -124,21 +125,28 @@ type SubmitResult struct {
 	Balance    int64 // credits_remaining
 }
 
-// Submit validates, quotes, decides coverage, checks the key's ceiling and the balance,
-// reserves, inserts and dispatches: everything that touches credits is one transaction.
+// Submit validates, quotes, lets the ledger decide who pays (pass, or credits within the key's
+// ceiling and the balance), takes a seat or a place in the queue, charges and inserts: everything
+// that touches credits is one transaction.
+//
+// An idempotency key belongs to the account (DESIGN 25): it answers the first request made with
+// it, whatever product, model or body is sent later, and the job keeps the first request's id.
 func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, error) {
 	m, p := r.Model, r.Principal
 	now := s.now()
 	key := r.IdempotencyKey
-	if key == "" {
+	minted := key == ""
+	if minted {
 		key = "k" + randomHex(12)
 	}
 	id := m.Product + "_" + key
-	// The same key answers the first request, whatever the body says now (DESIGN 25).
-	if prev, err := s.store.Job(ctx, p.Account.ID, id); err == nil {
-		return SubmitResult{Job: prev, Replayed: true}, nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return SubmitResult{}, apierr.New(apierr.JobReadFailed).Wrap(err)
+	// A key the service minted has never been seen: no need to look it up.
+	if !minted {
+		if prev, err := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); err == nil {
+			return SubmitResult{Job: prev, Replayed: true}, nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return SubmitResult{}, apierr.New(apierr.JobReadFailed).Wrap(err)
+		}
 	}
 	in, warnings, err := m.Validate(r.Body, now, s.rand)
 	if err != nil {
@@ -159,18 +167,8 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	var claimed bool
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		claimed = false
-		a, err := tx.AccountForUpdate(ctx, p.Account.ID)
+		a, err := s.ledger.Open(ctx, tx, p.Account.ID, now)
 		if err != nil {
-			return err
-		}
-		// The first charge of a new month sees that month's allowance.
-		if a, err = tx.GrantAllowanceDue(ctx, a, now); err != nil {
-			return err
-		}
-		if prev, err := tx.JobForUpdate(ctx, a.ID, id); err == nil {
-			res.Job, res.Replayed, res.Balance = prev, true, a.Balance
-			return nil
-		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		if limit, ok := s.cfg.InFlight[a.Plan]; ok {
@@ -182,35 +180,13 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 				return apierr.New(apierr.TooManyJobs, "limit", limit, "plan", string(a.Plan), "tier", nil)
 			}
 		}
-		passes, err := tx.Passes(ctx, a.ID)
+		cov, err := s.ledger.Decide(ctx, tx, a, p.Key, m.Slug, ledger.Credits(q.Credits), r.CoveredOnly, now)
 		if err != nil {
 			return err
 		}
-		cov := ledger.Cover(passes, m.Slug, q.Credits, now)
-		if a.PassOnly && !cov.Covered() {
-			if cov != nil && cov.Miss != nil && cov.Miss.Why == "shape" {
-				return apierr.New(apierr.PassDoesNotCover, "pass", cov.Miss.Pass, "why", cov.Miss.Why)
-			}
-			return apierr.New(apierr.ModelNotInPlan, "plan", string(a.Plan))
-		}
-		if r.CoveredOnly && !cov.Covered() {
-			return apierr.New(apierr.NotCovered)
-		}
 		job.Coverage = cov
-		if !cov.Covered() {
-			k, err := tx.Key(ctx, p.Key.ID)
-			if err != nil {
-				return err
-			}
-			if err := auth.CheckSpend(k.Ceiling, a.MonthlyAllowance, k.SpentIn(now), q.Credits); err != nil {
-				return err
-			}
-			if a.Balance < q.Credits {
-				return apierr.New(apierr.InsufficientCredits, "required", q.Credits, "balance", a.Balance)
-			}
-		}
 		if !s.cfg.Runs {
-			bal, err := s.handOff(ctx, tx, &job, a.Balance, r, now)
+			bal, err := s.handOff(ctx, tx, a, &job, r, now)
 			res.Balance = bal
 			return err
 		}
@@ -242,7 +218,7 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 			res.Balance = a.Balance
 			return tx.InsertJob(ctx, job)
 		}
-		bal, err := s.charge(ctx, tx, &job, a.Balance, now)
+		bal, err := s.charge(ctx, tx, a, &job, now)
 		if err != nil {
 			return err
 		}
@@ -253,8 +229,8 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		if claimed {
 			s.releaseSlot(m.Slug)
 		}
-		if errors.Is(err, ErrDuplicate) { // lost a race on the same key: answer the winner
-			if prev, e := s.store.Job(ctx, p.Account.ID, id); e == nil {
+		if errors.Is(err, ErrDuplicate) && !minted { // lost a race on the same key: answer the winner
+			if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil {
 				return SubmitResult{Job: prev, Replayed: true}, nil
 			}
 		}
@@ -262,12 +238,6 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 			return SubmitResult{}, err
 		}
 		return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
-	}
-	if res.Replayed {
-		if claimed {
-			s.releaseSlot(m.Slug)
-		}
-		return SubmitResult{Job: res.Job, Replayed: true, Balance: res.Balance}, nil
 	}
 	res.Job, res.Warnings = job, warnings
 	if claimed {
@@ -295,7 +265,8 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 // worker runs at once (its concurrency), and each hand-off of such a model waits at most
 // HandOffWait for a worker before it fails request_timeout, refunded. A model that queues
 // keeps its own rules (max_queue_length, its longest wait).
-func (s *Service) handOff(ctx context.Context, tx Tx, job *Job, balance int64, r SubmitRequest, now time.Time) (int64, error) {
+func (s *Service) handOff(ctx context.Context, tx Tx, a auth.Account, job *Job, r SubmitRequest, now time.Time) (int64, error) {
+	balance := a.Balance
 	m := r.Model
 	waiting, err := tx.CountQueued(ctx, m.Slug)
 	if err != nil {
@@ -318,7 +289,7 @@ func (s *Service) handOff(ctx context.Context, tx Tx, job *Job, balance int64, r
 		job.StartBy = &t
 	}
 	if !job.Coverage.Covered() {
-		bal, err := s.charge(ctx, tx, job, balance, now)
+		bal, err := s.charge(ctx, tx, a, job, now)
 		if err != nil {
 			return 0, err
 		}
@@ -330,29 +301,27 @@ func (s *Service) handOff(ctx context.Context, tx Tx, job *Job, balance int64, r
 	return balance, tx.InsertJob(ctx, *job)
 }
 
-// charge takes the quote (unless a pass pays) and moves the job to IN_PROGRESS under this
-// process's lease.
-func (s *Service) charge(ctx context.Context, tx Tx, j *Job, balance int64, now time.Time) (int64, error) {
-	if j.Coverage.Covered() {
-		if err := tx.UsePass(ctx, j.Coverage.PassID); err != nil {
-			return 0, err
-		}
-	} else if j.Reserved == 0 && j.Quoted > 0 {
-		bal, err := tx.AddLedgerEntry(ctx, ledger.Entry{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Kind: ledger.Charge, Amount: -j.Quoted, At: now})
-		if err != nil {
-			return 0, err
-		}
-		if err := tx.AddKeySpend(ctx, j.KeyID, auth.Period(now), j.Quoted); err != nil {
-			return 0, err
-		}
-		balance = bal
-		j.Reserved, j.Charged = j.Quoted, j.Quoted
+// charge takes the job's quote through the ledger (a pass's use, or credits within the key's
+// ceiling and the balance) and moves the job to IN_PROGRESS under this process's lease. a is
+// the account as ledger.Open returned it in this transaction.
+func (s *Service) charge(ctx context.Context, tx Tx, a auth.Account, j *Job, now time.Time) (int64, error) {
+	quote := ledger.Credits(j.Quoted)
+	if j.Reserved != 0 {
+		quote = 0 // charged already (a job taken over after a crash is not charged twice)
+	}
+	c, err := s.ledger.Charge(ctx, tx, a, ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model,
+		Quote: quote, Coverage: j.Coverage}, now)
+	if err != nil {
+		return 0, err
+	}
+	if c.Reserved > 0 {
+		j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
 	}
 	lease := now.Add(s.cfg.LeaseTTL)
 	j.Status, j.StartedAt, j.LeaseOwner, j.LeaseUntil = InProgress, &now, s.cfg.Owner, &lease
 	j.Attempts++
 	j.ProviderJobID = j.RequestID
-	return balance, nil
+	return int64(c.Balance), nil
 }
 
 // inputError maps the catalogue's refusals to the error catalogue.
@@ -365,6 +334,7 @@ func inputError(err error) error {
 		for _, v := range inv.Violations {
 			e.WithDetail(apierr.Violation{Loc: locAny(v.Loc), Msg: v.Msg, Type: v.Type})
 		}
+		e.WithOmitted(inv.Omitted) // the validator stopped collecting at its cap
 		if len(inv.Violations) > 0 {
 			e.Message = fmt.Sprintf("%s: %s", joinLoc(inv.Violations[0].Loc), inv.Violations[0].Msg)
 		}

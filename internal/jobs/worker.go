@@ -210,20 +210,24 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			if j.Status != InQueue {
 				return errSkip
 			}
-			a, err := tx.AccountForUpdate(ctx, j.AccountID)
+			// One charge path for submitted and queued jobs: the ledger checks the key's
+			// ceiling and the balance as it charges; a refusal fails the job at its turn.
+			now := s.now()
+			a, err := s.ledger.Open(ctx, tx, j.AccountID, now)
 			if err != nil {
 				return err
 			}
-			if a, err = tx.GrantAllowanceDue(ctx, a, s.now()); err != nil {
-				return err
-			}
-			if !j.Coverage.Covered() && j.Reserved == 0 && a.Balance < j.Quoted {
-				refusal = apierr.New(apierr.InsufficientCredits)
-				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(apierr.InsufficientCredits),
-					message: "the balance no longer covers the quote at the job's turn"}, &started)
-			}
-			if _, err := s.charge(ctx, tx, &j, a.Balance, s.now()); err != nil {
-				return err
+			if _, err := s.charge(ctx, tx, a, &j, now); err != nil {
+				e, ok := apierr.As(err)
+				if !ok || (e.Code != apierr.InsufficientCredits && e.Code != apierr.KeyCreditCeiling) {
+					return err
+				}
+				refusal = e
+				msg := "the balance no longer covers the quote at the job's turn"
+				if e.Code == apierr.KeyCreditCeiling {
+					msg = "the key's monthly credit ceiling no longer covers the quote at the job's turn"
+				}
+				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(e.Code), message: msg}, &started)
 			}
 			j.Dispatched = true
 			started = j

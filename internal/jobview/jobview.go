@@ -233,7 +233,18 @@ func signTree(ctx context.Context, v any, s Signer) (any, error) {
 // their catalogue row; a cancelled job is gone.
 func Failure(j jobs.Job) *apierr.Error {
 	if j.Outcome == jobs.Cancelled {
-		return apierr.Newf(apierr.Expired, "The job was cancelled; it has no result.").With("reason", "cancelled")
+		// `charged` says what stands for this job, not the catalogue row's default: a job
+		// cancelled after it started keeps what it was charged (stands); one whose reserve was
+		// given back reads refunded; one never charged reads no.
+		switch {
+		case j.Charged > 0:
+			return apierr.Newf(apierr.Expired, "The job was cancelled after it started; it has no result and the %d credits charged stand.", j.Charged).
+				With("reason", "cancelled").WithCharged("stands")
+		case j.Reserved > 0:
+			return apierr.Newf(apierr.Expired, "The job was cancelled; it has no result and its credits were given back.").
+				With("reason", "cancelled").WithCharged("refunded")
+		}
+		return apierr.Newf(apierr.Expired, "The job was cancelled before it was charged; it has no result.").With("reason", "cancelled")
 	}
 	code := apierr.Code(j.ErrorCode)
 	if code == "" {

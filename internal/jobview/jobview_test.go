@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
 )
@@ -124,6 +125,32 @@ func TestQST13_RecordStatus(t *testing.T) {
 		}
 		if _, ok := d["coverage"]; !ok {
 			t.Errorf("%s: no coverage", c.want)
+		}
+	}
+}
+
+// TestQST12_CancelledResultSaysWhatStands proves QST-12 (a cancelled job's result read answers
+// the catalogued error) with ERR-03's `charged` telling what stands for that job: a job charged
+// and cancelled after it started keeps its charge (stands), a job whose reserve was given back
+// reads refunded, a job never charged reads no.
+func TestQST12_CancelledResultSaysWhatStands(t *testing.T) {
+	for _, c := range []struct {
+		reserved, charged int64
+		want              any
+	}{
+		{reserved: 12, charged: 12, want: "stands"},
+		{reserved: 12, charged: 5, want: "stands"},
+		{reserved: 12, charged: 0, want: "refunded"},
+		{reserved: 0, charged: 0, want: "no"},
+	} {
+		j := jobs.Job{Status: jobs.Completed, Outcome: jobs.Cancelled, Reserved: c.reserved, Charged: c.charged}
+		e := jobview.Failure(j)
+		status, body := httpapi.ErrorBody(e, httpapi.QueueSurface)
+		if status != 410 || body["error"] != "expired" || body["reason"] != "cancelled" {
+			t.Fatalf("%+v: %d %v", c, status, body)
+		}
+		if body["charged"] != c.want {
+			t.Fatalf("reserved %d charged %d: charged = %v, want %v (%v)", c.reserved, c.charged, body["charged"], c.want, body["message"])
 		}
 	}
 }

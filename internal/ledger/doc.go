@@ -1,6 +1,9 @@
-// Package ledger owns credits: the shape of a ledger entry, what a settled job costs (never
-// above its quote), and whether a pass or promotion pays instead of credits. The store applies
-// entries inside the job transaction so the balance always equals the sum of entries.
+// Package ledger owns credits: every movement of an account's balance (a job's charge at its
+// start, its settlement and refund, operator grants, monthly allowances), passes and
+// promotions, per-key spend and ceilings, and the account changes an operator makes. Service is
+// the one way to move credits; its Store port is implemented by the store and called by no other
+// package. A job's movements run inside the jobs engine's transaction through the Tx port, so the
+// balance always equals the sum of entries.
 //
 // It must not import net/http handlers, database/sql or any store.
 package ledger

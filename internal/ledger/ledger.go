@@ -22,8 +22,9 @@ type Entry struct {
 	AccountID string
 	KeyID     string
 	JobID     string
+	Model     string // the job's model slug, for the usage rollup ("" for grants and allowances)
 	Kind      Kind
-	Amount    int64 // signed: a charge is negative
+	Amount    Credits // signed: a charge is negative
 	At        time.Time
 }
 

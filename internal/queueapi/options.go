@@ -89,13 +89,13 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 	}
 	if ok {
 		if err := webhooks.ValidateURL(hook); err != nil {
-			reason := "invalid"
+			reason, msg := "invalid", "The webhook URL is not an acceptable webhook address."
 			var ue *webhooks.URLError
 			if errors.As(err, &ue) {
-				reason = string(ue.Reason)
+				reason, msg = string(ue.Reason), ue.Message() // words for the caller, not the error chain
 			}
-			return o, apierr.Newf(apierr.InvalidURL, "webhook: %v", err).With("reason", reason).
-				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: err.Error(), Type: "invalid_url"})
+			return o, apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", reason).
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: msg, Type: "invalid_url"})
 		}
 		o.Webhook = hook
 	}
@@ -167,12 +167,11 @@ func ReadBody(r *http.Request, o *Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := httpapi.DecodeObject(b)
+	raw, inBody, err := httpapi.ObjectMember(b, "idempotency_key") // no map of every key: bounded memory
 	if err != nil {
 		return nil, err
 	}
 	var bodyKey string
-	raw, inBody := obj["idempotency_key"]
 	if inBody {
 		k, err := strconv.Unquote(string(raw))
 		if err != nil || !jobs.ValidIdempotencyKey(k) {

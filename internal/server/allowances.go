@@ -4,18 +4,21 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // allowanceBatch is how many accounts one pass of the allowance sweep credits before it looks again.
 const allowanceBatch = 500
 
+// allowanceGranter is the ledger's monthly sweep (ledger.Service; *sqlstore.DB hands it on).
+type allowanceGranter interface {
+	GrantAllowances(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
 // allowanceWorker credits monthly allowances as UTC months begin: at start and then every
 // interval it credits every account whose allowance for the current month is due, one
-// `allowance` ledger entry each (sqlstore.DB.GrantAllowances). A submit credits its own
+// `allowance` ledger entry each (ledger.Service.GrantAllowances). A submit credits its own
 // account's at once, so the sweep is for accounts that are read but not spending.
-func allowanceWorker(db *sqlstore.DB, now func() time.Time, interval time.Duration, log *slog.Logger) func(context.Context) error {
+func allowanceWorker(db allowanceGranter, now func() time.Time, interval time.Duration, log *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
 		t := time.NewTicker(interval)
 		defer t.Stop()

@@ -32,6 +32,7 @@ import (
 	"github.com/modelexec/modelexec/internal/runners/builtin"
 	"github.com/modelexec/modelexec/internal/runners/cog"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/syncapi"
 )
 
@@ -192,6 +193,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: d.DB,
 		Ready: []accountapi.Pinger{d.DB}, Now: d.Now, Log: d.Log}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
+	// Every process merging into a studio document compares and swaps on its revision, so any
+	// number of processes agree.
+	acct.Studio = studio.NewService(studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log})
 	s.account = acct
 	hookWorkers, err := s.wireWebhooks(d.DB, acct) // before acct.Routes()
 	if err != nil {

@@ -41,6 +41,45 @@ func (e *URLError) Error() string {
 	return "webhooks: invalid url: " + string(e.Reason) + ": " + e.Detail
 }
 
+// Message says why the URL was refused in words written for the person who sent it: no Go
+// error chain, no package names. Detail (the host or length at fault) is added where it helps.
+func (e *URLError) Message() string {
+	var m string
+	switch e.Reason {
+	case ReasonNotAbsolute:
+		m = "The webhook URL must be an absolute https URL with a host, such as https://example.com/hooks."
+	case ReasonNotHTTPS:
+		m = "The webhook URL must use https."
+	case ReasonTooLong:
+		m = fmt.Sprintf("The webhook URL is longer than %d characters.", MaxURLLength)
+	case ReasonUserInfo:
+		m = "The webhook URL must not carry a user name or password (user:password@)."
+	case ReasonPrivateHost:
+		m = "The webhook URL must name a public host; private, loopback and local addresses are never contacted."
+	case ReasonBadHost:
+		m = "The webhook URL's host is not a valid public host name or address."
+	default:
+		m = "The webhook URL is not an acceptable webhook address."
+	}
+	if shownDetail(e) {
+		m += " (" + e.Detail + ")"
+	}
+	return m
+}
+
+// shownDetail reports whether e's Detail may follow its message: a short fixed phrase or the
+// refused address, never the text of a parser's error (which reads as a Go error chain).
+func shownDetail(e *URLError) bool {
+	d := e.Detail
+	if d == "" || e.Reason == ReasonTooLong || e.Reason == ReasonNotAbsolute || len(d) > 100 || !utf8.ValidString(d) {
+		return false
+	}
+	if _, err := netip.ParseAddr(d); err == nil {
+		return true
+	}
+	return !strings.ContainsAny(d, ":\"\n")
+}
+
 // URLPolicy decides which webhook destinations may be contacted. The zero value is the
 // production policy: public hosts only. The one relaxation, loopback receivers, exists for
 // tests and can only be obtained from Go code holding a test handle (AllowLoopbackForTests):

@@ -30,7 +30,7 @@ const (
 
 // DB is an open, migrated database.
 type DB struct {
-	sql     *sql.DB
+	sql     *conn
 	dialect Dialect
 }
 
@@ -57,7 +57,7 @@ func open(dsn string) (*DB, error) {
 		db.SetMaxOpenConns(32)
 		db.SetMaxIdleConns(32)
 		db.SetConnMaxIdleTime(5 * time.Minute)
-		return &DB{sql: db, dialect: Postgres}, nil
+		return &DB{sql: newConn(db, Postgres), dialect: Postgres}, nil
 	}
 	path := strings.TrimPrefix(dsn, "sqlite:")
 	if dir := filepath.Dir(path); dir != "" {
@@ -72,8 +72,11 @@ func open(dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Idle connections as many as open ones: a connection closed when idle loses its prepared
+	// statements and its page cache.
 	db.SetMaxOpenConns(8)
-	return &DB{sql: db, dialect: SQLite}, nil
+	db.SetMaxIdleConns(8)
+	return &DB{sql: newConn(db, SQLite), dialect: SQLite}, nil
 }
 
 // Migrate applies the dialect's migrations.
@@ -86,7 +89,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if db.dialect == Postgres {
 		gd = goose.DialectPostgres
 	}
-	p, err := goose.NewProvider(gd, db.sql, sub)
+	p, err := goose.NewProvider(gd, db.sql.raw, sub)
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
 	}
@@ -100,7 +103,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 func (db *DB) Dialect() Dialect { return db.dialect }
 
 // SQL exposes the handle for health checks.
-func (db *DB) SQL() *sql.DB { return db.sql }
+func (db *DB) SQL() *sql.DB { return db.sql.raw }
 
 // Close closes the database.
 func (db *DB) Close() error { return db.sql.Close() }
@@ -134,11 +137,12 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (db *DB) inTx(ctx context.Context, fn func(*Tx) error) error {
-	tx, err := db.sql.BeginTx(ctx, nil)
+	tx, release, err := db.sql.begin(ctx)
 	if err != nil {
 		return err
 	}
-	if err := fn(&Tx{q: tx, dialect: db.dialect}); err != nil {
+	defer release()
+	if err := fn(&Tx{q: txConn{tx: tx, c: db.sql}, dialect: db.dialect}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

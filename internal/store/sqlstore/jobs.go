@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
@@ -118,10 +117,6 @@ func (tx *Tx) UpdateJob(ctx context.Context, j jobs.Job) error {
 	return err
 }
 
-func (tx *Tx) JobForUpdate(ctx context.Context, accountID, id string) (jobs.Job, error) {
-	return scanJob(tx.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND id = $2`+tx.forUpdate(), accountID, id))
-}
-
 func (tx *Tx) JobByRequestForUpdate(ctx context.Context, requestID string) (jobs.Job, error) {
 	return scanJob(tx.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE request_id = $1`+tx.forUpdate(), requestID))
 }
@@ -138,55 +133,6 @@ func (tx *Tx) CountQueued(ctx context.Context, model string) (int, error) {
 	return n, err
 }
 
-func (tx *Tx) AddKeySpend(ctx context.Context, keyID, period string, delta int64) error {
-	_, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1 WHERE id = $3`,
-		period, delta, keyID)
-	return err
-}
-
-func (tx *Tx) Passes(ctx context.Context, accountID string) ([]ledger.Pass, error) {
-	rows, err := tx.q.QueryContext(ctx, `SELECT id, account_id, name, promotion, models, max_credits, uses_left, expires_at FROM passes WHERE account_id = $1 ORDER BY id`, accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ledger.Pass
-	for rows.Next() {
-		var p ledger.Pass
-		var promo int
-		var models string
-		var expires int64
-		if err := rows.Scan(&p.ID, &p.AccountID, &p.Name, &promo, &models, &p.MaxCredits, &p.UsesLeft, &expires); err != nil {
-			return nil, err
-		}
-		p.Promotion = promo == 1
-		if models != "" {
-			p.Models = strings.Split(models, ",")
-		}
-		if expires != 0 {
-			p.ExpiresAt = fromMicros(expires)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-func (tx *Tx) UsePass(ctx context.Context, passID string) error {
-	_, err := tx.q.ExecContext(ctx, `UPDATE passes SET uses_left = uses_left - 1 WHERE id = $1 AND uses_left > 0`, passID)
-	return err
-}
-
-// AddPass grants a pass or promotion (operator console).
-func (db *DB) AddPass(ctx context.Context, p ledger.Pass) error {
-	var exp int64
-	if !p.ExpiresAt.IsZero() {
-		exp = micros(p.ExpiresAt)
-	}
-	_, err := db.sql.ExecContext(ctx, `INSERT INTO passes (id, account_id, name, promotion, models, max_credits, uses_left, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		p.ID, p.AccountID, p.Name, boolInt(p.Promotion), strings.Join(p.Models, ","), p.MaxCredits, p.UsesLeft, exp)
-	return err
-}
-
 func (tx *Tx) InsertEvent(ctx context.Context, e jobs.Event) error {
 	_, err := tx.q.ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (account_id, id) DO NOTHING`,
@@ -200,6 +146,11 @@ func (s Jobs) JobByRequest(ctx context.Context, requestID string) (jobs.Job, err
 
 func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
 	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND id = $2`, accountID, id))
+}
+
+// JobByIdempotencyKey reads the account's job submitted under key, whatever its product.
+func (s Jobs) JobByIdempotencyKey(ctx context.Context, accountID, key string) (jobs.Job, error) {
+	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND idem_key = $2`, accountID, key))
 }
 
 func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, error) {
@@ -269,11 +220,6 @@ func (s Jobs) AppendProgress(ctx context.Context, requestID string, logs []jobs.
 		jsonText(logs, len(logs) == 0), progress, requestID)
 	return err
 }
-
-// AccountForUpdate satisfies jobs.Tx (defined in auth.go).
-var _ interface {
-	AccountForUpdate(ctx context.Context, id string) (auth.Account, error)
-} = (*Tx)(nil)
 
 func itoa(i int) string {
 	const digits = "0123456789"

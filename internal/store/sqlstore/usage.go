@@ -19,18 +19,18 @@ type UsageRow = struct {
 	Jobs     int64
 }
 
-// Usage sums the ledger's charge and refund entries of accountID created in [from, to),
-// grouped by the key that caused them, ordered by key id. Grants (which have no key) are not
-// spend and are left out. A refund counts in the window it was written in, which may differ
-// from its charge's.
+// Usage sums the charges and refunds of accountID written in [from, to), grouped by the key
+// that caused them, ordered by key id. It reads the usage rollup (one row per account, UTC day,
+// key and model, written with each entry), so it costs the window's days, not the account's
+// history; the window is taken in whole UTC days (the windows served are calendar months).
+// Grants and allowances are not spend and are left out. A refund counts in the day it was
+// written, which may differ from its charge's.
 func (db *DB) Usage(ctx context.Context, accountID string, from, to time.Time) ([]UsageRow, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT key_id,
- CAST(COALESCE(SUM(CASE WHEN kind = 'charge' THEN -amount ELSE 0 END), 0) AS BIGINT),
- CAST(COALESCE(SUM(CASE WHEN kind = 'refund' THEN amount ELSE 0 END), 0) AS BIGINT),
- COUNT(DISTINCT CASE WHEN kind = 'charge' THEN job_id END)
- FROM ledger_entries
- WHERE account_id = $1 AND created_at >= $2 AND created_at < $3 AND kind IN ('charge', 'refund')
- GROUP BY key_id ORDER BY key_id`, accountID, micros(from), micros(to))
+	first := micros(from) / dayMicros * dayMicros
+	end := (micros(to) + dayMicros - 1) / dayMicros * dayMicros
+	rows, err := db.sql.QueryContext(ctx, `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
+ FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
+ GROUP BY key_id ORDER BY key_id`, accountID, first, end)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +40,9 @@ func (db *DB) Usage(ctx context.Context, accountID string, from, to time.Time) (
 		var r UsageRow
 		if err := rows.Scan(&r.KeyID, &r.Charged, &r.Refunded, &r.Jobs); err != nil {
 			return nil, err
+		}
+		if r.Charged == 0 && r.Refunded == 0 && r.Jobs == 0 {
+			continue
 		}
 		out = append(out, r)
 	}

@@ -101,15 +101,13 @@ func testAllowances(t *testing.T, db *sqlstore.DB) {
 	// and a second call in the same month credits nothing.
 	var after auth.Account
 	err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
-		a, err := tx.AccountForUpdate(ctx, "acct_pro")
-		if err != nil {
-			return err
-		}
 		feb := time.Date(2027, 2, 14, 0, 0, 0, 0, time.UTC)
-		if after, err = tx.GrantAllowanceDue(ctx, a, feb); err != nil {
+		l := db.Ledger(func() time.Time { return feb })
+		var err error
+		if after, err = l.Open(ctx, tx, "acct_pro", feb); err != nil {
 			return err
 		}
-		again, err := tx.GrantAllowanceDue(ctx, after, feb)
+		again, err := l.Open(ctx, tx, "acct_pro", feb)
 		if err == nil && again.Balance != after.Balance {
 			t.Errorf("credited twice in one month: %d then %d", after.Balance, again.Balance)
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func testUsage(t *testing.T, db *sqlstore.DB) {
 	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
 		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
-			_, err := tx.AddLedgerEntry(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Kind: kind, Amount: amount, At: at})
+			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Kind: kind, Amount: ledger.Credits(amount), At: at}, math.MinInt64)
 			return err
 		})
 		if err != nil {

@@ -1,0 +1,123 @@
+package e2e_test
+
+import (
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+// TestSUB08_WebhookRefusalWrittenForUsers proves SUB-08 from the reader's side: a per-request
+// webhook refused by the URL policy says why in words for the person who sent it (the message
+// and the detail's msg), never a Go error chain such as "webhook: webhooks: invalid url:
+// private_host: 127.0.0.1"; the machine-readable reason stays in `reason`.
+func TestSUB08_WebhookRefusalWrittenForUsers(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		ok := `{"positivePrompt":"ok"}`
+		for _, c := range []struct{ hook, reason, says string }{
+			{"https://127.0.0.1/h", "private_host", "public host"},
+			{"https://10.0.0.7/h", "private_host", "public host"},
+			{"http://hooks.example.com/h", "not_https", "https"},
+			{"https://user:pw@hooks.example.com/h", "has_userinfo", "password"},
+			{"https://hooks.example.com/" + strings.Repeat("a", 2000), "too_long", "2000 characters"},
+			{"https://%zz/h", "", "webhook URL"},
+		} {
+			r := h.submit(mFast, "webhook="+url.QueryEscape(c.hook), ok)
+			if r.Code != http.StatusUnprocessableEntity || r.str("error") != "invalid_url" {
+				t.Fatalf("%s: %d %s", c.hook, r.Code, r.Raw)
+			}
+			if c.reason != "" && r.str("reason") != c.reason {
+				t.Errorf("%s: reason %q, want %q", c.hook, r.str("reason"), c.reason)
+			}
+			msgs := []string{r.str("message")}
+			if d, _ := r.Body["detail"].([]any); len(d) == 1 {
+				m, _ := d[0].(map[string]any)
+				s, _ := m["msg"].(string)
+				msgs = append(msgs, s)
+			} else {
+				t.Errorf("%s: detail %v", c.hook, r.Body["detail"])
+			}
+			for _, m := range msgs {
+				if !strings.HasPrefix(m, "The webhook URL") || !strings.Contains(m, c.says) {
+					t.Errorf("%s: message %q does not say why (%q)", c.hook, m, c.says)
+				}
+				for _, leak := range []string{"webhooks:", "webhook:", "invalid url", "private_host", "parse ", "has_userinfo"} {
+					if strings.Contains(m, leak) {
+						t.Errorf("%s: message %q carries %q", c.hook, m, leak)
+					}
+				}
+			}
+		}
+	})
+}
+
+// manyKeysBody is a body of just under 1 MiB holding n distinct unknown three-letter keys
+// ("abc":0,), about 131,000 of them at the limit.
+func manyKeysBody(limit int) (string, int) {
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	var b strings.Builder
+	b.WriteString(`{"positivePrompt":"x"`)
+	n := 0
+	for i := 0; i < len(letters)*len(letters)*len(letters); i++ {
+		k := []byte{letters[i/(52*52)], letters[(i/52)%52], letters[i%52]}
+		if b.Len()+len(k)+6 > limit {
+			break
+		}
+		b.WriteString(`,"`)
+		b.Write(k)
+		b.WriteString(`":0`)
+		n++
+	}
+	b.WriteString("}")
+	return b.String(), n
+}
+
+// TestIN_SHARED06_ManyUnknownKeysSmallRefusal proves IN-SHARED-06 (a field outside the contract
+// is refused before any charge, 422 with detail) at the 1 MiB limit without amplification: a
+// body of ~131,000 unknown keys is answered with a short detail list (the first
+// apierr.MaxDetail violations, then one entry saying how many more, and detail_truncated), and
+// the server's allocations for the refusal stay a small multiple of the body.
+func TestIN_SHARED06_ManyUnknownKeysSmallRefusal(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		body, n := manyKeysBody(1 << 20)
+		if n < 100_000 {
+			t.Fatalf("only %d keys", n)
+		}
+		before := h.balance()
+		h.submit(mFast, "", `{"positivePrompt":"warm","zz":1}`) // warm pools and caches
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		r := h.submit(mFast, "", body)
+		runtime.ReadMemStats(&m1)
+		if r.Code != http.StatusUnprocessableEntity || r.str("error") != "invalid_input" {
+			t.Fatalf("%d %.300s", r.Code, r.Raw)
+		}
+		d, _ := r.Body["detail"].([]any)
+		if len(d) != apierr.MaxDetail+1 {
+			t.Fatalf("detail has %d entries, want %d", len(d), apierr.MaxDetail+1)
+		}
+		last, _ := d[len(d)-1].(map[string]any)
+		if last["type"] != apierr.DetailTruncatedType || r.num("detail_truncated") != int64(n-apierr.MaxDetail) {
+			t.Fatalf("last entry %v, detail_truncated %v, want %d more", last, r.Body["detail_truncated"], n-apierr.MaxDetail)
+		}
+		if msg, _ := last["msg"].(string); !strings.Contains(msg, strconv.Itoa(n-apierr.MaxDetail)+" more") {
+			t.Fatalf("last entry msg %q", msg)
+		}
+		if len(r.Raw) > 16<<10 {
+			t.Fatalf("refusal is %d bytes for a %d-byte body", len(r.Raw), len(body))
+		}
+		alloc := m1.TotalAlloc - m0.TotalAlloc
+		t.Logf("body %d bytes, %d keys: refusal %d bytes, %.1f MiB allocated in all (client included)", len(body), n, len(r.Raw), float64(alloc)/(1<<20))
+		if alloc > 12<<20 {
+			t.Fatalf("one refusal allocated %.1f MiB", float64(alloc)/(1<<20))
+		}
+		if h.balance() != before {
+			t.Fatalf("balance moved: %d → %d", before, h.balance())
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bound how long a request body may take to arrive. The server's ReadHeaderTimeout covers
+// only the headers: without a bound on the body, a client that declares Content-Length: 100000
+// and sends 10 bytes holds a goroutine and a socket for as long as it likes. The bound is set
+// per request on the connection (a read deadline), so it applies on every listener whatever
+// built the http.Server.
+type Limits struct {
+	// BodyTimeout is the time any body is given to arrive in full.
+	BodyTimeout time.Duration
+	// BodyMinRate, in bytes per second, adds time for a long declared body (an upload through
+	// a signed link): Content-Length / BodyMinRate seconds on top of BodyTimeout.
+	BodyMinRate int64
+}
+
+// DefaultLimits is what Wrap applies: 30 s for any body, plus a second per 64 KiB declared.
+func DefaultLimits() Limits { return Limits{BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10} }
+
+// bodyDeadline is the time a body of declared length n (-1: unknown) is given.
+func (l Limits) bodyDeadline(n int64) time.Duration {
+	d := l.BodyTimeout
+	if n > 0 && l.BodyMinRate > 0 {
+		d += time.Duration(n/l.BodyMinRate) * time.Second
+	}
+	return d
+}
+
+// errBodyTimeout is what a body read answers once the body's deadline has passed.
+var errBodyTimeout = errors.New("httpapi: the request body did not arrive in time")
+
+// limitBody puts a read deadline on the connection for the body of r and returns r with a
+// body that lifts the deadline once it has been read to its end: a held request (a
+// synchronous run, a wait) must not be cut off by the body's deadline after the body is in.
+// Socket deadlines are wall-clock by nature, so time.Now is used here, not the injected clock.
+func limitBody(w http.ResponseWriter, r *http.Request, lim Limits, timedOut *atomic.Bool) *http.Request {
+	if lim.BodyTimeout <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return r
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(lim.bodyDeadline(r.ContentLength))); err != nil {
+		return r // not a connection that takes deadlines (an in-process test recorder)
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timedOut: timedOut}
+	return r
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	timedOut *atomic.Bool
+	done     bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF && !b.done:
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case err != nil && isTimeout(err):
+		b.timedOut.Store(true)
+		return n, errBodyTimeout
+	}
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}

@@ -1,0 +1,98 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/httpapi"
+)
+
+// bodyEcho reads the body the way every JSON route does and answers its length.
+func bodyEcho() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		b, err := httpapi.ReadBody(r)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"bytes": len(b)})
+		return nil
+	})
+}
+
+// TestLIM01_SlowBodyIsCutOff proves the 1 MiB body limit (LIM-01) is bounded in time as well as
+// size: a client that declares Content-Length: 100000 and sends 10 bytes is answered 400
+// invalid_body (the error body of every route) once the body's deadline passes, and its
+// connection is closed, instead of holding a goroutine and a socket forever. A body sent in
+// full is read, and the request that follows on the same connection is not cut off by the
+// first body's deadline.
+func TestLIM01_SlowBodyIsCutOff(t *testing.T) {
+	lim := httpapi.Limits{BodyTimeout: 300 * time.Millisecond}
+	srv := httptest.NewServer(httpapi.WrapLimits(httpapi.QueueSurface, slog.New(slog.DiscardHandler), lim, bodyEcho()))
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /x HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"a\":\"1234")
+	// The bound under test is 300 ms; 10 s only keeps a broken build from hanging the run.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a slow body: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	took := time.Since(start)
+	if res.StatusCode != http.StatusUnprocessableEntity && res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d %s", res.StatusCode, body)
+	}
+	for _, want := range []string{`"error":"invalid_body"`, `"error_type":`, `"request_id":`, `"docs":`, "did not arrive in time"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("body lacks %s: %s", want, body)
+		}
+	}
+	if took > 5*time.Second {
+		t.Fatalf("answered after %v", took)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("connection still open after the refusal: %v", err)
+	}
+	t.Logf("slow body refused after %v", took.Round(time.Millisecond))
+
+	// A body sent in full is read; a second request on the same connection, sent after the
+	// first body's deadline would have passed, is served too.
+	conn2, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	_ = conn2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br2 := bufio.NewReader(conn2)
+	for i := range 2 {
+		fmt.Fprintf(conn2, "POST /x HTTP/1.1\r\nHost: test\r\nContent-Length: 9\r\n\r\n{\"a\":123}")
+		res, err := http.ReadResponse(br2, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(b), `"bytes":9`) {
+			t.Fatalf("request %d: %d %s", i, res.StatusCode, b)
+		}
+		if i == 0 {
+			time.Sleep(2 * lim.BodyTimeout) // outlast the first body's deadline on purpose
+		}
+	}
+}

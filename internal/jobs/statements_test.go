@@ -1,0 +1,102 @@
+package jobs_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+type doneRunner struct{}
+
+func (doneRunner) Run(context.Context, runners.Job, runners.Env) (runners.Result, error) {
+	return runners.Result{Document: map[string]any{"ok": true}, Done: 1}, nil
+}
+
+// engine is a jobs service over a fresh database with runners that answer at once; Run is not
+// started, so only the submit and the settlement touch the database.
+type engine struct {
+	db  *sqlstore.DB
+	js  *jobs.Service
+	p   *auth.Principal
+	cat *catalog.Catalog
+}
+
+func newEngine(t *testing.T, db *sqlstore.DB) *engine {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := runners.Registry{}
+	for _, m := range cat.Models() {
+		reg[m.Slug] = doneRunner{}
+	}
+	now := func() time.Time { return time.Now().UTC() }
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := jobs.DefaultConfig()
+	cfg.InFlight = map[auth.Plan]int{auth.Pro: 1 << 20}
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
+	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	storetest.NewAccount(t, db, "acct_e", auth.Pro, 1<<40)
+	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("engine-test-secret"), now, log)
+	m, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.Account(ctx, "acct_e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &engine{db: db, js: js, p: &auth.Principal{Account: a, Key: m.Record}, cat: cat}
+}
+
+// submit runs one job from submit to settled and answers the statements and transactions it
+// took (BEGIN and COMMIT not counted).
+func (e *engine) submit(t testing.TB, model, key string) (statements, transactions int64) {
+	t.Helper()
+	m, ok := e.cat.Model(model)
+	if !ok {
+		t.Fatalf("no model %s", model)
+	}
+	s0, t0 := e.db.Stats()
+	res, err := e.js.Submit(context.Background(), jobs.SubmitRequest{Principal: e.p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`), IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.js.Drain()
+	s1, t1 := e.db.Stats()
+	j, err := e.js.GetByID(context.Background(), e.p.Account.ID, res.Job.ID)
+	if err != nil || !j.Settled() || j.Outcome != jobs.Succeeded {
+		t.Fatalf("job %+v %v", j, err)
+	}
+	return s1 - s0, t1 - t0
+}
+
+// THR (issue 10): a job costs at most 10 SQL statements from submit to settled (BEGIN and COMMIT
+// aside) in two transactions, on SQLite: the key and the account are read once, the idempotency
+// read is skipped for a key the service minted, passes are read only when the account has some,
+// and the balance comes back from the charge's UPDATE.
+func TestStatementsPerJob(t *testing.T) {
+	e := newEngine(t, storetest.OpenSQLite(t))
+	e.submit(t, "image-4b", "") // warm: prepares the statements
+	st, tx := e.submit(t, "image-4b", "")
+	t.Logf("minted key: %d statements, %d transactions per job", st, tx)
+	if st > 10 || tx != 2 {
+		t.Fatalf("a job took %d statements and %d transactions, want at most 10 and 2", st, tx)
+	}
+	st, tx = e.submit(t, "image-4b", "client-key-1")
+	t.Logf("client key: %d statements, %d transactions per job", st, tx)
+	if st > 11 || tx != 2 {
+		t.Fatalf("a job with the client's key took %d statements and %d transactions, want at most 11 and 2", st, tx)
+	}
+}

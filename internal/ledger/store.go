@@ -1,0 +1,60 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+)
+
+// ErrNotFound is returned by the store for a missing account, key or pass.
+var ErrNotFound = auth.ErrNotFound
+
+// ErrInsufficient is returned by Tx.Apply when a debit would take the balance below the floor
+// it was given; the statement changed nothing.
+var ErrInsufficient = errors.New("ledger: balance below the debit")
+
+// Store is the persistence the ledger needs. Only this package calls it: every other package
+// moves credits through Service (an architecture test keeps it so).
+type Store interface {
+	// LedgerTx runs fn in one transaction, committing when it returns nil.
+	LedgerTx(ctx context.Context, fn func(Tx) error) error
+	// LedgerDueAllowances lists up to limit accounts whose monthly allowance for period is
+	// still to be credited (not banned, positive allowance, allowance_period < period).
+	LedgerDueAllowances(ctx context.Context, period string, limit int) ([]string, error)
+	// LedgerBalanceSum is the sum of an account's ledger entries.
+	LedgerBalanceSum(ctx context.Context, accountID string) (int64, error)
+	// LedgerAccount reads one account outside a transaction.
+	LedgerAccount(ctx context.Context, id string) (auth.Account, error)
+}
+
+// Tx is the ledger's view of one store transaction. The jobs engine's transaction offers it
+// too, so a job's credits move in the job's own transaction.
+type Tx interface {
+	// LedgerLockAccount reads the account and holds its row until the transaction ends.
+	LedgerLockAccount(ctx context.Context, id string) (auth.Account, error)
+	// LedgerApply writes e, moves the balance by e.Amount and counts a charge or refund in the
+	// usage rollup, and returns the new balance. A debit (negative amount) that would leave the
+	// balance below floor changes nothing and answers ErrInsufficient; pass math.MinInt64 for
+	// an unguarded movement (operator grants may go negative).
+	LedgerApply(ctx context.Context, e Entry, floor int64) (int64, error)
+	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
+	// it changed) and returns the key as it now stands.
+	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error)
+	// LedgerPasses lists the account's passes and promotions.
+	LedgerPasses(ctx context.Context, accountID string) ([]Pass, error)
+	// LedgerUsePass takes one use of a pass with uses left (an unlimited one is untouched).
+	LedgerUsePass(ctx context.Context, passID string) error
+	// LedgerInsertPass stores a pass and counts it on its account.
+	LedgerInsertPass(ctx context.Context, p Pass) error
+	// LedgerClaimAllowance moves the account's allowance period to period when it is earlier,
+	// and reports whether it did (two processes granting at once: one wins).
+	LedgerClaimAllowance(ctx context.Context, accountID, period string) (bool, error)
+	// LedgerInsertAccount creates an account with a zero balance.
+	LedgerInsertAccount(ctx context.Context, a auth.Account) error
+	// LedgerUpdateAccount writes the plan, allowance, status and pass-only flag of a.
+	LedgerUpdateAccount(ctx context.Context, a auth.Account) error
+	// LedgerRevokeKeys stamps every live key of the account revoked at `at`; it returns how many.
+	LedgerRevokeKeys(ctx context.Context, accountID string, at time.Time) (int, error)
+}

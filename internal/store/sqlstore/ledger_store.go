@@ -1,0 +1,196 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ledger"
+)
+
+// This file is the ledger's store adapter: the only Go code that writes balances, ledger
+// entries, the usage rollup, key spend or passes (an architecture test keeps it so). Everything
+// else moves credits through ledger.Service.
+
+var (
+	_ ledger.Store = (*DB)(nil)
+	_ ledger.Tx    = (*Tx)(nil)
+)
+
+const dayMicros = int64(24 * time.Hour / time.Microsecond)
+
+// LedgerTx runs fn in one transaction.
+func (db *DB) LedgerTx(ctx context.Context, fn func(ledger.Tx) error) error {
+	return db.InTx(ctx, func(tx *Tx) error { return fn(tx) })
+}
+
+// LedgerAccount reads one account.
+func (db *DB) LedgerAccount(ctx context.Context, id string) (auth.Account, error) {
+	return db.Account(ctx, id)
+}
+
+// LedgerBalanceSum returns the sum of an account's ledger entries.
+func (db *DB) LedgerBalanceSum(ctx context.Context, accountID string) (int64, error) {
+	var sum sql.NullInt64
+	err := db.sql.QueryRowContext(ctx, `SELECT sum(amount) FROM ledger_entries WHERE account_id = $1`, accountID).Scan(&sum)
+	return sum.Int64, err
+}
+
+// LedgerDueAllowances lists accounts whose allowance for period is still to be credited.
+func (db *DB) LedgerDueAllowances(ctx context.Context, period string, limit int) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT id FROM accounts WHERE monthly_allowance > 0 AND status <> $1 AND allowance_period < $2 ORDER BY id LIMIT $3`,
+		string(auth.Banned), period, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// LedgerLockAccount reads the account and holds its row for the rest of the transaction.
+func (tx *Tx) LedgerLockAccount(ctx context.Context, id string) (auth.Account, error) {
+	return tx.accountForUpdate(ctx, id)
+}
+
+// LedgerApply moves the balance and records the entry, and counts charges and refunds in the
+// usage rollup, all in the caller's transaction: the balance always equals the sum of entries,
+// and the rollup the sum of charges and refunds.
+func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
+	var bal int64
+	err := tx.q.QueryRowContext(ctx, `UPDATE accounts SET balance = balance + $1 WHERE id = $2 AND balance + $1 >= $3 RETURNING balance`,
+		int64(e.Amount), e.AccountID, floor).Scan(&bal)
+	if isNoRows(err) {
+		if floor == math.MinInt64 {
+			return 0, ledger.ErrNotFound
+		}
+		if _, err := tx.accountForUpdate(ctx, e.AccountID); err != nil {
+			return 0, err
+		}
+		return 0, ledger.ErrInsufficient
+	}
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.q.ExecContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, kind, amount, balance, period, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.AccountID, e.KeyID, e.JobID, string(e.Kind), int64(e.Amount), bal, auth.Period(e.At), micros(e.At)); err != nil {
+		return 0, err
+	}
+	var charged, refunded, jobs int64
+	switch e.Kind {
+	case ledger.Charge:
+		charged, jobs = -int64(e.Amount), 1
+	case ledger.Refund:
+		refunded = int64(e.Amount)
+	default:
+		return bal, nil
+	}
+	day := micros(e.At) / dayMicros * dayMicros
+	_, err = tx.q.ExecContext(ctx, `INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs) VALUES ($1, $2, $3, $4, $5, $6, $7)
+ ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
+ refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs`,
+		e.AccountID, day, e.KeyID, e.Model, charged, refunded, jobs)
+	return bal, err
+}
+
+// LedgerKeySpend adds delta to the key's spend in period and returns the key. A charge starts
+// a new period afresh; a refund given back after the period changed has nothing left to lower
+// and leaves the key as it is (answering a zero record).
+func (tx *Tx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error) {
+	k, err := scanKey(tx.q.QueryRowContext(ctx, `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1
+ WHERE id = $3 AND ($4 OR spent_period = $1) RETURNING `+keyCols, period, delta, keyID, delta > 0))
+	if delta <= 0 && err == auth.ErrNotFound {
+		return auth.KeyRecord{}, nil
+	}
+	return k, err
+}
+
+// LedgerPasses lists an account's passes and promotions.
+func (tx *Tx) LedgerPasses(ctx context.Context, accountID string) ([]ledger.Pass, error) {
+	rows, err := tx.q.QueryContext(ctx, `SELECT id, account_id, name, promotion, models, max_credits, uses_left, expires_at FROM passes WHERE account_id = $1 ORDER BY id`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.Pass
+	for rows.Next() {
+		var p ledger.Pass
+		var promo int
+		var models string
+		var expires int64
+		if err := rows.Scan(&p.ID, &p.AccountID, &p.Name, &promo, &models, &p.MaxCredits, &p.UsesLeft, &expires); err != nil {
+			return nil, err
+		}
+		p.Promotion = promo == 1
+		if models != "" {
+			p.Models = strings.Split(models, ",")
+		}
+		if expires != 0 {
+			p.ExpiresAt = fromMicros(expires)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// LedgerUsePass takes one use of a pass that has uses left.
+func (tx *Tx) LedgerUsePass(ctx context.Context, passID string) error {
+	_, err := tx.q.ExecContext(ctx, `UPDATE passes SET uses_left = uses_left - 1 WHERE id = $1 AND uses_left > 0`, passID)
+	return err
+}
+
+// LedgerInsertPass stores a pass and counts it on its account.
+func (tx *Tx) LedgerInsertPass(ctx context.Context, p ledger.Pass) error {
+	var exp int64
+	if !p.ExpiresAt.IsZero() {
+		exp = micros(p.ExpiresAt)
+	}
+	if _, err := tx.q.ExecContext(ctx, `INSERT INTO passes (id, account_id, name, promotion, models, max_credits, uses_left, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		p.ID, p.AccountID, p.Name, boolInt(p.Promotion), strings.Join(p.Models, ","), p.MaxCredits, p.UsesLeft, exp); err != nil {
+		return err
+	}
+	return expectOne(tx.q.ExecContext(ctx, `UPDATE accounts SET pass_count = pass_count + 1 WHERE id = $1`, p.AccountID))
+}
+
+// LedgerClaimAllowance moves the allowance period forward; false when another got there first.
+func (tx *Tx) LedgerClaimAllowance(ctx context.Context, accountID, period string) (bool, error) {
+	res, err := tx.q.ExecContext(ctx, `UPDATE accounts SET allowance_period = $1 WHERE id = $2 AND allowance_period < $1`, period, accountID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// LedgerInsertAccount creates an account with a zero balance.
+func (tx *Tx) LedgerInsertAccount(ctx context.Context, a auth.Account) error {
+	_, err := tx.q.ExecContext(ctx, `INSERT INTO accounts (id, plan, status, balance, monthly_allowance, allowance_period, created_at, pass_only) VALUES ($1, $2, $3, 0, $4, $5, $6, $7)`,
+		a.ID, string(a.Plan), string(a.Status), a.MonthlyAllowance, a.AllowancePeriod, micros(a.CreatedAt), boolInt(a.PassOnly))
+	return err
+}
+
+// LedgerUpdateAccount writes an account's plan, allowance, status and pass-only flag.
+func (tx *Tx) LedgerUpdateAccount(ctx context.Context, a auth.Account) error {
+	return expectOne(tx.q.ExecContext(ctx, `UPDATE accounts SET plan = $1, monthly_allowance = $2, status = $3, pass_only = $4 WHERE id = $5`,
+		string(a.Plan), a.MonthlyAllowance, string(a.Status), boolInt(a.PassOnly), a.ID))
+}
+
+// LedgerRevokeKeys stamps every live key of the account revoked.
+func (tx *Tx) LedgerRevokeKeys(ctx context.Context, accountID string, at time.Time) (int, error) {
+	res, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL AND expires_at > $1`, micros(at), accountID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

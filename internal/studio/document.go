@@ -1,0 +1,88 @@
+package studio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// MaxBytes is the most a stored document may weigh, encoded as one Yjs update (spec 02
+// Limits: "Brief state bytes 0 to 2097152").
+const MaxBytes = 2097152
+
+// Name names a document of a project: "brief", or "canvas:" followed by the canvas id. It is
+// the `doc` of the acknowledgement.
+type Name string
+
+// Brief is the project's brief.
+const Brief Name = "brief"
+
+// Canvas names the canvas with id.
+func Canvas(id string) Name { return Name("canvas:" + id) }
+
+// maxID bounds project and canvas ids: they are path segments chosen by the caller.
+const maxID = 128
+
+// CheckID refuses a project or canvas id that is empty, longer than 128 bytes, or holds a
+// control character, a slash or a colon. The message is written for the caller.
+func CheckID(what, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%s id is empty", what)
+	case len(id) > maxID:
+		return fmt.Errorf("%s id is %d bytes; the most is %d", what, len(id), maxID)
+	case strings.ContainsAny(id, "/:"):
+		return fmt.Errorf("%s id may not hold '/' or ':'", what)
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return fmt.Errorf("%s id holds a control character", what)
+	}
+	return nil
+}
+
+// Key addresses one stored document. Projects are per account: the same project id under
+// another account is another project.
+type Key struct {
+	Account string
+	Project string
+	Doc     Name
+}
+
+// Stored is a document as the store holds it: State is the whole document encoded as one Yjs
+// update; Rev counts the writes that changed it (0: nothing stored).
+type Stored struct {
+	Rev       int64
+	State     []byte
+	UpdatedAt time.Time
+}
+
+// PutParams writes State as revision Prev+1 of Key, only if the stored revision is still Prev
+// (0: only if nothing is stored).
+type PutParams struct {
+	Key   Key
+	Prev  int64
+	State []byte
+	Now   time.Time
+}
+
+// Errors of the Store port.
+var (
+	// ErrNotFound: nothing is stored under the key (a document), or the account has no
+	// document in the project (a project).
+	ErrNotFound = errors.New("studio: not found")
+	// ErrRevisionMoved: Put found a revision other than Prev.
+	ErrRevisionMoved = errors.New("studio: stored revision moved")
+)
+
+// Store keeps documents. Implementations: MemStore, sqlstore.Studio; studiotest.RunStoreSuite
+// holds them to one behaviour.
+type Store interface {
+	// Document returns the stored document, or ErrNotFound.
+	Document(ctx context.Context, k Key) (Stored, error)
+	// ProjectExists reports whether the account has at least one document in the project.
+	ProjectExists(ctx context.Context, account, project string) (bool, error)
+	// Put stores p.State as revision p.Prev+1, or returns ErrRevisionMoved.
+	Put(ctx context.Context, p PutParams) error
+}

@@ -1,0 +1,270 @@
+package studio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// The y-websocket protocol (y-protocols sync and awareness): every message starts with a
+// varuint type; sync messages carry a second varuint step and one length-prefixed payload.
+const (
+	msgSync           = 0
+	msgAwareness      = 1
+	msgAuth           = 2
+	msgQueryAwareness = 3
+
+	syncStep1  = 0 // payload: the sender's state vector
+	syncStep2  = 1 // payload: the update the receiver lacks
+	syncUpdate = 2 // payload: a new update
+
+	authPermissionDenied = 0
+)
+
+// Peer is one live connection as the room sees it. Send must not block: it queues msg or, when
+// the peer cannot keep up, drops the connection (the client then reconnects and syncs).
+type Peer interface {
+	Send(msg []byte)
+	// Replaced tells the peer its document was replaced by a whole-document save: the
+	// connection ends, so the client loads the new document when it reconnects.
+	Replaced()
+}
+
+// room is the live peers of one document and the awareness states they announced. It is
+// guarded by its entry's mu.
+type room struct {
+	peers   map[Peer]*peerState
+	clients map[uint64]awarenessState // awareness client id → last state
+}
+
+type peerState struct {
+	clients map[uint64]bool // awareness client ids this peer announced
+}
+
+type awarenessState struct {
+	clock uint64
+	state string // JSON; "null" once the client left
+}
+
+func (r *room) broadcast(msg []byte, except Peer) {
+	for p := range r.peers {
+		if p != except {
+			p.Send(msg)
+		}
+	}
+}
+
+func (r *room) replaced() {
+	for p := range r.peers {
+		p.Replaced()
+	}
+	clear(r.peers)
+	clear(r.clients)
+}
+
+func appendBytes(b, payload []byte) []byte {
+	return append(appendUint(b, uint64(len(payload))), payload...)
+}
+
+func syncMessage(step byte, payload []byte) []byte {
+	return appendBytes([]byte{msgSync, step}, payload)
+}
+
+func syncUpdateMessage(update []byte) []byte { return syncMessage(syncUpdate, update) }
+
+// awarenessMessage encodes states as one awareness update message.
+func awarenessMessage(states map[uint64]awarenessState) []byte {
+	u := appendUint(nil, uint64(len(states)))
+	for id, st := range states {
+		u = appendUint(appendUint(u, id), st.clock)
+		u = appendBytes(u, []byte(st.state))
+	}
+	return appendBytes([]byte{msgAwareness}, u)
+}
+
+// ErrReadOnly is what a Session reports after refusing a write from a peer whose key may only
+// read; the peer was sent the protocol's permission-denied message and stays connected.
+var ErrReadOnly = errors.New("studio: this key may only read")
+
+// Session is one live peer in one document's room.
+type Session struct {
+	svc      *Service
+	key      Key
+	peer     Peer
+	e        *entry
+	canWrite bool
+	// admit is asked before each write; an error ends the session (rate limits).
+	admit func(ctx context.Context) error
+}
+
+// JoinParams opens a live session.
+type JoinParams struct {
+	Key      Key
+	Peer     Peer
+	CanWrite bool
+	// Admit, when set, is asked before each write is merged; its error is returned by Receive.
+	Admit func(ctx context.Context) error
+}
+
+// Join adds p.Peer to the document's room and sends it the server's sync step 1 and the
+// awareness states of the room. Close must follow.
+func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
+	e := s.acquire(p.Key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := s.load(ctx, p.Key, e); err != nil {
+		s.release(p.Key, e)
+		return nil, err
+	}
+	e.room.peers[p.Peer] = &peerState{clients: map[uint64]bool{}}
+	p.Peer.Send(syncMessage(syncStep1, stateVector(e.doc)))
+	if len(e.room.clients) > 0 {
+		p.Peer.Send(awarenessMessage(e.room.clients))
+	}
+	return &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit}, nil
+}
+
+// Close takes the peer out of the room and tells the others its awareness clients left.
+func (ss *Session) Close() {
+	e := ss.e
+	e.mu.Lock()
+	if ps, ok := e.room.peers[ss.peer]; ok {
+		delete(e.room.peers, ss.peer)
+		gone := map[uint64]awarenessState{}
+		for id := range ps.clients {
+			if st, ok := e.room.clients[id]; ok {
+				gone[id] = awarenessState{clock: st.clock + 1, state: "null"}
+				delete(e.room.clients, id)
+			}
+		}
+		if len(gone) > 0 {
+			e.room.broadcast(awarenessMessage(gone), nil)
+		}
+	}
+	e.mu.Unlock()
+	ss.svc.release(ss.key, e)
+}
+
+// Receive handles one message from the peer. Errors: *MalformedError (the message is not the
+// protocol or carries a bad update), *TooLargeError, ErrReadOnly (the session stays usable),
+// Admit's error, or a store error; every error but ErrReadOnly should end the connection.
+func (ss *Session) Receive(ctx context.Context, msg []byte) error {
+	r := &reader{b: msg}
+	switch t := r.uint("message type"); {
+	case r.err != nil:
+		return r.err
+	case t == msgSync:
+		step := r.uint("sync step")
+		payload := r.bytes(r.uint("payload length"), "sync payload")
+		if r.err == nil && r.pos != len(msg) {
+			r.fail("bytes after the sync payload")
+		}
+		if r.err != nil {
+			return r.err
+		}
+		switch step {
+		case syncStep1:
+			return ss.answerStep1(payload)
+		case syncStep2, syncUpdate:
+			return ss.write(ctx, payload)
+		default:
+			return &MalformedError{Offset: 1, Reason: fmt.Sprintf("unknown sync step %d", step)}
+		}
+	case t == msgAwareness:
+		u := r.bytes(r.uint("awareness length"), "awareness update")
+		if r.err != nil {
+			return r.err
+		}
+		return ss.awareness(u)
+	case t == msgQueryAwareness:
+		ss.e.mu.Lock()
+		defer ss.e.mu.Unlock()
+		if len(ss.e.room.clients) > 0 {
+			ss.peer.Send(awarenessMessage(ss.e.room.clients))
+		}
+		return nil
+	case t == msgAuth:
+		return nil // clients send no auth messages; nothing to do
+	default:
+		return &MalformedError{Reason: fmt.Sprintf("unknown message type %d", t)}
+	}
+}
+
+func (ss *Session) answerStep1(sv []byte) error {
+	if err := ValidateStateVector(sv); err != nil {
+		return &MalformedError{Reason: err.Error()}
+	}
+	e := ss.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.doc == nil {
+		if err := ss.svc.load(context.Background(), ss.key, e); err != nil {
+			return err
+		}
+	}
+	diff, err := encode(e.doc, sv)
+	if err != nil {
+		return err
+	}
+	ss.peer.Send(syncMessage(syncStep2, diff))
+	return nil
+}
+
+func (ss *Session) write(ctx context.Context, update []byte) error {
+	if !ss.canWrite {
+		ss.peer.Send(append([]byte{msgAuth, authPermissionDenied}, appendBytes(nil, []byte("this key has studio:read only; edits are not saved"))...))
+		return ErrReadOnly
+	}
+	if ss.admit != nil {
+		if err := ss.admit(ctx); err != nil {
+			return err
+		}
+	}
+	_, err := ss.svc.Apply(ctx, ApplyParams{Key: ss.key, Update: update, Origin: ss.peer})
+	return err
+}
+
+// awareness records the states in an awareness update and relays it to the other peers.
+func (ss *Session) awareness(u []byte) error {
+	r := &reader{b: u}
+	type change struct {
+		id    uint64
+		state awarenessState
+	}
+	var changes []change
+	for n := r.count("awareness size"); n > 0 && r.err == nil; n-- {
+		id, clock := r.uint("awareness client"), r.uint("awareness clock")
+		st := r.string("awareness state")
+		if r.err == nil && !json.Valid([]byte(st)) {
+			r.fail("awareness state is not JSON")
+		}
+		changes = append(changes, change{id, awarenessState{clock, st}})
+	}
+	if r.err == nil && r.pos != len(u) {
+		r.fail("bytes after the awareness update")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	e := ss.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ps := e.room.peers[ss.peer]
+	if ps == nil {
+		return nil // replaced while this message was on its way
+	}
+	for _, c := range changes {
+		if c.state.state == "null" {
+			delete(e.room.clients, c.id)
+			delete(ps.clients, c.id)
+			continue
+		}
+		e.room.clients[c.id] = c.state
+		ps.clients[c.id] = true
+	}
+	// Sent back to the sender too, as y-websocket's own server does: a lone client's
+	// provider counts that echo as traffic and keeps its connection.
+	e.room.broadcast(appendBytes([]byte{msgAwareness}, u), nil)
+	return nil
+}

@@ -1,0 +1,365 @@
+package studio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	y "github.com/skyterra/y-crdt"
+)
+
+// Ack is the brief state acknowledgement (spec 01): the document's revision, its state vector
+// and its weight after the write.
+type Ack struct {
+	Doc         Name
+	Rev         int64
+	StateVector []byte
+	Bytes       int
+}
+
+// Snapshot is a document as read: the acknowledgement's fields and the document (or the part
+// of it a given state vector lacks) as one Yjs update.
+type Snapshot struct {
+	Ack
+	Update []byte
+}
+
+// TooLargeError refuses a write that would leave the document over MaxBytes; nothing changed.
+type TooLargeError struct {
+	Doc   Name
+	Bytes int // what the document would have weighed
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the %s would be %d bytes after this write, over the limit of %d bytes; nothing was changed", e.Doc, e.Bytes, MaxBytes)
+}
+
+// ConflictError refuses a seed when something is already stored, or a whole-document save
+// made from a revision that is no longer the stored one. Current is what is stored, so the
+// caller can load it.
+type ConflictError struct {
+	Reason  string
+	Current Snapshot
+}
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// Config holds a Service's dependencies.
+type Config struct {
+	Store Store
+	Now   func() time.Time
+	Log   *slog.Logger
+	// CacheDocs is how many idle documents stay decoded in memory (default 64). Documents with
+	// a merge under way or live peers always stay.
+	CacheDocs int
+}
+
+// Service merges, saves and reads documents and runs live rooms.
+type Service struct {
+	store     Store
+	now       func() time.Time
+	log       *slog.Logger
+	cacheDocs int
+
+	mu      sync.Mutex
+	entries map[Key]*entry
+}
+
+// entry is one document in this process: its lock, its decoded copy, its live room.
+type entry struct {
+	mu    sync.Mutex // serializes merges, saves and reads of the document in this process
+	refs  int        // callers holding the entry, under Service.mu
+	used  time.Time  // last release, under Service.mu
+	rev   int64      // the cache below is of this stored revision; under mu
+	state []byte
+	doc   *y.Doc // nil: not decoded (or thrown away after a refused write)
+	room  room
+}
+
+// NewService returns a Service over cfg.Store.
+func NewService(cfg Config) *Service {
+	if cfg.CacheDocs <= 0 {
+		cfg.CacheDocs = 64
+	}
+	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, entries: map[Key]*entry{}}
+}
+
+func (s *Service) acquire(k Key) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[k]
+	if e == nil {
+		e = &entry{room: room{peers: map[Peer]*peerState{}, clients: map[uint64]awarenessState{}}}
+		s.entries[k] = e
+	}
+	e.refs++
+	return e
+}
+
+func (s *Service) release(k Key, e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.refs--
+	e.used = s.now()
+	if len(s.entries) <= s.cacheDocs {
+		return
+	}
+	// Over the cache size: drop the idle documents used longest ago.
+	type idle struct {
+		k    Key
+		used time.Time
+	}
+	var idles []idle
+	for k, e := range s.entries {
+		if e.refs == 0 {
+			idles = append(idles, idle{k, e.used})
+		}
+	}
+	slices.SortFunc(idles, func(a, b idle) int { return a.used.Compare(b.used) })
+	for _, i := range idles[:max(0, min(len(idles), len(s.entries)-s.cacheDocs))] {
+		delete(s.entries, i.k)
+	}
+}
+
+// decode builds a document from a stored state. The library panics on some inputs it was
+// never meant to see; a panic is reported as a malformed update.
+func decode(state []byte) (doc *y.Doc, err error) {
+	doc = y.NewDoc("", true, nil, nil, false)
+	if len(state) == 0 {
+		return doc, nil
+	}
+	if err := apply(doc, state); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func apply(doc *y.Doc, update []byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &MalformedError{Reason: fmt.Sprintf("the update does not fit the document (%v)", v)}
+		}
+	}()
+	y.ApplyUpdate(doc, update, nil)
+	return nil
+}
+
+func encode(doc *y.Doc, sv []byte) (out []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("studio: encoding the document: %v", v)
+		}
+	}()
+	return y.EncodeStateAsUpdate(doc, sv), nil
+}
+
+// stateVector encodes doc's state vector with clients in ascending order, so equal states
+// always give equal bytes.
+func stateVector(doc *y.Doc) []byte {
+	sv := y.GetStateVector(doc.Store)
+	clients := make([]int, 0, len(sv))
+	for c := range sv {
+		clients = append(clients, c)
+	}
+	slices.Sort(clients)
+	b := appendUint(nil, uint64(len(clients)))
+	for _, c := range clients {
+		b = appendUint(appendUint(b, uint64(c)), uint64(sv[c]))
+	}
+	return b
+}
+
+func appendUint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// load brings e's cache to the stored revision. Under e.mu.
+func (s *Service) load(ctx context.Context, k Key, e *entry) error {
+	st, err := s.store.Document(ctx, k)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		st = Stored{}
+	case err != nil:
+		return err
+	}
+	if e.doc != nil && e.rev == st.Rev {
+		return nil
+	}
+	doc, err := decode(st.State)
+	if err != nil {
+		return fmt.Errorf("studio: stored %s of %s revision %d does not decode: %w", k.Doc, k.Project, st.Rev, err)
+	}
+	e.doc, e.rev, e.state = doc, st.Rev, st.State
+	return nil
+}
+
+func (e *entry) ack(k Key) Ack {
+	return Ack{Doc: k.Doc, Rev: e.rev, StateVector: stateVector(e.doc), Bytes: len(e.state)}
+}
+
+func (e *entry) snapshot(k Key) Snapshot {
+	state := e.state
+	if len(state) == 0 {
+		state = []byte{0, 0} // the empty document as an update
+	}
+	return Snapshot{Ack: e.ack(k), Update: append([]byte(nil), state...)}
+}
+
+// casAttempts bounds retries when another process wrote between our read and our write.
+const casAttempts = 8
+
+// ApplyParams is one update from a window.
+type ApplyParams struct {
+	Key    Key
+	Update []byte
+	// Seed marks the first write of a document that existed before it was shared: accepted
+	// only while nothing is stored.
+	Seed bool
+	// Origin is the live peer the update came from; it is not sent its own update back.
+	Origin Peer
+}
+
+// Apply merges p.Update into the stored document and persists the result before any live peer
+// hears of it. Errors: *MalformedError (nothing changed), *TooLargeError (nothing changed),
+// *ConflictError (a seed while something is stored; Current is the stored document), or a
+// store error.
+func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
+	if err := Validate(p.Update); err != nil {
+		return Ack{}, err
+	}
+	e := s.acquire(p.Key)
+	defer s.release(p.Key, e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if err := s.load(ctx, p.Key, e); err != nil {
+			return Ack{}, err
+		}
+		if p.Seed && e.rev > 0 {
+			return Ack{}, &ConflictError{Reason: fmt.Sprintf("the %s already has content (revision %d); a seed is accepted only while nothing is stored: load this one", p.Key.Doc, e.rev),
+				Current: e.snapshot(p.Key)}
+		}
+		prev := e.state
+		if err := apply(e.doc, p.Update); err != nil {
+			e.doc = nil // the decoded copy may be half changed: decode again next time
+			return Ack{}, err
+		}
+		state, err := encode(e.doc, nil)
+		if err != nil {
+			e.doc = nil
+			return Ack{}, err
+		}
+		if len(state) > MaxBytes {
+			e.doc = nil
+			return Ack{}, &TooLargeError{Doc: p.Key.Doc, Bytes: len(state)}
+		}
+		if bytes.Equal(state, prev) && !(p.Seed && e.rev == 0) {
+			return e.ack(p.Key), nil // already known: nothing to store or send on
+		}
+		err = s.store.Put(ctx, PutParams{Key: p.Key, Prev: e.rev, State: state, Now: s.now()})
+		if errors.Is(err, ErrRevisionMoved) && attempt < casAttempts {
+			e.doc = nil // another process wrote: merge again over its result
+			continue
+		}
+		if err != nil {
+			e.doc = nil
+			return Ack{}, err
+		}
+		e.rev, e.state = e.rev+1, state
+		e.room.broadcast(syncUpdateMessage(p.Update), p.Origin)
+		return e.ack(p.Key), nil
+	}
+}
+
+// SaveParams replaces a whole document.
+type SaveParams struct {
+	Key   Key
+	State []byte // the whole document as one Yjs update
+	Rev   int64  // the revision the caller's copy was loaded at (0: nothing stored)
+}
+
+// Save replaces the stored document with p.State when the stored revision is still p.Rev.
+// Live peers are told the document was replaced, so they load it again. Errors:
+// *MalformedError, *TooLargeError, *ConflictError (the revision moved; Current is stored).
+func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
+	if err := Validate(p.State); err != nil {
+		return Ack{}, err
+	}
+	doc, err := decode(p.State)
+	if err != nil {
+		return Ack{}, err
+	}
+	state, err := encode(doc, nil)
+	if err != nil {
+		return Ack{}, err
+	}
+	if len(state) > MaxBytes {
+		return Ack{}, &TooLargeError{Doc: p.Key.Doc, Bytes: len(state)}
+	}
+	e := s.acquire(p.Key)
+	defer s.release(p.Key, e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := s.load(ctx, p.Key, e); err != nil {
+		return Ack{}, err
+	}
+	conflict := func() error {
+		return &ConflictError{Reason: fmt.Sprintf("the %s is at revision %d, not %d: load it, apply your changes and save again", p.Key.Doc, e.rev, p.Rev),
+			Current: e.snapshot(p.Key)}
+	}
+	if e.rev != p.Rev {
+		return Ack{}, conflict()
+	}
+	err = s.store.Put(ctx, PutParams{Key: p.Key, Prev: p.Rev, State: state, Now: s.now()})
+	if errors.Is(err, ErrRevisionMoved) {
+		e.doc = nil
+		if err := s.load(ctx, p.Key, e); err != nil {
+			return Ack{}, err
+		}
+		return Ack{}, conflict()
+	}
+	if err != nil {
+		e.doc = nil
+		return Ack{}, err
+	}
+	e.doc, e.rev, e.state = doc, p.Rev+1, state
+	e.room.replaced()
+	return e.ack(p.Key), nil
+}
+
+// Read returns the stored document as one update, or, with a state vector, only what that
+// state lacks. A project the account has no document in is ErrNotFound; a project without
+// this document reads as the empty document at revision 0. sv must have passed
+// ValidateStateVector.
+func (s *Service) Read(ctx context.Context, k Key, sv []byte) (Snapshot, error) {
+	ok, err := s.store.ProjectExists(ctx, k.Account, k.Project)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if !ok {
+		return Snapshot{}, ErrNotFound
+	}
+	e := s.acquire(k)
+	defer s.release(k, e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := s.load(ctx, k, e); err != nil {
+		return Snapshot{}, err
+	}
+	snap := e.snapshot(k)
+	if len(sv) > 0 {
+		if snap.Update, err = encode(e.doc, sv); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	return snap, nil
+}
