@@ -24,8 +24,8 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/modelhost"
 	"github.com/modelexec/modelexec/internal/plans"
-	"github.com/modelexec/modelexec/internal/queueapi"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	rlredis "github.com/modelexec/modelexec/internal/ratelimit/redis"
 	"github.com/modelexec/modelexec/internal/runners"
@@ -33,7 +33,6 @@ import (
 	"github.com/modelexec/modelexec/internal/runners/cog"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
-	"github.com/modelexec/modelexec/internal/syncapi"
 )
 
 // Server is the wired service of one process.
@@ -205,7 +204,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
 	}
 	if roles[RoleQueue] {
-		q := &queueapi.Handler{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
+		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
 		s.handlers[RoleQueue] = q.Routes()
 	}
 	if roles[RoleSync] {
@@ -213,7 +212,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		if wc == 0 {
 			wc = 60 * time.Second
 		}
-		sh := &syncapi.Handler{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
+		sh := &modelhost.Sync{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
 		s.handlers[RoleSync] = sh.Routes()
 	}
 	if roles[RoleWorker] {

@@ -1,4 +1,4 @@
-package queueapi
+package modelhost
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 
 // Routes lists the whole queue host. The trailing-slash forms are the ones fal's Python
 // client sends.
-func (h *Handler) Routes() http.Handler {
+func (h *Queue) Routes() http.Handler {
 	mux := http.NewServeMux()
 	g, cat := h.Gate, h.Jobs.Catalog()
 	product := ModelProduct(cat)

@@ -1,4 +1,4 @@
-package queueapi
+package modelhost
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/modelexec/modelexec/internal/jobview"
 )
 
-// Handler serves the queue host.
-type Handler struct {
+// Queue serves the queue host.
+type Queue struct {
 	Gate   *httpapi.Gate
 	Jobs   *jobs.Service
 	URLs   jobview.URLs
@@ -75,7 +75,7 @@ func AdmitModel(m *catalog.Model) error {
 	return err
 }
 
-func (h *Handler) submit() http.Handler {
+func (h *Queue) submit() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		p := httpapi.Principal(r)
 		m, err := ModelOf(h.Jobs.Catalog(), r)
@@ -151,7 +151,7 @@ func Warn(w http.ResponseWriter, m *catalog.Model, ws []catalog.Warning) {
 	w.Header().Set("Sunset", m.EnforcementDate().UTC().Format(http.TimeFormat))
 }
 
-func (h *Handler) balance(r *http.Request, p *auth.Principal) int64 {
+func (h *Queue) balance(r *http.Request, p *auth.Principal) int64 {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
 	if a, err := h.Gate.Auth.Account(ctx, p.Account.ID); err == nil {
@@ -166,7 +166,7 @@ func wantLogs(r *http.Request) bool {
 }
 
 // job reads the job of the path for the caller; a job of another model's path is not found.
-func (h *Handler) job(r *http.Request) (jobs.Job, error) {
+func (h *Queue) job(r *http.Request) (jobs.Job, error) {
 	p := httpapi.Principal(r)
 	j, err := h.Jobs.Get(r.Context(), p.Account.ID, r.PathValue("id"))
 	if err != nil {
@@ -178,7 +178,7 @@ func (h *Handler) job(r *http.Request) (jobs.Job, error) {
 	return j, nil
 }
 
-func (h *Handler) status() http.Handler {
+func (h *Queue) status() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		j, err := h.job(r)
 		if err != nil {
@@ -197,7 +197,7 @@ func (h *Handler) status() http.Handler {
 	})
 }
 
-func (h *Handler) result() http.Handler {
+func (h *Queue) result() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		j, err := h.job(r)
 		if err != nil {
@@ -219,7 +219,7 @@ func (h *Handler) result() http.Handler {
 	})
 }
 
-func (h *Handler) cancel() http.Handler {
+func (h *Queue) cancel() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		if _, err := h.job(r); err != nil {
 			return err
