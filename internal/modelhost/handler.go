@@ -30,11 +30,27 @@ type Queue struct {
 
 // ModelOf resolves the {slug} path value to a catalogued model, or not_found.
 func ModelOf(cat *catalog.Catalog, r *http.Request) (*catalog.Model, error) {
+	if m, ok := r.Context().Value(modelKey{}).(*catalog.Model); ok {
+		return m, nil
+	}
 	m, ok := cat.Model(r.PathValue("slug"))
 	if !ok {
 		return nil, apierr.Newf(apierr.NotFound, "No model at svc-serverless/%s.", r.PathValue("slug"))
 	}
 	return m, nil
+}
+
+type modelKey struct{}
+
+// withModel looks the {slug} model up once per request and keeps it on the request: the gate's
+// product and scope checks and the handler read it from there (ModelOf).
+func withModel(cat *catalog.Catalog, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m, ok := cat.Model(r.PathValue("slug")); ok {
+			r = r.WithContext(context.WithValue(r.Context(), modelKey{}, m))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ModelScope is the scope requirement of the model in the path.
@@ -55,7 +71,7 @@ func ModelScope(cat *catalog.Catalog) func(r *http.Request) (auth.Requirement, e
 // ModelProduct names the product of the model in the path (api_disabled per product).
 func ModelProduct(cat *catalog.Catalog) func(r *http.Request) string {
 	return func(r *http.Request) string {
-		if m, ok := cat.Model(r.PathValue("slug")); ok {
+		if m, err := ModelOf(cat, r); err == nil {
 			return m.Product
 		}
 		return ""

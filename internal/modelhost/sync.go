@@ -27,8 +27,8 @@ func (h *Sync) Routes() http.Handler {
 	mux := http.NewServeMux()
 	cat := h.Jobs.Catalog()
 	run := httpapi.Route{Bucket: ratelimit.Generate, Product: ModelProduct(cat), Scope: ModelScope(cat)}
-	mux.Handle("POST /svc-serverless/{slug}", h.Gate.Protect(run, h.run()))
-	mux.Handle("POST /svc-serverless/{slug}/{$}", h.Gate.Protect(run, h.run()))
+	mux.Handle("POST /svc-serverless/{slug}", withModel(cat, h.Gate.Protect(run, h.run())))
+	mux.Handle("POST /svc-serverless/{slug}/{$}", withModel(cat, h.Gate.Protect(run, h.run())))
 	mux.Handle("GET /healthz", httpapi.Healthz())
 	mux.Handle("/", h.Gate.Fallback(mux))
 	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
