@@ -31,7 +31,7 @@ func (h *Handler) Routes() http.Handler {
 		mux.Handle("GET /svc-serverless/{slug}/requests/{id}"+suffix, g.Protect(read, h.result()))
 		mux.Handle("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, g.Protect(write, h.cancel()))
 	}
-	mux.Handle("GET /healthz", httpapi.Healthz())
+	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
 	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.QueueSurface, h.Log, mux)
 }

@@ -32,7 +32,7 @@ func (h *Handler) Routes() http.Handler {
 	run := httpapi.Route{Bucket: ratelimit.Generate, Product: queueapi.ModelProduct(cat), Scope: queueapi.ModelScope(cat)}
 	mux.Handle("POST /svc-serverless/{slug}", h.Gate.Protect(run, h.run()))
 	mux.Handle("POST /svc-serverless/{slug}/{$}", h.Gate.Protect(run, h.run()))
-	mux.Handle("GET /healthz", httpapi.Healthz())
+	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
 	mux.Handle("/", h.Gate.Fallback(mux))
 	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
 }
