@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -9,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/runners"
 )
 
 // TestSUB08_WebhookRefusalWrittenForUsers proves SUB-08 from the reader's side: a per-request
@@ -118,6 +122,78 @@ func TestIN_SHARED06_ManyUnknownKeysSmallRefusal(t *testing.T) {
 		}
 		if h.balance() != before {
 			t.Fatalf("balance moved: %d → %d", before, h.balance())
+		}
+	})
+}
+
+// noCancel is a runner that cannot stop a job once it runs (runners.Canceller), as a Cog server
+// without a cancel route; "lose ..." and "budget ..." prompts fail the way a Cog runner does
+// when the server loses the prediction or its provider is out of budget.
+type noCancel struct{ runners.Runner }
+
+func (noCancel) CanCancel(string) bool { return false }
+
+func (n noCancel) Run(ctx context.Context, j runners.Job, env runners.Env) (runners.Result, error) {
+	var in struct {
+		Prompt string `json:"positivePrompt"`
+	}
+	_ = json.Unmarshal(j.Input, &in)
+	switch {
+	case strings.HasPrefix(in.Prompt, "lose"):
+		return runners.Result{}, &runners.Failure{Code: "upstream_lost", Message: "The model server lost this job; it was stopped and refunded."}
+	case strings.HasPrefix(in.Prompt, "budget"):
+		return runners.Result{}, &runners.Failure{Code: "vendor_budget_exhausted", Message: "The model's provider is out of budget for now."}
+	}
+	return n.Runner.Run(ctx, j, env)
+}
+
+// TestREAD09_CancelUnsupported proves READ-09 and ERR-83 for cancel_unsupported: a cancel of a
+// running job whose runner cannot stop it answers 400 cancel_unsupported carrying product,
+// and the job runs on to its end (charged for work it did); a job still waiting is cancelled
+// whatever the runner.
+func TestREAD09_CancelUnsupported(t *testing.T) {
+	each(t, options{runner: func(r runners.Runner) runners.Runner { return noCancel{r} }}, func(t *testing.T, h *harness) {
+		r := h.submit(mFast, "", `{"positivePrompt":"block"}`)
+		if r.Code != http.StatusOK {
+			t.Fatalf("submit: %d %s", r.Code, r.Raw)
+		}
+		h.waitStarted(1)
+		c := h.call(http.MethodPut, r.str("cancel_url"), "")
+		if c.Code != http.StatusBadRequest || c.str("error") != "cancel_unsupported" || c.str("product") == "" || c.str("error_type") != "ValidationError" {
+			t.Fatalf("cancel: %d %s", c.Code, c.Raw)
+		}
+		h.runner.Release()
+		if j := h.waitSettled(r.str("request_id")); j.Outcome != jobs.Succeeded || j.CancelAsked {
+			t.Fatalf("job after a refused cancel: %s, cancel asked %v", j.Outcome, j.CancelAsked)
+		}
+	})
+}
+
+// TestERR_UpstreamLostAndVendorBudgetOnResultRead proves ERR-16's counterpart for failures that
+// are not the request's fault: a job the model lost reads 410 upstream_lost, one its provider
+// had no budget for reads 503 vendor_budget_exhausted (retry same_key), both refunded in full.
+func TestERR_UpstreamLostAndVendorBudgetOnResultRead(t *testing.T) {
+	each(t, options{runner: func(r runners.Runner) runners.Runner { return noCancel{r} }}, func(t *testing.T, h *harness) {
+		before := h.balance()
+		for _, c := range []struct {
+			prompt, code string
+			status       int
+		}{{"lose this", "upstream_lost", http.StatusGone}, {"budget gone", "vendor_budget_exhausted", http.StatusServiceUnavailable}} {
+			r := h.submit(mFast, "", `{"positivePrompt":"`+c.prompt+`"}`)
+			if r.Code != http.StatusOK {
+				t.Fatalf("submit: %d %s", r.Code, r.Raw)
+			}
+			j := h.waitSettled(r.str("request_id"))
+			if j.ErrorCode != c.code || j.Charged != 0 {
+				t.Fatalf("%s: job %s %s charged %d", c.prompt, j.Outcome, j.ErrorCode, j.Charged)
+			}
+			res := h.call(http.MethodGet, r.str("response_url"), "")
+			if res.Code != c.status || res.str("error") != c.code || res.str("docs") == "" {
+				t.Fatalf("%s: result read %d %s", c.prompt, res.Code, res.Raw)
+			}
+		}
+		if h.balance() != before {
+			t.Fatalf("balance %d, want %d", h.balance(), before)
 		}
 	})
 }

@@ -171,6 +171,7 @@ type harness struct {
 	sync    *httptest.Server
 	account string
 	key     string
+	wrap    func(runners.Runner) runners.Runner
 	// stopWorker stops the jobs service's background work as a process shutting down does;
 	// the HTTP surfaces keep answering.
 	stopWorker func()
@@ -185,6 +186,10 @@ type options struct {
 	noWorker    bool
 	store       func(jobs.Store) jobs.Store // wraps the jobs store (fault injection)
 	streamLimit time.Duration               // the queue host's status stream limit (five minutes when 0)
+
+	// runner wraps the control runner on every model (a runner that cannot cancel, or fails
+	// with a given code).
+	runner func(runners.Runner) runners.Runner
 }
 
 func quietLog() *slog.Logger {
@@ -204,7 +209,7 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	if o.balance == 0 {
 		o.balance = 1000
 	}
-	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
+	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner(), wrap: o.runner}
 	log := quietLog()
 	// Handlers are created before the servers know their URLs; a mux indirection fixes that.
 	var queueH, syncH http.Handler
@@ -255,6 +260,9 @@ func (h *harness) newJobs(store jobs.Store, seats *jobs.Seats, cfg jobs.Config) 
 	reg := runners.Registry{}
 	for _, m := range h.cat.Models() {
 		reg[m.Slug] = h.runner
+		if h.wrap != nil {
+			reg[m.Slug] = h.wrap(h.runner)
+		}
 	}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
 	return jobs.New(store, h.cat, reg, env, seats, h.clock.Now, quietLog(), cfg)

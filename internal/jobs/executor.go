@@ -287,6 +287,11 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 			settledNow = true
 			return s.settleTx(ctx, tx, &j, settlement{outcome: Cancelled}, &j)
 		}
+		if rn, err := s.runners.For(j.Model); err == nil {
+			if c, ok := rn.(runners.Canceller); ok && !c.CanCancel(j.Model) {
+				return apierr.Newf(apierr.CancelUnsupported, "This model cannot stop a job once it runs; the job runs to its end.").With("product", j.Product)
+			}
+		}
 		j.CancelAsked = true
 		return tx.UpdateJob(ctx, j)
 	})
