@@ -197,3 +197,24 @@ func TestERR_UpstreamLostAndVendorBudgetOnResultRead(t *testing.T) {
 		}
 	})
 }
+
+// TestSUB10_WebhookUnsupportedOnSyncHost proves SUB-10: the synchronous host answers on the
+// held connection and delivers no per-request webhook, so a webhook sent there is refused
+// webhook_unsupported, 422 with detail (DESIGN 12), before any charge; the queue host takes
+// the same webhook.
+func TestSUB10_WebhookUnsupportedOnSyncHost(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		before, n := h.balance(), h.countJobs()
+		hook := url.QueryEscape("https://hooks.example.com/h")
+		for _, q := range []string{"webhook=" + hook, "alt_webhook=" + hook} {
+			r := h.call(http.MethodPost, h.sync.URL+"/svc-serverless/"+mFast+"?"+q, `{"positivePrompt":"ok"}`)
+			expectRefusal(t, h, r, http.StatusUnprocessableEntity, "webhook_unsupported", before, n)
+			if d, _ := r.Body["detail"].([]any); len(d) != 1 || r.str("error_type") != "ValidationError" {
+				t.Fatalf("%s: %s", q, r.Raw)
+			}
+		}
+		if r := h.submit(mFast, "webhook="+hook, `{"positivePrompt":"ok"}`); r.Code != http.StatusOK {
+			t.Fatalf("queue host refused the webhook: %d %s", r.Code, r.Raw)
+		}
+	})
+}

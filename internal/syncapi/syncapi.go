@@ -55,6 +55,12 @@ func (h *Handler) run() http.Handler {
 		if err != nil {
 			return err
 		}
+		if o.Webhook != "" {
+			// This host answers on the held connection: it delivers no per-request webhook
+			// (spec 01 "Submit": webhook_unsupported, 422 with detail here, DESIGN 12).
+			return apierr.Newf(apierr.WebhookUnsupported, "The synchronous host answers on this connection and calls no webhook; submit on the queue host to be called back.").
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: "this host delivers no per-request webhook; use the queue host", Type: string(apierr.WebhookUnsupported)})
+		}
 		body, err := queueapi.ReadBody(r, &o)
 		if err != nil {
 			return err
