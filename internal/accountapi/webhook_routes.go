@@ -168,4 +168,3 @@ func (h *Handler) jwks() http.Handler {
 func noSigningCredential(err error) error {
 	return apierr.Newf(apierr.NoSigningCredential, "Webhook signing is unavailable: this deployment holds no signing key it can use. The operator must restore the deployment secret the keys were sealed under.").Wrap(err)
 }
-
