@@ -3,11 +3,13 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -216,5 +218,93 @@ func TestSUB10_WebhookUnsupportedOnSyncHost(t *testing.T) {
 		if r := h.submit(mFast, "webhook="+hook, `{"positivePrompt":"ok"}`); r.Code != http.StatusOK {
 			t.Fatalf("queue host refused the webhook: %d %s", r.Code, r.Raw)
 		}
+	})
+}
+
+// faultTx fails InsertJob (of a charged job) or InsertEvent while its flag is up, as a store
+// that breaks mid-transaction.
+type faultStore struct {
+	jobs.Store
+	failInsert, failEvent *atomic.Bool
+}
+
+func (f *faultStore) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
+	return f.Store.InTx(ctx, func(tx jobs.Tx) error { return fn(faultTx{Tx: tx, f: f}) })
+}
+
+type faultTx struct {
+	jobs.Tx
+	f *faultStore
+}
+
+var errInjected = errors.New("injected store failure")
+
+func (t faultTx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if j.Reserved > 0 && t.f.failInsert.Load() {
+		return errInjected
+	}
+	return t.Tx.InsertJob(ctx, j)
+}
+
+func (t faultTx) InsertEvent(ctx context.Context, e jobs.Event) error {
+	if t.f.failEvent.Load() {
+		return errInjected
+	}
+	return t.Tx.InsertEvent(ctx, e)
+}
+
+// TestERR_JobRecordFailedAndSettleFailed proves the two server-side rows where they arise: a
+// charged submit whose job cannot be recorded answers 500 job_record_failed with the charge
+// reversed (the same transaction) and a resend under the same key succeeds, charged once; a
+// cancel of a waiting job that cannot be settled answers 500 settle_failed (poll_first) and the
+// job still waits, so a later cancel closes it at no cost.
+func TestERR_JobRecordFailedAndSettleFailed(t *testing.T) {
+	var failInsert, failEvent atomic.Bool
+	wrap := func(s jobs.Store) jobs.Store {
+		return &faultStore{Store: s, failInsert: &failInsert, failEvent: &failEvent}
+	}
+	each(t, options{store: wrap, cfg: func(c *jobs.Config) { c.Concurrency = map[string]int{mQueue: 1} }}, func(t *testing.T, h *harness) {
+		before := h.balance()
+		body := `{"positivePrompt":"ok","idempotency_key":"record-1"}`
+		failInsert.Store(true)
+		r := h.submit(mFast, "", body)
+		failInsert.Store(false)
+		if r.Code != http.StatusInternalServerError || r.str("error") != "job_record_failed" || r.str("charged") != "refunded" {
+			t.Fatalf("submit while the job cannot be recorded: %d %s", r.Code, r.Raw)
+		}
+		if h.balance() != before || h.countJobs() != 0 {
+			t.Fatalf("balance %d (want %d), %d jobs", h.balance(), before, h.countJobs())
+		}
+		again := h.submit(mFast, "", body)
+		if again.Code != http.StatusOK {
+			t.Fatalf("resend: %d %s", again.Code, again.Raw)
+		}
+		h.waitSettled(again.str("request_id"))
+		afterOne := h.balance()
+		if afterOne >= before {
+			t.Fatalf("resend not charged: %d → %d", before, afterOne)
+		}
+
+		// A waiting job behind a running one.
+		a := h.submit(mQueue, "", `{"positivePrompt":"block-a"}`)
+		h.waitStarted(2)
+		b := h.submit(mQueue, "", `{"positivePrompt":"ok-b"}`)
+		if a.Code != http.StatusOK || b.str("status") != "IN_QUEUE" {
+			t.Fatalf("a %d %s / b %s", a.Code, a.Raw, b.Raw)
+		}
+		failEvent.Store(true)
+		c := h.call(http.MethodPut, b.str("cancel_url"), "")
+		failEvent.Store(false)
+		if c.Code != http.StatusInternalServerError || c.str("error") != "settle_failed" || c.str("retry") != "poll_first" {
+			t.Fatalf("cancel while the job cannot be settled: %d %s", c.Code, c.Raw)
+		}
+		if j := h.job(b.str("request_id")); j.Settled() {
+			t.Fatalf("job settled by a failed cancel: %s", j.Outcome)
+		}
+		if c := h.call(http.MethodPut, b.str("cancel_url"), ""); c.Code != http.StatusOK || c.str("status") != "CANCELLED" {
+			t.Fatalf("second cancel: %d %s", c.Code, c.Raw)
+		}
+		h.runner.Release()
+		h.waitSettled(a.str("request_id"))
 	})
 }
