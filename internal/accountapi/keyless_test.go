@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
@@ -78,5 +79,28 @@ func TestRL15_KeylessRoutesCarryRateHeaders(t *testing.T) {
 		if a.body["reason"] != "link_expired" || a.body["error_type"] == nil || a.body["docs"] == nil {
 			t.Fatalf("expired link: %s", a.raw)
 		}
+	})
+}
+
+// TestACC14_ACC16_NotConfigured proves the not_configured row of spec 02 where it arises: a
+// deployment started without a file store or a usage reader still serves POST /v1/uploads and
+// GET /v1/usage (they are in its contract) and answers 503 not_configured saying what is
+// missing, after the key and scope checks, instead of a 404 for a documented route.
+func TestACC14_ACC16_NotConfigured(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newEnv(t, db, "deployment-secret")
+		storetest.NewAccount(t, db, "acct_nc", auth.Pro, 100)
+		key := e.mint(auth.MintParams{AccountID: "acct_nc"})
+		for _, c := range []struct{ method, path, says string }{
+			{"POST", "/v1/uploads", "Uploads"},
+			{"GET", "/v1/usage", "Usage"},
+		} {
+			a := e.do(c.method, c.path, bearer(key.Key)...)
+			e.refused(a, 503, "not_configured")
+			if msg, _ := a.body["message"].(string); !strings.Contains(msg, c.says) {
+				t.Fatalf("%s %s: %q", c.method, c.path, msg)
+			}
+		}
+		e.refused(e.do("GET", "/v1/usage"), 401, "missing_authorization")
 	})
 }
