@@ -304,7 +304,20 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 		}
 		if j.Status == InQueue {
 			settledNow = true
-			return s.settleTx(ctx, tx, &j, settlement{outcome: Cancelled}, &j)
+			if err := s.settleTx(ctx, tx, &j, settlement{outcome: Cancelled}, &j); err != nil {
+				if _, ok := apierr.As(err); ok {
+					return err
+				}
+				// The job could not be closed here (the store failed mid-settlement): nothing
+				// changed, the job still waits; read it before cancelling again (settle_failed).
+				return apierr.New(apierr.SettleFailed).Wrap(err)
+			}
+			return nil
+		}
+		if rn, err := s.runners.For(j.Model); err == nil {
+			if c, ok := rn.(runners.Canceller); ok && !c.CanCancel(j.Model) {
+				return apierr.Newf(apierr.CancelUnsupported, "This model cannot stop a job once it runs; the job runs to its end.").With("product", j.Product)
+			}
 		}
 		j.CancelAsked = true
 		return tx.UpdateJob(ctx, j)
