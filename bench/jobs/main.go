@@ -1,10 +1,22 @@
-// Command jobs is the job engine's load generator (issue 4 item 10): on this machine, with a
-// no-op runner, it measures submit→COMPLETED jobs per second with p50/p99 latency (queue host,
-// ?wait), status reads per second, for SQLite and PostgreSQL, and a bare net/http JSON handler
-// as the ceiling. The service is wired as cmd/modelexec serve build() wires it, without rate
-// limits (the benchmark measures the engine, not the plan's pace).
+// Command jobs is the service's benchmark (a program, not a timed test). On this machine, in
+// one run, it measures the service built by server.New exactly as `modelexec serve` builds it,
+// with image-4b on the built-in "noop" runner (from a catalogue file) and plan figures that
+// stay out of the way (a plans file: the benchmark measures the engine, not the plans' pace):
 //
-//	go run ./bench/jobs [-jobs 2000] [-c 16] [-reads 3s] [-postgres postgres://...]
+//   - submit→settled jobs/s and p50/p99 latency (queue host, ?wait) at c = 1, 8 and 32 clients,
+//     with 40 accounts and with one account;
+//
+//   - status reads/s (GET of a settled job's status URL, c = 32);
+//
+//   - the same machine's bare net/http JSON handler (POST and GET) at the same concurrency,
+//     and each figure as a ratio of it;
+//
+//   - SQL statements and transactions per job (the store's own counter);
+//
+//   - the cost of a job (jobs/s, p50, statements) with 0, 100,000 and 1,000,000 rows of
+//     settled history in the database (-history).
+//
+//     go run ./bench/jobs [-db sqlite|postgres] [-duration 3s] [-history 0,100000,1000000] [-postgres URL] [-cpuprofile FILE]
 package main
 
 import (
@@ -24,6 +36,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,85 +45,111 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/httpapi"
-	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/jobview"
-	"github.com/modelexec/modelexec/internal/queueapi"
-	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/plans"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-type nopRunner struct{}
+const (
+	model    = "image-4b"
+	accounts = 40
+	secret   = "bench-secret-0123456789abcdef"
+)
 
-func (nopRunner) Run(context.Context, runners.Job, runners.Env) (runners.Result, error) {
-	return runners.Result{Document: map[string]any{"ok": true}, Done: 1}, nil
-}
-
-type nopSigner struct{}
-
-func (nopSigner) SignGet(_ context.Context, key string) (string, time.Time, error) {
-	return "https://files.invalid/" + key, time.Now().Add(15 * time.Minute), nil
-}
-
-type result struct {
-	name               string
-	jobsPerSec         float64
-	p50, p99           time.Duration
-	readsPerSec        float64
-	submitted, errored int
-}
+var clientCounts = []int{1, 8, 32}
 
 func main() {
-	n := flag.Int("jobs", 2000, "jobs to submit per backend")
-	c := flag.Int("c", 16, "concurrent clients")
-	reads := flag.Duration("reads", 3*time.Second, "how long to measure status reads")
-	pg := flag.String("postgres", envOr("MODELEXEC_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL URL (empty: skip)")
+	backend := flag.String("db", "sqlite", "database: sqlite or postgres")
+	duration := flag.Duration("duration", 3*time.Second, "how long each measurement runs")
+	history := flag.String("history", "0,100000,1000000", "comma-separated rows of settled history to measure a job's cost at")
+	pg := flag.String("postgres", envOr("MODELEXEC_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL URL (-db postgres)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+	if err := run(*backend, *pg, *duration, *history, *cpuprofile); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string) error {
+	if backend != "sqlite" && backend != "postgres" {
+		return fmt.Errorf("-db %q: sqlite or postgres", backend)
+	}
+	var histories []int
+	for _, s := range strings.Split(historyList, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return fmt.Errorf("-history: %q is not a row count", s)
+		}
+		histories = append(histories, n)
+	}
+	slices.Sort(histories)
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return err
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: *c * 2, MaxIdleConnsPerHost: *c * 2}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 
-	var out []result
-	ceiling := bare(client, *c, *reads)
-	out = append(out, ceiling)
-	for _, backend := range []string{"sqlite", "postgres"} {
-		if backend == "postgres" && *pg == "" {
-			continue
-		}
-		r, err := engine(backend, *pg, client, *n, *c, *reads)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", backend, err)
-			continue
-		}
-		out = append(out, r)
+	ceil := bare(client, d)
+	e, err := newEngine(backend, pgURL)
+	if err != nil {
+		return err
 	}
-	fmt.Printf("\njobs benchmark: %d jobs, %d clients, reads for %s (no-op runner, no rate limits)\n", *n, *c, *reads)
-	fmt.Printf("%-22s %12s %10s %10s %14s %10s %10s\n", "target", "jobs/s", "p50", "p99", "reads/s", "jobs/ceil", "reads/ceil")
-	for _, r := range out {
-		jr, rr := "", ""
-		if r.name != ceiling.name {
-			jr = fmt.Sprintf("%.3f", r.jobsPerSec/ceiling.jobsPerSec)
-			rr = fmt.Sprintf("%.3f", r.readsPerSec/ceiling.readsPerSec)
-		}
-		fmt.Printf("%-22s %12.0f %10s %10s %14.0f %10s %10s", r.name, r.jobsPerSec, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.readsPerSec, jr, rr)
-		if r.errored > 0 {
-			fmt.Printf("  (%d errors)", r.errored)
-		}
-		fmt.Println()
+	defer e.close()
+
+	fmt.Printf("modelexec benchmark: %s, %s per point, no-op runner (catalogue file), plans without pacing\n\n", backend, d)
+	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "errors")
+	for _, c := range clientCounts {
+		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
+			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "")
 	}
+	var statusURL string
+	for _, nAcct := range []int{accounts, 1} {
+		for _, c := range clientCounts {
+			m := e.jobs(client, c, nAcct, d)
+			statusURL = m.statusURL
+			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
+				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.errors)
+		}
+	}
+	if statusURL == "" {
+		return fmt.Errorf("no job settled")
+	}
+	reads := readLoad(client, 32, d, statusURL, e.keys[0])
+	fmt.Printf("\n%-34s %10.0f\n", "bare net/http GET, c=32", ceil.get)
+	fmt.Printf("%-34s %10.0f %34s %9.3f\n", "status reads, c=32", reads, "", reads/ceil.get)
+
+	fmt.Printf("\ncost per job by history (40 accounts, c=8)\n%-34s %10s %10s %10s %9s %8s\n", "history rows added (all job rows)", "jobs/s", "p50", "p99", "x empty", "stmt/job")
+	added, base := 0, 0.0
+	for _, h := range histories {
+		if h > added {
+			if err := e.addHistory(h - added); err != nil {
+				return err
+			}
+			added = h
+		}
+		have := e.rows()
+		m := e.jobs(client, 8, accounts, d)
+		if base == 0 {
+			base = m.perSec
+		}
+		fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f\n", fmt.Sprintf("%d (%d)", h, have), m.perSec, round(m.p50), round(m.p99), m.perSec/base, m.stmts)
+	}
+	return e.checkBooks()
 }
+
+func round(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
 
 func envOr(k, d string) string {
 	if v, ok := os.LookupEnv(k); ok {
@@ -119,104 +158,169 @@ func envOr(k, d string) string {
 	return d
 }
 
-// bare is the ceiling: a net/http handler answering a small JSON document, measured with the
-// same client and concurrency (its "jobs" are POSTs, its reads GETs).
-func bare(client *http.Client, c int, reads time.Duration) result {
+// ceiling is the bare handler's figures: POST by concurrency, GET at c=32.
+type ceiling struct {
+	post map[int]measure
+	get  float64
+}
+
+// bare is a net/http handler answering a small JSON document, measured with the same client
+// and the same concurrency: the most this machine's HTTP stack gives.
+func bare(client *http.Client, d time.Duration) ceiling {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "COMPLETED", "request_id": "00000000-0000-4000-8000-000000000000"})
 	}))
 	defer srv.Close()
-	res := result{name: "net/http JSON (ceiling)"}
-	lat, errs, elapsed := load(client, c, 5000, func(i int) (*http.Request, error) {
-		return http.NewRequest(http.MethodPost, srv.URL+"/svc-serverless/image-4b", strings.NewReader(`{"positivePrompt":"bench"}`))
-	}, func(*http.Response, []byte) bool { return true })
-	res.jobsPerSec, res.p50, res.p99, res.errored = float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 99), errs
-	res.readsPerSec = readLoad(client, c, reads, srv.URL+"/status", "")
-	return res
+	out := ceiling{post: map[int]measure{}}
+	for _, c := range clientCounts {
+		out.post[c] = load(client, c, d, func(int) (*http.Request, error) {
+			return http.NewRequest(http.MethodPost, srv.URL+"/svc-serverless/"+model, strings.NewReader(`{"positivePrompt":"bench"}`))
+		}, func(*http.Response, []byte) bool { return true })
+	}
+	out.get = readLoad(client, 32, d, srv.URL+"/status", "")
+	return out
 }
 
-func engine(backend, pgURL string, client *http.Client, n, c int, reads time.Duration) (result, error) {
+// engine is the service under test over its database.
+type engine struct {
+	db      *sqlstore.DB
+	srv     *server.Server
+	http    *httptest.Server
+	keys    []string
+	cancel  func()
+	cleanup []func()
+	seq     atomic.Int64
+}
+
+func newEngine(backend, pgURL string) (*engine, error) {
 	ctx := context.Background()
+	e := &engine{}
 	dir, err := os.MkdirTemp("", "bench-jobs-")
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	e.cleanup = append(e.cleanup, func() { os.RemoveAll(dir) })
 	dsn := filepath.Join(dir, "bench.db")
 	if backend == "postgres" {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		schema := "bench_" + hex.EncodeToString(b[:])
-		admin, err := sql.Open("pgx", pgURL)
-		if err != nil {
-			return result{}, err
+		if dsn, err = pgSchema(pgURL, e); err != nil {
+			return nil, err
 		}
-		defer admin.Close()
-		if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-			return result{}, err
-		}
-		defer admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`) //nolint:errcheck
-		u, err := url.Parse(pgURL)
-		if err != nil {
-			return result{}, err
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
 	}
-	db, err := sqlstore.Open(ctx, dsn)
-	if err != nil {
-		return result{}, err
+	if e.db, err = sqlstore.Open(ctx, dsn); err != nil {
+		e.close()
+		return nil, err
 	}
-	defer db.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	now := func() time.Time { return time.Now().UTC() }
-	var handler http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	defer srv.Close()
-	cat, err := catalog.Default(catalog.WithHosts(catalog.Hosts{Queue: srv.URL, Sync: srv.URL}))
-	if err != nil {
-		return result{}, err
-	}
-	reg := runners.Registry{}
-	for _, m := range cat.Models() {
-		reg[m.Slug] = nopRunner{}
-	}
-	cfg := jobs.DefaultConfig()
-	cfg.ModelConcurrency = 4 * c
-	cfg.InFlight = map[auth.Plan]int{auth.Pro: 1 << 30}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(4*c, 4*c, 4*c), now, log, cfg)
-	secret := "bench-secret"
-	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), now, log)
-	gate := &httpapi.Gate{Auth: as, Switches: &httpapi.Switches{}, Now: now, Log: log}
-	handler = (&queueapi.Handler{Gate: gate, Jobs: js, URLs: jobview.URLs{Queue: srv.URL}, Signer: nopSigner{}, Now: now, Log: log}).Routes()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = js.Run(rctx) }()
+	e.cleanup = append(e.cleanup, func() { e.db.Close() })
 
-	acct := auth.Account{ID: "acct_bench", Plan: auth.Pro, Status: auth.Live, MonthlyAllowance: 0, CreatedAt: now().Add(-30 * 24 * time.Hour)}
-	if err := db.CreateAccount(ctx, acct); err != nil {
-		return result{}, err
+	// The operator's files: image-4b on the noop runner; plans that never refuse the load.
+	var f catalog.File
+	if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {
+		return nil, err
 	}
-	if _, err := db.Grant(ctx, acct.ID, 1<<40, now()); err != nil {
-		return result{}, err
+	for i := range f.Models {
+		if f.Models[i].Slug == model {
+			f.Models[i].Runner = "noop"
+		}
 	}
-	m, err := as.Mint(ctx, auth.MintParams{AccountID: acct.ID})
+	catFile := filepath.Join(dir, "catalogue.json")
+	b, _ := json.Marshal(f)
+	if err := os.WriteFile(catFile, b, 0o600); err != nil {
+		return nil, err
+	}
+	p := plans.Default()
+	p.InFlight[auth.Pro] = 1 << 20
+	p.Seats = plans.Seats{PerAccount: 1024, PerProduct: 1024, Platform: 1024}
+
+	log := slog.New(slog.DiscardHandler)
+	now := func() time.Time { return time.Now().UTC() }
+	as := auth.NewService(e.db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), now, log)
+	var h http.Handler
+	e.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	e.cleanup = append(e.cleanup, e.http.Close)
+	cfg := server.Config{Roles: server.Every(), Secret: secret, NoRateLimits: true, ModelConcurrency: 128,
+		PublicURLAPI: e.http.URL, PublicURLQueue: e.http.URL, PublicURLSync: e.http.URL}
+	e.srv, err = server.New(ctx, cfg, server.Deps{DB: e.db, Auth: as, Now: now, Log: log, Plans: p, Bucket: blobs.NewMemory(),
+		Catalogue: func(hosts catalog.Hosts) (*catalog.Catalog, error) {
+			b, err := os.ReadFile(catFile)
+			if err != nil {
+				return nil, err
+			}
+			return catalog.Load(strings.NewReader(string(b)), catalog.WithHosts(hosts))
+		}})
 	if err != nil {
-		return result{}, err
+		e.close()
+		return nil, err
 	}
-	key := m.Key
-	var statusURL atomic.Value
-	lat, errs, elapsed := load(client, c, n, func(i int) (*http.Request, error) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/svc-serverless/image-4b?wait=60", strings.NewReader(`{"positivePrompt":"bench"}`))
+	h = e.srv.Handler(server.RoleQueue)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.srv.RunWorkers(rctx) }()
+	e.cancel = func() { cancel(); <-done }
+
+	for i := range accounts {
+		id := fmt.Sprintf("acct_bench_%02d", i)
+		a := auth.Account{ID: id, Plan: auth.Pro, Status: auth.Live, CreatedAt: now().Add(-30 * 24 * time.Hour), AllowancePeriod: auth.Period(now())}
+		if err := e.db.CreateAccount(ctx, a); err != nil {
+			return nil, err
+		}
+		if _, err := e.db.Grant(ctx, id, 1<<40, now()); err != nil {
+			return nil, err
+		}
+		m, err := as.Mint(ctx, auth.MintParams{AccountID: id})
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Authorization", "Bearer "+key)
+		e.keys = append(e.keys, m.Key)
+	}
+	return e, nil
+}
+
+// pgSchema makes a fresh schema for the run (dropped at the end) and returns its DSN.
+func pgSchema(pgURL string, e *engine) (string, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "bench_" + hex.EncodeToString(b[:])
+	admin, err := sql.Open("pgx", pgURL)
+	if err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		admin.Close()
+		return "", fmt.Errorf("create schema (is PostgreSQL up at %s?): %w", pgURL, err)
+	}
+	e.cleanup = append(e.cleanup, func() { _, _ = admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); admin.Close() })
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+func (e *engine) close() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	for i := len(e.cleanup) - 1; i >= 0; i-- {
+		e.cleanup[i]()
+	}
+}
+
+// jobs submits with ?wait from c clients over nAcct accounts for d: submit→settled.
+func (e *engine) jobs(client *http.Client, c, nAcct int, d time.Duration) measure {
+	s0, t0 := e.db.Stats()
+	var statusURL atomic.Value
+	m := load(client, c, d, func(i int) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodPost, e.http.URL+"/svc-serverless/"+model+"?wait=60",
+			strings.NewReader(fmt.Sprintf(`{"positivePrompt":"bench %d"}`, e.seq.Add(1))))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+e.keys[i%nAcct])
 		req.Header.Set("Content-Type", "application/json")
 		return req, nil
 	}, func(res *http.Response, body []byte) bool {
@@ -233,42 +337,117 @@ func engine(backend, pgURL string, client *http.Client, n, c int, reads time.Dur
 		statusURL.Store(doc.StatusURL)
 		return true
 	})
-	r := result{name: "jobs " + backend, submitted: n, errored: errs}
-	r.jobsPerSec, r.p50, r.p99 = float64(len(lat))/elapsed.Seconds(), pct(lat, 50), pct(lat, 99)
-	su, _ := statusURL.Load().(string)
-	if su == "" {
-		return r, fmt.Errorf("no job completed (%d errors)", errs)
+	s1, t1 := e.db.Stats()
+	if m.n > 0 {
+		m.stmts, m.txs = float64(s1-s0)/float64(m.n), float64(t1-t0)/float64(m.n)
 	}
-	r.readsPerSec = readLoad(client, c, reads, su, key)
-	if sum, err := db.LedgerSum(ctx, acct.ID); err == nil {
-		a, _ := db.Account(ctx, acct.ID)
-		if a.Balance != sum {
-			fmt.Fprintf(os.Stderr, "%s: balance %d != ledger %d\n", backend, a.Balance, sum)
-		}
-	}
-	return r, nil
+	m.statusURL, _ = statusURL.Load().(string)
+	return m
 }
 
-// load sends n requests from c clients and returns the latencies of the good ones.
-func load(client *http.Client, c, n int, mk func(i int) (*http.Request, error), good func(*http.Response, []byte) bool) ([]time.Duration, int, time.Duration) {
-	var next atomic.Int64
+func (e *engine) rows() int {
+	var n int
+	_ = e.db.SQL().QueryRow(`SELECT count(*) FROM jobs`).Scan(&n)
+	return n
+}
+
+// addHistory inserts n settled jobs spread over the accounts, dated over the past year: one
+// generate_series statement on PostgreSQL, multi-row INSERTs of 500 in one transaction per
+// 50,000 rows on SQLite.
+func (e *engine) addHistory(n int) error {
+	ctx := context.Background()
+	start := e.rows()
+	old := time.Now().Add(-365 * 24 * time.Hour).UnixMicro()
+	const cols = `account_id, id, key_id, request_id, model, product, idem_key, input, status, outcome, quoted, reserved, charged, created_at, started_at, finished_at`
+	if e.db.Dialect() == sqlstore.Postgres {
+		_, err := e.db.SQL().ExecContext(ctx, `INSERT INTO jobs (`+cols+`)
+ SELECT 'acct_bench_' || lpad((g % 40)::text, 2, '0'), 'photo_hist' || g, 'hist', 'hist-' || g, $1, 'photo', 'hist' || g, '{}', 'COMPLETED', 'succeeded', 11, 11, 11,
+  $2::bigint + g * 1000, $2::bigint + g * 1000, $2::bigint + g * 1000 + 500
+ FROM generate_series($3::bigint, $4::bigint) g`, model, old, start, start+n-1)
+		if err == nil {
+			_, err = e.db.SQL().ExecContext(ctx, `ANALYZE jobs`)
+		}
+		return err
+	}
+	const batch = 500
+	for done := 0; done < n; {
+		tx, err := e.db.SQL().BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for k := 0; k < 100 && done < n; k++ {
+			m := min(batch, n-done)
+			var sb strings.Builder
+			args := make([]any, 0, m*4)
+			sb.WriteString(`INSERT INTO jobs (` + cols + `) VALUES `)
+			for i := range m {
+				g := start + done + i
+				if i > 0 {
+					sb.WriteString(",")
+				}
+				sb.WriteString(`(?, ?, 'hist', ?, '` + model + `', 'photo', ?, '{}', 'COMPLETED', 'succeeded', 11, 11, 11, ?, ?, ?)`)
+				at := old + int64(g)*1000
+				args = append(args, fmt.Sprintf("acct_bench_%02d", g%accounts), fmt.Sprintf("photo_hist%d", g), fmt.Sprintf("hist-%d", g), fmt.Sprintf("hist%d", g), at, at, at+500)
+			}
+			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+				_ = tx.Rollback()
+				return err
+			}
+			done += m
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	_, err := e.db.SQL().ExecContext(ctx, `ANALYZE`)
+	return err
+}
+
+// checkBooks says whether every account's balance equals the sum of its ledger entries.
+func (e *engine) checkBooks() error {
+	ctx := context.Background()
+	for i := range accounts {
+		id := fmt.Sprintf("acct_bench_%02d", i)
+		sum, err := e.db.LedgerSum(ctx, id)
+		if err != nil {
+			return err
+		}
+		a, err := e.db.Account(ctx, id)
+		if err != nil {
+			return err
+		}
+		if a.Balance != sum {
+			return fmt.Errorf("%s: balance %d != ledger %d", id, a.Balance, sum)
+		}
+	}
+	return nil
+}
+
+// measure is one load's figures.
+type measure struct {
+	n, errors  int
+	perSec     float64
+	p50, p99   time.Duration
+	stmts, txs float64
+	statusURL  string
+}
+
+// load sends requests from c clients for d and measures the good ones.
+func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Request, error), good func(*http.Response, []byte) bool) measure {
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range c {
+	stop := start.Add(d)
+	for w := range c {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var mine []time.Duration
 			bad := 0
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					break
-				}
-				req, err := mk(i)
+			for time.Now().Before(stop) {
+				req, err := mk(w)
 				if err != nil {
 					bad++
 					continue
@@ -294,7 +473,8 @@ func load(client *http.Client, c, n int, mk func(i int) (*http.Request, error), 
 		}()
 	}
 	wg.Wait()
-	return lat, errs, time.Since(start)
+	elapsed := time.Since(start)
+	return measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
 }
 
 // readLoad GETs u from c clients for d and returns reads per second (2xx only).

@@ -83,7 +83,9 @@ func logger(r *http.Request) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// WriteJSON writes v as JSON with request_id added to the top-level object.
+// WriteJSON writes v as JSON with request_id added to the top-level object, unless the
+// document carries its own (a job's documents name the job's request id). That is decided on
+// the value, before encoding: the body is never parsed again.
 func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -92,27 +94,39 @@ func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 		WriteError(w, r, fmt.Errorf("encode response: %w", err))
 		return
 	}
-	b := withRequestID(bytes.TrimRight(buf.Bytes(), "\n"), RequestID(r))
+	b := bytes.TrimRight(buf.Bytes(), "\n")
+	if !hasRequestID(v) {
+		b = withRequestID(b, RequestID(r))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
-// withRequestID splices "request_id" into a JSON object unless it already has one.
+// OwnRequestID is a typed document that may carry its own top-level request_id: WriteJSON
+// adds none when HasRequestID says so.
+type OwnRequestID interface{ HasRequestID() bool }
+
+// hasRequestID reports whether the document v names its own top-level request_id.
+func hasRequestID(v any) bool {
+	switch d := v.(type) {
+	case map[string]any:
+		_, ok := d["request_id"]
+		return ok
+	case map[string]string:
+		_, ok := d["request_id"]
+		return ok
+	case OwnRequestID:
+		return d.HasRequestID()
+	}
+	return false
+}
+
+// withRequestID splices "request_id" into the JSON object b (nothing when b is not an object).
 func withRequestID(b []byte, id string) []byte {
 	if len(b) < 2 || b[0] != '{' || id == "" {
 		return b
-	}
-	if bytes.Contains(b, []byte(`"request_id":`)) {
-		// Only a top-level request_id counts; nested ones (a job list's items) do not.
-		var top map[string]json.RawMessage
-		if json.Unmarshal(b, &top) != nil {
-			return b
-		}
-		if _, ok := top["request_id"]; ok {
-			return b
-		}
 	}
 	tail := `,"request_id":` + strconv.Quote(id) + `}`
 	if bytes.Equal(bytes.TrimSpace(b), []byte("{}")) {

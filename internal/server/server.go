@@ -24,8 +24,8 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/modelhost"
 	"github.com/modelexec/modelexec/internal/plans"
-	"github.com/modelexec/modelexec/internal/queueapi"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	rlredis "github.com/modelexec/modelexec/internal/ratelimit/redis"
 	"github.com/modelexec/modelexec/internal/runners"
@@ -33,7 +33,6 @@ import (
 	"github.com/modelexec/modelexec/internal/runners/cog"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
-	"github.com/modelexec/modelexec/internal/syncapi"
 )
 
 // Server is the wired service of one process.
@@ -51,6 +50,13 @@ type Server struct {
 	handlers map[Role]http.Handler
 	workers  []func(context.Context) error
 }
+
+// The listen addresses as shipped.
+const (
+	DefaultAPIAddr   = "127.0.0.1:8080"
+	DefaultQueueAddr = "127.0.0.1:8081"
+	DefaultSyncAddr  = "127.0.0.1:8082"
+)
 
 // HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
 // processes that serve the surfaces.
@@ -80,6 +86,14 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	if !roles.Whole() && cfg.Secret == "" {
 		return nil, fmt.Errorf("--roles %s: a process that runs only some roles needs the deployment secret (--secret or MODELEXEC_SECRET), the same in every process, or the links one process signs do not verify in another", roles)
+	}
+	for _, a := range []struct {
+		addr *string
+		def  string
+	}{{&cfg.APIAddr, DefaultAPIAddr}, {&cfg.QueueAddr, DefaultQueueAddr}, {&cfg.SyncAddr, DefaultSyncAddr}} {
+		if *a.addr == "" {
+			*a.addr = a.def
+		}
 	}
 	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}}
 	s.urls = cfg.publicURLs()
@@ -196,7 +210,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
 	}
 	if roles[RoleQueue] {
-		q := &queueapi.Handler{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
+		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
 		s.handlers[RoleQueue] = q.Routes()
 	}
 	if roles[RoleSync] {
@@ -204,7 +218,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		if wc == 0 {
 			wc = 60 * time.Second
 		}
-		sh := &syncapi.Handler{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
+		sh := &modelhost.Sync{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
 		s.handlers[RoleSync] = sh.Routes()
 	}
 	if roles[RoleWorker] {

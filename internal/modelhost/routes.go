@@ -1,4 +1,4 @@
-package queueapi
+package modelhost
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 
 // Routes lists the whole queue host. The trailing-slash forms are the ones fal's Python
 // client sends.
-func (h *Handler) Routes() http.Handler {
+func (h *Queue) Routes() http.Handler {
 	mux := http.NewServeMux()
 	g, cat := h.Gate, h.Jobs.Catalog()
 	product := ModelProduct(cat)
@@ -23,15 +23,18 @@ func (h *Handler) Routes() http.Handler {
 	}}
 	write := httpapi.Route{Bucket: ratelimit.Write, Product: product, Scope: ModelScope(cat)}
 
-	mux.Handle("POST /svc-serverless/{slug}", g.Protect(submit, h.submit()))
-	mux.Handle("POST /svc-serverless/{slug}/{$}", g.Protect(submit, h.submit()))
-	for _, suffix := range []string{"", "/{$}"} {
-		mux.Handle("GET /svc-serverless/{slug}/requests/{id}/status"+suffix, g.Protect(read, h.status()))
-		mux.Handle("GET /svc-serverless/{slug}/requests/{id}/status/stream"+suffix, g.Protect(read, h.stream()))
-		mux.Handle("GET /svc-serverless/{slug}/requests/{id}"+suffix, g.Protect(read, h.result()))
-		mux.Handle("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, g.Protect(write, h.cancel()))
+	route := func(pattern string, rt httpapi.Route, h http.Handler) {
+		mux.Handle(pattern, withModel(cat, g.Protect(rt, h)))
 	}
-	mux.Handle("GET /healthz", httpapi.Healthz())
+	route("POST /svc-serverless/{slug}", submit, h.submit())
+	route("POST /svc-serverless/{slug}/{$}", submit, h.submit())
+	for _, suffix := range []string{"", "/{$}"} {
+		route("GET /svc-serverless/{slug}/requests/{id}/status"+suffix, read, h.status())
+		route("GET /svc-serverless/{slug}/requests/{id}/status/stream"+suffix, read, h.stream())
+		route("GET /svc-serverless/{slug}/requests/{id}"+suffix, read, h.result())
+		route("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, write, h.cancel())
+	}
+	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
 	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.QueueSurface, h.Log, mux)
 }

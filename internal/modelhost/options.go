@@ -1,4 +1,4 @@
-package queueapi
+package modelhost
 
 import (
 	"errors"

@@ -1,6 +1,4 @@
-// Package syncapi is the synchronous host ({sync_url}): the same request as the queue host,
-// but the connection is held and the answer is the model's output. routes.go lists it.
-package syncapi
+package modelhost
 
 import (
 	"log/slog"
@@ -11,12 +9,11 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
-	"github.com/modelexec/modelexec/internal/queueapi"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 )
 
-// Handler serves the synchronous host.
-type Handler struct {
+// Sync serves the synchronous host.
+type Sync struct {
 	Gate        *httpapi.Gate
 	Jobs        *jobs.Service
 	URLs        jobview.URLs
@@ -26,36 +23,42 @@ type Handler struct {
 }
 
 // Routes lists the whole synchronous host.
-func (h *Handler) Routes() http.Handler {
+func (h *Sync) Routes() http.Handler {
 	mux := http.NewServeMux()
 	cat := h.Jobs.Catalog()
-	run := httpapi.Route{Bucket: ratelimit.Generate, Product: queueapi.ModelProduct(cat), Scope: queueapi.ModelScope(cat)}
-	mux.Handle("POST /svc-serverless/{slug}", h.Gate.Protect(run, h.run()))
-	mux.Handle("POST /svc-serverless/{slug}/{$}", h.Gate.Protect(run, h.run()))
-	mux.Handle("GET /healthz", httpapi.Healthz())
+	run := httpapi.Route{Bucket: ratelimit.Generate, Product: ModelProduct(cat), Scope: ModelScope(cat)}
+	mux.Handle("POST /svc-serverless/{slug}", withModel(cat, h.Gate.Protect(run, h.run())))
+	mux.Handle("POST /svc-serverless/{slug}/{$}", withModel(cat, h.Gate.Protect(run, h.run())))
+	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
 	mux.Handle("/", h.Gate.Fallback(mux))
 	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
 }
 
-func (h *Handler) run() http.Handler {
+func (h *Sync) run() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		p := httpapi.Principal(r)
-		m, err := queueapi.ModelOf(h.Jobs.Catalog(), r)
+		m, err := ModelOf(h.Jobs.Catalog(), r)
 		if err != nil {
 			return err
 		}
-		if err := queueapi.AdmitModel(m); err != nil {
+		if err := AdmitModel(m); err != nil {
 			return err
 		}
 		ceiling := int(h.WaitCeiling / time.Second)
 		if m.ExpectedSeconds > ceiling {
 			return apierr.New(apierr.ModelNotSynchronous, "expected_seconds", m.ExpectedSeconds, "wait_ceiling_seconds", ceiling)
 		}
-		o, err := queueapi.ParseOptions(r, m)
+		o, err := ParseOptions(r, m)
 		if err != nil {
 			return err
 		}
-		body, err := queueapi.ReadBody(r, &o)
+		if o.Webhook != "" {
+			// This host answers on the held connection: it delivers no per-request webhook
+			// (spec 01 "Submit": webhook_unsupported, 422 with detail here, DESIGN 12).
+			return apierr.Newf(apierr.WebhookUnsupported, "The synchronous host answers on this connection and calls no webhook; submit on the queue host to be called back.").
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: "this host delivers no per-request webhook; use the queue host", Type: string(apierr.WebhookUnsupported)})
+		}
+		body, err := ReadBody(r, &o)
 		if err != nil {
 			return err
 		}
@@ -69,7 +72,10 @@ func (h *Handler) run() http.Handler {
 		if err != nil {
 			return err
 		}
-		queueapi.Warn(w, m, res.Warnings)
+		Warn(w, m, res.Warnings)
+		if res.Replayed { // the key answered an earlier request (DESIGN 25)
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		j, timedOut, err := h.Jobs.Wait(r.Context(), p.Account.ID, res.Job.RequestID, h.WaitCeiling)
 		if err != nil && r.Context().Err() == nil {
 			return err

@@ -1,4 +1,4 @@
-package queueapi
+package modelhost
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // stream serves the status document as server-sent events: one event per change, closed after
 // COMPLETED or after StreamLimit (five minutes). It holds a seat; with none free it answers
 // 503 stream_declined.
-func (h *Handler) stream() http.Handler {
+func (h *Queue) stream() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		j, err := h.job(r)
 		if err != nil {

@@ -1,4 +1,4 @@
-package queueapi
+package modelhost
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/modelexec/modelexec/internal/jobview"
 )
 
-// Handler serves the queue host.
-type Handler struct {
+// Queue serves the queue host.
+type Queue struct {
 	Gate   *httpapi.Gate
 	Jobs   *jobs.Service
 	URLs   jobview.URLs
@@ -30,11 +30,27 @@ type Handler struct {
 
 // ModelOf resolves the {slug} path value to a catalogued model, or not_found.
 func ModelOf(cat *catalog.Catalog, r *http.Request) (*catalog.Model, error) {
+	if m, ok := r.Context().Value(modelKey{}).(*catalog.Model); ok {
+		return m, nil
+	}
 	m, ok := cat.Model(r.PathValue("slug"))
 	if !ok {
 		return nil, apierr.Newf(apierr.NotFound, "No model at svc-serverless/%s.", r.PathValue("slug"))
 	}
 	return m, nil
+}
+
+type modelKey struct{}
+
+// withModel looks the {slug} model up once per request and keeps it on the request: the gate's
+// product and scope checks and the handler read it from there (ModelOf).
+func withModel(cat *catalog.Catalog, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m, ok := cat.Model(r.PathValue("slug")); ok {
+			r = r.WithContext(context.WithValue(r.Context(), modelKey{}, m))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ModelScope is the scope requirement of the model in the path.
@@ -55,7 +71,7 @@ func ModelScope(cat *catalog.Catalog) func(r *http.Request) (auth.Requirement, e
 // ModelProduct names the product of the model in the path (api_disabled per product).
 func ModelProduct(cat *catalog.Catalog) func(r *http.Request) string {
 	return func(r *http.Request) string {
-		if m, ok := cat.Model(r.PathValue("slug")); ok {
+		if m, err := ModelOf(cat, r); err == nil {
 			return m.Product
 		}
 		return ""
@@ -75,7 +91,7 @@ func AdmitModel(m *catalog.Model) error {
 	return err
 }
 
-func (h *Handler) submit() http.Handler {
+func (h *Queue) submit() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		p := httpapi.Principal(r)
 		m, err := ModelOf(h.Jobs.Catalog(), r)
@@ -103,6 +119,8 @@ func (h *Handler) submit() http.Handler {
 		j := res.Job
 		if res.Replayed {
 			f.Balance = h.balance(r, p)
+			// The key answered an earlier request (DESIGN 25): say so, as Stripe does.
+			w.Header().Set("Idempotent-Replayed", "true")
 		}
 		if o.Wait > 0 && !res.Unresolved {
 			f.Wait = true
@@ -151,7 +169,7 @@ func Warn(w http.ResponseWriter, m *catalog.Model, ws []catalog.Warning) {
 	w.Header().Set("Sunset", m.EnforcementDate().UTC().Format(http.TimeFormat))
 }
 
-func (h *Handler) balance(r *http.Request, p *auth.Principal) int64 {
+func (h *Queue) balance(r *http.Request, p *auth.Principal) int64 {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
 	if a, err := h.Gate.Auth.Account(ctx, p.Account.ID); err == nil {
@@ -166,7 +184,7 @@ func wantLogs(r *http.Request) bool {
 }
 
 // job reads the job of the path for the caller; a job of another model's path is not found.
-func (h *Handler) job(r *http.Request) (jobs.Job, error) {
+func (h *Queue) job(r *http.Request) (jobs.Job, error) {
 	p := httpapi.Principal(r)
 	j, err := h.Jobs.Get(r.Context(), p.Account.ID, r.PathValue("id"))
 	if err != nil {
@@ -178,7 +196,7 @@ func (h *Handler) job(r *http.Request) (jobs.Job, error) {
 	return j, nil
 }
 
-func (h *Handler) status() http.Handler {
+func (h *Queue) status() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		j, err := h.job(r)
 		if err != nil {
@@ -197,7 +215,7 @@ func (h *Handler) status() http.Handler {
 	})
 }
 
-func (h *Handler) result() http.Handler {
+func (h *Queue) result() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		j, err := h.job(r)
 		if err != nil {
@@ -219,7 +237,7 @@ func (h *Handler) result() http.Handler {
 	})
 }
 
-func (h *Handler) cancel() http.Handler {
+func (h *Queue) cancel() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		if _, err := h.job(r); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package queueapi_test
+package modelhost_test
 
 import (
 	"net/http/httptest"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/catalog"
-	"github.com/modelexec/modelexec/internal/queueapi"
+	"github.com/modelexec/modelexec/internal/modelhost"
 )
 
 // TestSUB13_QueueNotOfferedNamesTheSpellingSent: queue-only options on a model that refuses a
@@ -35,7 +35,7 @@ func TestSUB13_QueueNotOfferedNamesTheSpellingSent(t *testing.T) {
 		for k, v := range c.hdr {
 			r.Header.Set(k, v)
 		}
-		_, err := queueapi.ParseOptions(r, m)
+		_, err := modelhost.ParseOptions(r, m)
 		if c.option == "" {
 			if err != nil {
 				t.Errorf("%s %v: %v", c.query, c.hdr, err)
@@ -94,7 +94,7 @@ func TestSUB25_OptionValuesOutOfRange(t *testing.T) {
 		for k, v := range c.hdr {
 			r.Header.Set(k, v)
 		}
-		o, err := queueapi.ParseOptions(r, &queued)
+		o, err := modelhost.ParseOptions(r, &queued)
 		if c.code == "" {
 			if err != nil {
 				t.Errorf("%s %v: refused %v", c.query, c.hdr, err)

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/plans"
+)
+
+// TestI10_OperatorKnobs: `modelexec plans` prints the plan figures as a file `plans --check`
+// and `serve --plans` read; an edited copy is what the service enforces (the read bucket's
+// RateLimit-Limit, over HTTP); a broken file is refused, naming the place; a catalogue entry
+// naming the built-in "noop" runner answers at once with its small document. Proves issue 10
+// item 6 (DESIGN 34).
+func TestI10_OperatorKnobs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	noenv := func(string) string { return "" }
+	var out, errOut bytes.Buffer
+	if err := run(ctx, []string{"plans"}, noenv, &out, &errOut); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	p, err := plans.Load(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("`modelexec plans` does not load back: %v", err)
+	}
+	if !bytes.Equal(p.JSON(), plans.Default().JSON()) || p.InFlight["pro"] != 10 || p.Rates["pro"]["read"].Burst != 60 || p.Seats.PerAccount != 12 {
+		t.Fatalf("printed figures differ from the built-in ones:\n%s", out.String())
+	}
+
+	// The operator's copy: pro reads burst 55 (not 60), the built-in default.
+	var f map[string]any
+	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	pro := f["plans"].(map[string]any)["pro"].(map[string]any)
+	pro["rates"].(map[string]any)["read"].(map[string]any)["burst"] = 55
+	dir := t.TempDir()
+	good := filepath.Join(dir, "plans.json")
+	writeFile(t, good, f)
+	out.Reset()
+	if err := run(ctx, []string{"plans", "--check", good}, noenv, &out, &errOut); err != nil || !strings.Contains(out.String(), "4 plans") {
+		t.Fatalf("plans --check: %v %q", err, out.String())
+	}
+	pro["rates"].(map[string]any)["read"].(map[string]any)["burst"] = -1
+	delete(pro["rates"].(map[string]any), "egress")
+	bad := filepath.Join(dir, "bad.json")
+	writeFile(t, bad, f)
+	err = run(ctx, []string{"plans", "--check", bad}, noenv, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "plans.pro.rates.read") || !strings.Contains(err.Error(), "plans.pro.rates.egress: missing") {
+		t.Fatalf("plans --check of a broken file: %v", err)
+	}
+
+	// A catalogue where image-4b is run by the no-op runner.
+	var cf catalog.File
+	if err := json.Unmarshal(catalog.DefaultData(), &cf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cf.Models {
+		if cf.Models[i].Slug == "image-4b" {
+			cf.Models[i].Runner = "noop"
+		}
+	}
+	catFile := filepath.Join(dir, "catalogue.json")
+	writeFile(t, catFile, cf)
+
+	data := filepath.Join(dir, "data")
+	api, queue, sync := freePort(t), freePort(t), freePort(t)
+	serveArgs := func(plansFile string) []string {
+		return []string{"serve", "--data", data, "--secret", "knobs-secret-0123456789", "--plans", plansFile, "--catalogue", catFile,
+			"--api-addr", api, "--queue-addr", queue, "--sync-addr", sync, "--model-concurrency", "2", "--log-level", "error"}
+	}
+	if err := run(ctx, serveArgs(bad), noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Fatalf("serve with a broken plans file: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- run(ctx, serveArgs(good), noenv, io.Discard, io.Discard) }()
+	defer func() { cancel(); <-served }()
+
+	var acct, key struct{ ID, Key string }
+	console := func(v any, args ...string) {
+		t.Helper()
+		var b bytes.Buffer
+		if err := run(context.Background(), append(args, "--data", data, "--secret", "knobs-secret-0123456789", "--json"), noenv, &b, io.Discard); err != nil {
+			t.Fatal(args, err)
+		}
+		if err := json.Unmarshal(b.Bytes(), v); err != nil {
+			t.Fatal(err, b.String())
+		}
+	}
+	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "1000", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
+	console(&key, "keys", "mint", "--account", acct.ID)
+
+	res := waitFor(t, func() (*http.Response, error) { return do("GET", "http://"+api+"/v1/me", key.Key, "") })
+	res.Body.Close()
+	if got := res.Header.Get("RateLimit-Limit"); got != "55" {
+		t.Fatalf("RateLimit-Limit %q on a read, want the plans file's 55", got)
+	}
+	res, err = do("POST", "http://"+sync+"/svc-serverless/image-4b", key.Key, `{"positivePrompt":"sizing"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"runner":"noop"`) {
+		t.Fatalf("image-4b on the noop runner: %d %s", res.StatusCode, body)
+	}
+}
+
+func writeFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func do(method, u, key, body string) (*http.Response, error) {
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// waitFor retries f until the server answers (it is starting).
+func waitFor(t *testing.T, f func() (*http.Response, error)) *http.Response {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := f()
+		if err == nil {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(fmt.Errorf("server did not answer: %w", err))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

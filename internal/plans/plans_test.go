@@ -1,0 +1,74 @@
+package plans_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/plans"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+)
+
+// TestI10_PlansRoundTrip: the printed figures load back unchanged, and they are the shipped
+// ones (spec 02's bucket table, DESIGN 28's in-flight limits and seats, the allowances).
+func TestI10_PlansRoundTrip(t *testing.T) {
+	d := plans.Default()
+	p, err := plans.Load(bytes.NewReader(d.JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.JSON(), d.JSON()) {
+		t.Fatalf("round trip changed the figures:\n%s\n%s", d.JSON(), p.JSON())
+	}
+	if p.Rates["max"][ratelimit.Generate] != ratelimit.Plans["max"][ratelimit.Generate] || p.InFlight[auth.Ultimate] != 50 ||
+		p.MonthlyAllowance(auth.Pro) != auth.DefaultMonthlyAllowance(auth.Pro) || p.Fuse[ratelimit.Generate] != 3 || p.ModelConcurrency != 4 {
+		t.Fatalf("default figures: %+v", p)
+	}
+}
+
+// TestI10_PlansRefused: a broken file is refused with every problem named by its place.
+func TestI10_PlansRefused(t *testing.T) {
+	good := string(plans.Default().JSON())
+	for name, c := range map[string]struct{ from, to, want string }{
+		"unknown field":    {`"seats": {`, `"seatz": 1, "seats": {`, "seatz"},
+		"negative burst":   {`"burst": 60`, `"burst": -60`, "plans.pro.rates.read: burst and refill must not be negative"},
+		"bad period":       {`"period": "1m"`, `"period": "soon"`, `.period: "soon" is not a positive duration`},
+		"unknown plan":     {`"pro": {`, `"gold": {`, "plans.gold: unknown plan"},
+		"zero concurrency": {`"model_concurrency": 4`, `"model_concurrency": 0`, "model_concurrency: must be at least 1"},
+		"zero fuse":        {`"generate": 3`, `"generate": 0`, "instance_fuse.generate: must be at least 1"},
+		"no seats":         {`"platform": 1000`, `"platform": 0`, "seats:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !strings.Contains(good, c.from) {
+				t.Fatalf("fixture: %q not in the printed file", c.from)
+			}
+			_, err := plans.Load(strings.NewReader(strings.Replace(good, c.from, c.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestI10_LimiterUsesPlansTable: a limiter given another table enforces its figures.
+func TestI10_LimiterUsesPlansTable(t *testing.T) {
+	p := plans.Default()
+	r := p.Rates["pro"][ratelimit.Read]
+	r.Burst = 2
+	p.Rates["pro"][ratelimit.Read] = r
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	m := ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: func() time.Time { return now }, Plans: p.Rates})
+	req := ratelimit.Request{Key: "k1", Plan: "pro", Bucket: ratelimit.Read, AccountCreated: now.Add(-72 * time.Hour), Cost: 1}
+	for i := range 3 {
+		d, err := m.Admit(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Limit != 2 || d.Allowed != (i < 2) {
+			t.Fatalf("request %d: %+v, want limit 2 and the third refused", i+1, d)
+		}
+	}
+}
