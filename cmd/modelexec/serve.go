@@ -67,6 +67,11 @@ func (c *ServeCmd) roles() map[string]bool {
 func (c *ServeCmd) Run(e *env) error {
 	log := c.logger(e.stderr)
 	ctx := e.ctx
+	if c.Dev {
+		if err := checkListenFree(c.listenAddrs()); err != nil {
+			return err
+		}
+	}
 	db, err := c.open(ctx)
 	if err != nil {
 		return err
@@ -265,6 +270,7 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		base = "http://" + c.APIAddr
 	}
 	fmt.Fprintf(e.stdout, "Development account %s (plan pro, 10000 credits)\nAPI key (shown once): %s\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/me\n", a.ID, m.Key, m.Key, base)
+	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint --data %s --account %s\n", c.Data, a.ID)
 	return nil
 }
 
