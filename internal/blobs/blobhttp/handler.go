@@ -1,6 +1,7 @@
 package blobhttp
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
@@ -92,9 +93,24 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		return
 	}
 	// The declared length passed; cap the body at the signed maximum anyway (chunked bodies).
-	body := http.MaxBytesReader(w, r.Body, q.MaxBytes)
-	info, err := h.Store.Put(r.Context(), key, q.ContentType, body)
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, q.MaxBytes), blobs.SniffLen)
+	head, err := body.Peek(blobs.SniffLen)
 	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeLinkErr(w, blobs.ErrLinkTooLarge)
+		return
+	}
+	if !blobs.BytesMatchType(q.ContentType, head) {
+		writeLinkErr(w, blobs.ErrBytesNotDeclaredType)
+		return
+	}
+	// Create, not Put: one file per link. A PUT that fails (too large, cut off) stores
+	// nothing, so the link stays usable for a retry until one lands.
+	info, err := h.Store.Create(r.Context(), key, q.ContentType, body)
+	if errors.Is(err, blobs.ErrExists) {
+		writeLinkErr(w, blobs.ErrLinkUsed)
+		return
+	}
 	if errors.As(err, &mbe) {
 		writeLinkErr(w, blobs.ErrLinkTooLarge)
 		return
@@ -122,6 +138,10 @@ func writeLinkErr(w http.ResponseWriter, err error) {
 		status = http.StatusUnsupportedMediaType
 	case blobs.ErrLinkTooLarge:
 		status = http.StatusRequestEntityTooLarge
+	case blobs.ErrLinkUsed:
+		status = http.StatusConflict
+	case blobs.ErrBytesNotDeclaredType:
+		status = http.StatusBadRequest
 	}
 	writeErr(w, status, le.Code, le.Reason)
 }
