@@ -66,3 +66,22 @@ func TestDevChecksPortsBeforeMinting(t *testing.T) {
 		t.Fatalf("the development account was made: %v", err)
 	}
 }
+
+// TestDataFolderPrivate: migrate on a fresh data folder makes it 0700 and the database
+// 0600; serve's blobs under it are 0700 too (internal/blobs).
+func TestDataFolderPrivate(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "--data", data}, func(string) string { return "" }, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{data: 0o700, filepath.Join(data, "modelexec.db"): 0o600} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", filepath.Base(path), got, want)
+		}
+	}
+}
