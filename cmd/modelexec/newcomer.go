@@ -122,5 +122,8 @@ func (c *ServeCmd) listenAddrs() map[string]string {
 			out[role] = addr
 		}
 	}
+	if c.MetricsAddr != "" {
+		out["operator"] = c.MetricsAddr
+	}
 	return out
 }

@@ -54,6 +54,7 @@ type ServeCmd struct {
 	DisableProduct []string          `help:"Products to pause (api_disabled for their routes), e.g. --disable-product music."`
 	Cog            map[string]string `help:"Run a model on a Cog model server instead of the built-in runner: --cog image-4b=http://gpu-1:5000 (repeatable)."`
 	Catalogue      string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
+	MetricsAddr    string            `help:"Operator listener for Prometheus /metrics and /debug/pprof (e.g. 127.0.0.1:9090); off when empty. Never expose it publicly."`
 }
 
 func (c *ServeCmd) roles() map[string]bool {
@@ -204,6 +205,7 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 	if roles["webhooks"] {
 		a.workers = append(a.workers, hookWorkers...)
 	}
+	c.instrument(a)
 	return a, nil
 }
 

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestServeMetricsListener: with --metrics-addr, serve counts each surface's requests and
+// the operator listener exposes them (and pprof); without it there is no operator listener.
+func TestServeMetricsListener(t *testing.T) {
+	c := &ServeCmd{Roles: "api,queue,sync", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"}
+	c.Data, c.Secret = t.TempDir(), "metrics-test-secret-0123456789"
+	a, err := serveWith(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, ok := a.servers["operator"]
+	if !ok {
+		t.Fatal("no operator listener with --metrics-addr")
+	}
+	get(a.servers["api"].handler, "GET", "/healthz")
+	get(a.servers["api"].handler, "GET", "/v1/me") // 401: counted as unmatched
+	get(a.servers["queue"].handler, "GET", "/healthz")
+	rec := get(op.handler, "GET", "/metrics")
+	body := rec.Body.String()
+	for _, want := range []string{
+		`modelexec_http_requests_total{route="/healthz",status="200",surface="api"} 1`,
+		`modelexec_http_requests_total{route="/healthz",status="200",surface="queue"} 1`,
+		`modelexec_http_requests_total{route="unmatched",status="401",surface="api"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if rec := get(op.handler, "GET", "/debug/pprof/"); rec.Code != 200 {
+		t.Errorf("pprof index: %d", rec.Code)
+	}
+
+	c2 := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0"}
+	c2.Data, c2.Secret = t.TempDir(), "metrics-test-secret-0123456789"
+	a2, err := serveWith(t, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a2.servers["operator"]; ok {
+		t.Fatal("an operator listener without --metrics-addr")
+	}
+}
