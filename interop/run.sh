@@ -36,12 +36,12 @@ echo "interop: go build"
 (cd "$root" && go build -o "$tmp/modelexec" ./cmd/modelexec)
 bin="$tmp/modelexec"
 
-# Three distinct free loopback ports, asked of the kernel (bind to port 0, read it back, release).
-read -r api_port queue_port sync_port < <(node -e '
+# Four distinct free loopback ports (api, queue, sync, operator /metrics), asked of the kernel (bind to port 0, read it back, release).
+read -r api_port queue_port sync_port metrics_port < <(node -e '
   const net = require("net");
   const held = [];
   (async () => {
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 4; i++) {
       const s = net.createServer();
       await new Promise((ok) => s.listen(0, "127.0.0.1", ok));
       held.push(s);
@@ -65,7 +65,7 @@ key="$("$bin" keys mint --data "$data" --secret "$secret" --account "$account" -
 echo "interop: starting modelexec (api :$api_port, queue :$queue_port, sync :$sync_port)"
 "$bin" serve --data "$data" --secret "$secret" --log-level warn \
   --api-addr "127.0.0.1:$api_port" --queue-addr "127.0.0.1:$queue_port" --sync-addr "127.0.0.1:$sync_port" \
-  >"$tmp/server.log" 2>&1 &
+  --metrics-addr "127.0.0.1:$metrics_port" >"$tmp/server.log" 2>&1 &
 server_pid=$!
 
 # What the node tests read (INTEROP_*, so none of it is taken for a modelexec flag: the binary
@@ -73,6 +73,7 @@ server_pid=$!
 export INTEROP_API_URL="http://127.0.0.1:$api_port"
 export INTEROP_QUEUE_URL="http://127.0.0.1:$queue_port"
 export INTEROP_SYNC_URL="http://127.0.0.1:$sync_port"
+export INTEROP_METRICS_URL="http://127.0.0.1:$metrics_port/metrics"
 export INTEROP_KEY="$key"
 export INTEROP_ACCOUNT="$account"
 export INTEROP_DATA="$data"

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/alecthomas/kong"
+
 // CLI is the whole command line.
 type CLI struct {
 	Serve     ServeCmd     `cmd:"" help:"Run the account API, queue host, synchronous host and workers."`
@@ -10,6 +12,9 @@ type CLI struct {
 	Passes    PassesCmd    `cmd:"" help:"Operator console: passes and promotions."`
 	Catalogue CatalogueCmd `cmd:"" help:"Print the built-in catalogue (the starting point for serve --catalogue), or --check a file."`
 	Plans     PlansCmd     `cmd:"" help:"Print the built-in plan figures (the starting point for serve --plans), or --check a file."`
+	Version   VersionCmd   `cmd:"" help:"Print the version of this binary."`
+
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
 
 // StoreFlags locate the data; every command takes them so the console works on the same store
@@ -21,4 +26,5 @@ type StoreFlags struct {
 	KeyPrefix string `default:"svc_sk_" help:"API key prefix."`
 	LogLevel  string `default:"info" enum:"debug,info,warn,error" help:"Log level."`
 	LogFormat string `default:"text" enum:"text,json" help:"Log format."`
+	Create    bool   `help:"Console commands: create the database when it does not exist (serve and migrate always do)."`
 }

@@ -25,7 +25,7 @@ func (f StoreFlags) dsn() string {
 }
 
 func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
-	if err := os.MkdirAll(f.Data, 0o755); err != nil {
+	if err := os.MkdirAll(f.Data, 0o700); err != nil {
 		return nil, err
 	}
 	db, err := sqlstore.Open(ctx, f.dsn())
@@ -55,7 +55,7 @@ func (f StoreFlags) secret(dev bool) (string, error) {
 		return "", err
 	}
 	s := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(f.Data, 0o755); err != nil {
+	if err := os.MkdirAll(f.Data, 0o700); err != nil {
 		return "", err
 	}
 	return s, os.WriteFile(path, []byte(s+"\n"), 0o600)

@@ -47,7 +47,7 @@ type AccountsCreateCmd struct {
 }
 
 func (c *AccountsCreateCmd) Run(e *env) error {
-	db, err := c.open(e.ctx)
+	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ type AccountsSetCmd struct {
 }
 
 func (c *AccountsSetCmd) Run(e *env) error {
-	db, err := c.open(e.ctx)
+	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ type AccountsShowCmd struct {
 }
 
 func (c *AccountsShowCmd) Run(e *env) error {
-	db, err := c.open(e.ctx)
+	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ type PassesGrantCmd struct {
 }
 
 func (c *PassesGrantCmd) Run(e *env) error {
-	db, err := c.open(e.ctx)
+	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ type CreditsGrantCmd struct {
 }
 
 func (c *CreditsGrantCmd) Run(e *env) error {
-	db, err := c.open(e.ctx)
+	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func (c *KeysSetCeilingCmd) Run(e *env) error {
 
 // console opens the store and the auth service for one console command.
 func (f StoreFlags) console(e *env) (*sqlstore.DB, *auth.Service, error) {
-	db, err := f.open(e.ctx)
+	db, err := f.openExisting(e.ctx)
 	if err != nil {
 		return nil, nil, err
 	}

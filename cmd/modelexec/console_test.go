@@ -20,7 +20,9 @@ type console struct {
 }
 
 func newConsole(t *testing.T) *console {
-	return &console{t: t, data: t.TempDir(), secret: "console-test-secret"}
+	c := &console{t: t, data: t.TempDir(), secret: "console-test-secret"}
+	c.ok(nil, "migrate") // console commands refuse a missing database
+	return c
 }
 
 func (c *console) getenv(name string) string {

@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exitCode = code }),
 		kong.Resolvers(envResolver(getenv)),
+		kong.Vars{"version": versionString()},
 		kong.Bind(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr}),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)

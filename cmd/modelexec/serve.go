@@ -38,11 +38,18 @@ type ServeCmd struct {
 	Catalogue        string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
 	Plans            string            `help:"Plans file replacing the built-in plan figures (start from the output of 'modelexec plans')." type:"existingfile"`
 	ModelConcurrency int               `help:"Jobs of one model this process runs at once (default: the plans' model_concurrency, 4 as shipped)."`
+	MetricsAddr      string            `help:"Operator listener for Prometheus /metrics and /debug/pprof (e.g. 127.0.0.1:9090); off when empty. Never expose it publicly."`
 }
 
 func (c *ServeCmd) Run(e *env) error {
 	log := c.logger(e.stderr)
 	ctx := e.ctx
+	if c.Dev {
+		// The one-time key is printed once: check the ports before minting it.
+		if err := checkListenFree(c.listenAddrs()); err != nil {
+			return err
+		}
+	}
 	db, err := c.open(ctx)
 	if err != nil {
 		return err
@@ -90,7 +97,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
-		OpenAIUpstream: c.OpenAIUpstream}, nil
+		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).
@@ -134,5 +141,6 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		base = "http://" + c.APIAddr
 	}
 	fmt.Fprintf(e.stdout, "Development account %s (plan pro, 10000 credits)\nAPI key (shown once): %s\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/me\n", a.ID, m.Key, m.Key, base)
+	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint --data %s --account %s\n", c.Data, a.ID)
 	return nil
 }

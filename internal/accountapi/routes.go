@@ -24,6 +24,7 @@ func (h *Handler) Routes() http.Handler {
 	h.catalogRoutes(mux)
 	h.jobRoutes(mux)
 	h.uploadRoutes(mux)
+	h.falStorageRoutes(mux)
 	h.webhookRoutes(mux)
 	h.studioRoutes(mux)
 	h.chatRoutes(mux)

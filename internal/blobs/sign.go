@@ -11,10 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"gocloud.dev/blob"
 )
 
 // LinkTTL is how long a signed link stays valid (spec 02, Limits: signed links 15 minutes).
@@ -44,6 +40,12 @@ var (
 	ErrLinkMethod      = &LinkError{Code: "method_not_signed", Reason: "link not signed for this method"}
 	ErrLinkContentType = &LinkError{Code: "content_type_mismatch", Reason: "content type differs from the signed one"}
 	ErrLinkTooLarge    = &LinkError{Code: "upload_too_large", Reason: "body larger than the signed maximum"}
+	// ErrLinkUsed: an upload link writes its file once; a second PUT would replace bytes
+	// that may already have been read, checked and charged for.
+	ErrLinkUsed = &LinkError{Code: "invalid_url", Reason: "this upload link was already used; ask POST /v1/uploads for a new one"}
+	// ErrBytesNotDeclaredType: the body does not look like the content type the link was
+	// signed for (checked by magic numbers, see BytesMatchType).
+	ErrBytesNotDeclaredType = &LinkError{Code: "unknown_content_type", Reason: "the bytes sent are not a file of the declared content type"}
 )
 
 // LinkError is a refused signed link.
@@ -271,9 +273,8 @@ func sameMediaType(got, want string) bool {
 // S3 enforces the method, expiry and, on PUT, the Content-Type; it cannot enforce a size
 // limit on a presigned PUT, so readers of uploads cap what they read (the fetcher does).
 type BucketSigner struct {
-	Bucket     *Bucket
-	BucketName string // the S3 bucket name; empty: the one Bucket was opened with
-	Now        func() time.Time
+	Bucket *Bucket // an S3 bucket (OpenBucket with s3://…)
+	Now    func() time.Time
 }
 
 var _ URLSigner = BucketSigner{}
@@ -285,20 +286,18 @@ func (b BucketSigner) now() time.Time {
 	return time.Now()
 }
 
-func (b BucketSigner) bucketName() string {
-	if b.BucketName != "" {
-		return b.BucketName
-	}
-	return b.Bucket.name
-}
+var errNotPresignable = errors.New("blobs: only an S3 bucket presigns its own links; use Signer for local files")
 
 // SignGet presigns a read link.
 func (b BucketSigner) SignGet(ctx context.Context, key string) (string, time.Time, error) {
 	if err := CheckKey(key); err != nil {
 		return "", time.Time{}, err
 	}
+	if b.Bucket == nil || b.Bucket.s3 == nil {
+		return "", time.Time{}, errNotPresignable
+	}
 	exp := b.now().Add(LinkTTL)
-	u, err := b.Bucket.b.SignedURL(ctx, key, &blob.SignedURLOptions{Expiry: LinkTTL, Method: MethodGet})
+	u, err := b.Bucket.s3.presignGet(ctx, key)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("blobs: presign %s: %w", key, err)
 	}
@@ -310,20 +309,11 @@ func (b BucketSigner) SignPut(ctx context.Context, key, contentType string, _ in
 	if err := CheckKey(key); err != nil {
 		return "", time.Time{}, err
 	}
-	exp := b.now().Add(LinkTTL)
-	// gocloud's s3blob (AWS SDK v2) cannot bind a Content-Type into a presigned PUT, so
-	// presign with the SDK directly: Content-Type becomes a signed header.
-	var client *s3.Client
-	if b.Bucket.b.As(&client) {
-		req, err := s3.NewPresignClient(client).PresignPutObject(ctx, &s3.PutObjectInput{
-			Bucket: aws.String(b.bucketName()), Key: aws.String(key), ContentType: aws.String(contentType),
-		}, s3.WithPresignExpires(LinkTTL))
-		if err != nil {
-			return "", time.Time{}, fmt.Errorf("blobs: presign %s: %w", key, err)
-		}
-		return req.URL, exp, nil
+	if b.Bucket == nil || b.Bucket.s3 == nil {
+		return "", time.Time{}, errNotPresignable
 	}
-	u, err := b.Bucket.b.SignedURL(ctx, key, &blob.SignedURLOptions{Expiry: LinkTTL, Method: MethodPut, ContentType: contentType})
+	exp := b.now().Add(LinkTTL)
+	u, err := b.Bucket.s3.presignPut(ctx, key, contentType)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("blobs: presign %s: %w", key, err)
 	}

@@ -7,20 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
-	"gocloud.dev/blob/memblob"
-	_ "gocloud.dev/blob/s3blob" // registers s3:// for OpenBucket
-	"gocloud.dev/gcerrors"
 )
 
 // ErrNotFound is returned by Open, Stat and Delete for a key with no file.
 var ErrNotFound = errors.New("blobs: not found")
+
+// ErrExists is returned by Create for a key that already has a file.
+var ErrExists = errors.New("blobs: file exists")
 
 // ErrInvalidKey is returned for a key that is empty, absolute, or climbs out with "..".
 var ErrInvalidKey = errors.New("blobs: invalid key")
@@ -38,6 +33,10 @@ type Store interface {
 	// Put stores the bytes read from r under key with contentType, replacing any file
 	// there, and returns what was stored.
 	Put(ctx context.Context, key, contentType string, r io.Reader) (Info, error)
+	// Create stores r under key only when no file is there, atomically: of two
+	// concurrent Creates of one key exactly one succeeds; the other gets ErrExists.
+	// A Create that fails (bad body, cancelled) leaves no file behind.
+	Create(ctx context.Context, key, contentType string, r io.Reader) (Info, error)
 	// Open returns a reader of the file at key (ErrNotFound when none). Close it.
 	Open(ctx context.Context, key string) (io.ReadCloser, Info, error)
 	// Stat describes the file at key (ErrNotFound when none).
@@ -46,10 +45,21 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// Bucket is the Store over a gocloud.dev blob bucket.
+// backend is one storage mechanism. Bucket checks keys before calling it, so a backend
+// only ever sees keys that passed CheckKey.
+type backend interface {
+	put(ctx context.Context, key, contentType string, r io.Reader, exclusive bool) (Info, error)
+	open(ctx context.Context, key string) (io.ReadCloser, Info, error)
+	stat(ctx context.Context, key string) (Info, error)
+	delete(ctx context.Context, key string) error
+	close() error
+}
+
+// Bucket is the Store over one backend: local files (Dir), S3-compatible storage (S3)
+// or memory.
 type Bucket struct {
-	b    *blob.Bucket
-	name string // bucket name of a URL-opened bucket (s3://<name>?…)
+	be backend
+	s3 *s3Backend // set when be is S3: BucketSigner presigns through it
 }
 
 var _ Store = (*Bucket)(nil)
@@ -75,16 +85,14 @@ func OpenBucket(ctx context.Context, location string) (*Bucket, error) {
 		return OpenDir(u.Path)
 	case strings.HasPrefix(location, "mem://"):
 		return NewMemory(), nil
-	case strings.Contains(location, "://"):
-		b, err := blob.OpenBucket(ctx, location)
+	case strings.HasPrefix(location, "s3://"):
+		be, err := openS3(ctx, location)
 		if err != nil {
 			return nil, fmt.Errorf("blobs: open %s: %w", redact(location), err)
 		}
-		name := ""
-		if u, err := url.Parse(location); err == nil {
-			name = u.Host
-		}
-		return &Bucket{b: b, name: name}, nil
+		return &Bucket{be: be, s3: be}, nil
+	case strings.Contains(location, "://"):
+		return nil, fmt.Errorf("blobs: unsupported location %s: use a directory, file://, s3:// or mem://", redact(location))
 	default:
 		return OpenDir(location)
 	}
@@ -98,39 +106,30 @@ func redact(location string) string {
 	return location
 }
 
-// OpenDir opens local file storage rooted at dir, creating it when missing.
+// OpenDir opens local file storage rooted at dir, creating it (0700) when missing.
 func OpenDir(dir string) (*Bucket, error) {
-	abs, err := filepath.Abs(dir)
+	be, err := openDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("blobs: %w", err)
+		return nil, err
 	}
-	if err := os.MkdirAll(abs, 0o750); err != nil {
-		return nil, fmt.Errorf("blobs: %w", err)
-	}
-	b, err := fileblob.OpenBucket(abs, &fileblob.Options{CreateDir: true, NoTempDir: true})
-	if err != nil {
-		return nil, fmt.Errorf("blobs: open %s: %w", abs, err)
-	}
-	return &Bucket{b: b}, nil
+	return &Bucket{be: be}, nil
 }
 
 // NewMemory returns a Store kept in memory, for tests.
-func NewMemory() *Bucket { return &Bucket{b: memblob.OpenBucket(nil)} }
-
-// GoCloud exposes the underlying bucket (BucketSigner presigns through it).
-func (s *Bucket) GoCloud() *blob.Bucket { return s.b }
+func NewMemory() *Bucket { return &Bucket{be: newMemBackend()} }
 
 // Close releases the bucket.
-func (s *Bucket) Close() error { return s.b.Close() }
+func (s *Bucket) Close() error { return s.be.close() }
 
-// CheckKey rejects keys that are empty, absolute, hold empty or dot segments, or
+// CheckKey rejects keys that are empty, absolute, hold empty or dot-led segments
+// ("..", ".tmp": the local backend keeps its own files under such names), or
 // characters outside a conservative set.
 func CheckKey(key string) error {
 	if key == "" || len(key) > 512 || strings.HasPrefix(key, "/") {
 		return ErrInvalidKey
 	}
 	for _, seg := range strings.Split(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
+		if seg == "" || strings.HasPrefix(seg, ".") {
 			return ErrInvalidKey
 		}
 		for _, r := range seg {
@@ -141,6 +140,9 @@ func CheckKey(key string) error {
 			}
 		}
 	}
+	if strings.HasSuffix(key, attrsSuffix) {
+		return ErrInvalidKey // the local backend's attribute files
+	}
 	return nil
 }
 
@@ -149,20 +151,23 @@ func (s *Bucket) Put(ctx context.Context, key, contentType string, r io.Reader) 
 	if err := CheckKey(key); err != nil {
 		return Info{}, err
 	}
-	w, err := s.b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: contentType})
+	info, err := s.be.put(ctx, key, contentType, r, false)
 	if err != nil {
 		return Info{}, fmt.Errorf("blobs: put %s: %w", key, err)
 	}
-	n, err := io.Copy(w, r)
+	return info, nil
+}
+
+// Create stores r under key unless a file is already there (ErrExists).
+func (s *Bucket) Create(ctx context.Context, key, contentType string, r io.Reader) (Info, error) {
+	if err := CheckKey(key); err != nil {
+		return Info{}, err
+	}
+	info, err := s.be.put(ctx, key, contentType, r, true)
 	if err != nil {
-		_ = w.Close()
-		_ = s.b.Delete(context.WithoutCancel(ctx), key)
-		return Info{}, fmt.Errorf("blobs: put %s: %w", key, err)
+		return Info{}, fmt.Errorf("blobs: create %s: %w", key, err)
 	}
-	if err := w.Close(); err != nil {
-		return Info{}, fmt.Errorf("blobs: put %s: %w", key, err)
-	}
-	return Info{ContentType: contentType, Size: n, ModTime: time.Now().UTC()}, nil
+	return info, nil
 }
 
 // Open returns a reader of key.
@@ -170,11 +175,11 @@ func (s *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, Info, err
 	if err := CheckKey(key); err != nil {
 		return nil, Info{}, err
 	}
-	r, err := s.b.NewReader(ctx, key, nil)
+	rc, info, err := s.be.open(ctx, key)
 	if err != nil {
-		return nil, Info{}, wrap("open", key, err)
+		return nil, Info{}, fmt.Errorf("blobs: open %s: %w", key, err)
 	}
-	return r, Info{ContentType: r.ContentType(), Size: r.Size(), ModTime: r.ModTime()}, nil
+	return rc, info, nil
 }
 
 // Stat describes key.
@@ -182,11 +187,11 @@ func (s *Bucket) Stat(ctx context.Context, key string) (Info, error) {
 	if err := CheckKey(key); err != nil {
 		return Info{}, err
 	}
-	a, err := s.b.Attributes(ctx, key)
+	info, err := s.be.stat(ctx, key)
 	if err != nil {
-		return Info{}, wrap("stat", key, err)
+		return Info{}, fmt.Errorf("blobs: stat %s: %w", key, err)
 	}
-	return Info{ContentType: a.ContentType, Size: a.Size, ModTime: a.ModTime}, nil
+	return info, nil
 }
 
 // Delete removes key.
@@ -194,17 +199,10 @@ func (s *Bucket) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	if err := s.b.Delete(ctx, key); err != nil {
-		return wrap("delete", key, err)
+	if err := s.be.delete(ctx, key); err != nil {
+		return fmt.Errorf("blobs: delete %s: %w", key, err)
 	}
 	return nil
-}
-
-func wrap(op, key string, err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return fmt.Errorf("blobs: %s %s: %w", op, key, ErrNotFound)
-	}
-	return fmt.Errorf("blobs: %s %s: %w", op, key, err)
 }
 
 // PutBytes stores data under key.

@@ -55,6 +55,12 @@ func storeSuite(t *testing.T, s blobs.Store) {
 			t.Errorf("key %q: %v", bad, err)
 		}
 	}
+	for _, bad := range []string{".tmp/x", "a/.hidden", "a/b.png.attrs"} {
+		if _, err := s.Put(ctx, bad, "text/plain", bytes.NewReader(nil)); !errors.Is(err, blobs.ErrInvalidKey) {
+			t.Errorf("key %q: %v", bad, err)
+		}
+	}
+	createSuite(t, s)
 	key, err := blobs.Outputs{Store: s, JobID: "music_k1"}.Put(ctx, "audio.mp3", "audio/mpeg", []byte("ID3"))
 	if err != nil || key != "outputs/music_k1/audio.mp3" {
 		t.Fatalf("outputs: %q %v", key, err)

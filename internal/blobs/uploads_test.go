@@ -61,3 +61,34 @@ func TestACC17_UploadContentTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestBytesMatchType: magic numbers of the checked types; unknown media types refused,
+// other types unchecked.
+func TestBytesMatchType(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		head string
+		want bool
+	}{
+		{"image/png", "\x89PNG\r\n\x1a\nIHDR", true},
+		{"IMAGE/PNG; charset=x", "\x89PNG\r\n\x1a\n", true},
+		{"image/png", "<!doctype html>", false},
+		{"image/png", "", false},
+		{"image/jpeg", "\xff\xd8\xff\xe1", true},
+		{"image/jpeg", "GIF89a", false},
+		{"image/webp", "RIFF\x00\x00\x00\x00WEBPVP8L", true},
+		{"image/webp", "RIFF\x00\x00\x00\x00WAVEfmt ", false},
+		{"audio/wav", "RIFF\x00\x00\x00\x00WAVEfmt ", true},
+		{"audio/mpeg", "ID3\x04", true},
+		{"audio/mpeg", "\xff\xfb\x90", true},
+		{"audio/mpeg", "<html>", false},
+		{"audio/flac", "fLaC", true},
+		{"audio/ogg", "OggS", true},
+		{"image/x-unknown", "anything", false},
+		{"application/json", "{}", true},
+	} {
+		if got := blobs.BytesMatchType(tc.ct, []byte(tc.head)); got != tc.want {
+			t.Errorf("BytesMatchType(%q, %q) = %v, want %v", tc.ct, tc.head, got, tc.want)
+		}
+	}
+}

@@ -41,6 +41,33 @@ func pick(a, b string, nameA, nameB string, va, vb string, okA, okB bool) (strin
 	return "", false, nil
 }
 
+// spelled reads one option that has several spellings (ours first, then aliases such as
+// alt_webhook and fal's fal_webhook); two spellings sent with different values are
+// conflicting_options. It answers the value and the spelling it came under.
+func spelled(r *http.Request, get func(*http.Request, string) (string, bool), where string, names ...string) (string, string, bool, error) {
+	val, name, found := "", "", false
+	for _, n := range names {
+		v, ok := get(r, n)
+		if !ok {
+			continue
+		}
+		if found && v != val {
+			return "", "", false, apierr.New(apierr.ConflictingOptions, "options", []string{name, n}, "option", name).
+				WithDetail(apierr.Violation{Loc: []any{where, name}, Msg: name + " and " + n + " disagree", Type: "conflicting_options"})
+		}
+		if !found {
+			val, name, found = v, n, true
+		}
+	}
+	return val, name, found, nil
+}
+
+// falPriorityHeader is fal's spelling of X-Svc-Priority. fal's client sends it on every
+// queue submit, "normal" unless asked otherwise, so "normal" under this spelling asks for
+// nothing and is not refused on a model that does not queue (SUB-16 refuses a priority
+// someone chose; "low" here still is).
+const falPriorityHeader = "X-Fal-Queue-Priority"
+
 func query(r *http.Request, name string) (string, bool) {
 	v, ok := r.URL.Query()[name]
 	if !ok || len(v) == 0 {
@@ -81,9 +108,7 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 			return o, invalid("query", "logs", "logs is one of 1, 0, true, false", "enum")
 		}
 	}
-	qa, oka := query(r, "webhook")
-	qb, okb := query(r, "alt_webhook")
-	hook, ok, err := pick("query", "query", "webhook", "alt_webhook", qa, qb, oka, okb)
+	hook, _, ok, err := spelled(r, query, "query", "webhook", "alt_webhook", "fal_webhook")
 	if err != nil {
 		return o, err
 	}
@@ -113,9 +138,7 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 		v := int(n)
 		o.MaxQueueLength = &v
 	}
-	pa, prioA := header(r, "X-Svc-Priority")
-	pb, prioB := header(r, "X-Alt-Queue-Priority")
-	prio, ok, err := pick("header", "header", "X-Svc-Priority", "X-Alt-Queue-Priority", pa, pb, prioA, prioB)
+	prio, prioName, ok, err := spelled(r, header, "header", "X-Svc-Priority", "X-Alt-Queue-Priority", falPriorityHeader)
 	if err != nil {
 		return o, err
 	}
@@ -125,9 +148,7 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 		}
 		o.Priority = jobs.Priority(prio)
 	}
-	ta, oka := header(r, "X-Svc-Request-Timeout")
-	tb, okb := header(r, "X-Alt-Request-Timeout")
-	to, ok, err := pick("header", "header", "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", ta, tb, oka, okb)
+	to, _, ok, err := spelled(r, header, "header", "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", "X-Fal-Request-Timeout")
 	if err != nil {
 		return o, err
 	}
@@ -150,11 +171,11 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 			}
 			return o, apierr.New(apierr.QueueNotOffered, "option", name).WithDetail(apierr.Violation{Loc: []any{"query", name}, Msg: "this model does not queue", Type: "queue_not_offered"})
 		}
+		if prioName == falPriorityHeader && o.Priority == jobs.Normal {
+			o.Priority = "" // the fal client's default, not a request
+		}
 		if o.Priority != "" {
-			name := "X-Svc-Priority"
-			if !prioA && prioB {
-				name = "X-Alt-Queue-Priority"
-			}
+			name := prioName
 			return o, apierr.New(apierr.QueueNotOffered, "option", name).WithDetail(apierr.Violation{Loc: []any{"header", name}, Msg: "this model does not queue", Type: "queue_not_offered"})
 		}
 	}

@@ -31,6 +31,9 @@ const (
 	RoleSync     Role = "sync"
 	RoleWorker   Role = "worker"
 	RoleWebhooks Role = "webhooks"
+	// RoleOperator names the operator listener (Prometheus /metrics and pprof) a process opens
+	// when Config.MetricsAddr is set; it is not a role --roles accepts.
+	RoleOperator Role = "operator"
 )
 
 // AllRoles is every role: a single process running the whole service.
@@ -97,6 +100,9 @@ func (r Roles) String() string {
 type Config struct {
 	Roles Roles // nil: every role
 
+	// MetricsAddr, when set, opens the operator listener: Prometheus /metrics with every
+	// surface's requests counted and timed, and net/http/pprof. Never expose it publicly.
+	MetricsAddr string
 	// Listen addresses of the three surfaces; a Listeners entry replaces the address.
 	APIAddr, QueueAddr, SyncAddr string
 	// Public base URLs (default http://<addr>). Every process of a deployment must be given the

@@ -221,6 +221,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		sh := &modelhost.Sync{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
 		s.handlers[RoleSync] = sh.Routes()
 	}
+	s.instrument()
 	if roles[RoleWorker] {
 		every := cfg.AllowanceEvery
 		if every == 0 {
@@ -333,6 +334,8 @@ func (c Config) addr(role Role) string {
 		return c.APIAddr
 	case RoleQueue:
 		return c.QueueAddr
+	case RoleOperator:
+		return c.MetricsAddr
 	}
 	return c.SyncAddr
 }
@@ -345,7 +348,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if grace == 0 {
 		grace = 20 * time.Second
 	}
-	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync} {
+	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
 		h := s.handlers[role]
 		if h == nil {
 			continue

@@ -2,6 +2,7 @@
 // a fal client pointed at our hosts, and a JPEG header reader.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import zlib from "node:zlib";
 import { createFalClient } from "@fal-ai/client";
 
 function need(name) {
@@ -44,6 +45,7 @@ export function rewrite(url) {
   for (const [from, to] of [
     ["https://queue.fal.run/", QUEUE_URL + "/"],
     ["https://fal.run/", SYNC_URL + "/"],
+    ["https://rest.fal.ai/", API_URL + "/"], // storage uploads (fal.storage.upload, Blob inputs)
   ]) {
     if (url.startsWith(from)) {
       return to + url.slice(from.length);
@@ -83,6 +85,42 @@ export function falClient({ credentials = mintKey() } = {}) {
   const answers = [];
   const client = createFalClient({ credentials, requestMiddleware: middleware(seen), fetch: recordingFetch(answers) });
   return { client, seen, answers, key: credentials };
+}
+
+// png encodes a width x height RGB image (each pixel from rgb(x, y) => [r, g, b]) as a PNG.
+export function png(width, height, rgb = () => [200, 40, 40]) {
+  const raw = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const [r, g, b] = rgb(x, y);
+      raw.set([r, g, b], y * (width * 3 + 1) + 1 + x * 3);
+    }
+  }
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  return Buffer.concat([
+    Buffer.from("\x89PNG\r\n\x1a\n", "latin1"),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", zlib.deflateSync(raw)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+// pngSize reads the width and height of a PNG's IHDR.
+export function pngSize(buf) {
+  const b = Buffer.from(buf);
+  assert.equal(b.subarray(0, 8).toString("latin1"), "\x89PNG\r\n\x1a\n", "not a PNG");
+  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
 }
 
 // jpegSize reads the frame header (SOFn) of a JPEG and returns its width and height.

@@ -1,6 +1,7 @@
 package blobhttp
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,9 +96,24 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		return
 	}
 	// The declared length passed; cap the body at the signed maximum anyway (chunked bodies).
-	body := http.MaxBytesReader(w, r.Body, q.MaxBytes)
-	info, err := h.Store.Put(r.Context(), key, q.ContentType, body)
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, q.MaxBytes), blobs.SniffLen)
+	head, err := body.Peek(blobs.SniffLen)
 	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeLinkErr(w, r, q, blobs.ErrLinkTooLarge)
+		return
+	}
+	if !blobs.BytesMatchType(q.ContentType, head) {
+		writeLinkErr(w, r, q, blobs.ErrBytesNotDeclaredType)
+		return
+	}
+	// Create, not Put: one file per link. A PUT that fails (too large, cut off) stores
+	// nothing, so the link stays usable for a retry until one lands.
+	info, err := h.Store.Create(r.Context(), key, q.ContentType, body)
+	if errors.Is(err, blobs.ErrExists) {
+		writeLinkErr(w, r, q, blobs.ErrLinkUsed)
+		return
+	}
 	if errors.As(err, &mbe) {
 		writeLinkErr(w, r, q, blobs.ErrLinkTooLarge)
 		return
@@ -128,6 +144,10 @@ func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err err
 		e = apierr.Newf(apierr.MethodNotAllowed, "This link was not signed for %s.", r.Method)
 	case errors.Is(err, blobs.ErrLinkContentType):
 		e = apierr.Newf(apierr.UnknownContentType, "Send the content type this link was signed for (%s).", q.ContentType).With("accepted", []string{q.ContentType})
+	case errors.Is(err, blobs.ErrLinkUsed):
+		e = apierr.Newf(apierr.InvalidURL, "This upload link was already used: ask POST /v1/uploads for a new one.").With("reason", "link_used")
+	case errors.Is(err, blobs.ErrBytesNotDeclaredType):
+		e = apierr.Newf(apierr.UnknownContentType, "The bytes sent are not a %s file.", q.ContentType).With("accepted", []string{q.ContentType})
 	case errors.Is(err, blobs.ErrLinkTooLarge):
 		e = apierr.Newf(apierr.BodyTooLarge, "The body is larger than this link allows (%d bytes).", q.MaxBytes).With("limit_bytes", q.MaxBytes)
 	default:

@@ -247,7 +247,7 @@ func (x *run) do(ctx context.Context) (runners.Result, error) {
 			return runners.Result{Done: x.doneOnCancel()}, ctx.Err()
 		case <-timeout.C:
 			x.cancel()
-			return runners.Result{}, &runners.Failure{Code: "run_timed_out", Message: fmt.Sprintf("no result within %s", cfg.PredictionTimeout)}
+			return runners.Result{}, &runners.Failure{Code: "run_timed_out", Message: fmt.Sprintf("The model gave no result within %s.", cfg.PredictionTimeout)}
 		case np := <-x.w.ch:
 			p = np
 		case <-poll.C:
@@ -324,14 +324,14 @@ func (r *Runner) waitReady(ctx context.Context) error {
 		case err == nil && status == "BUSY":
 			return busy("the model server is busy")
 		case err == nil && (status == "SETUP_FAILED" || status == "DEFUNCT"):
-			return &runners.Failure{Code: "runner_unavailable", Message: "model server health: " + status}
+			return &runners.Failure{Code: "runner_unavailable", Message: "The model server is not available (" + strings.ToLower(status) + ")."}
 		case err == nil:
-			last = status
+			last = strings.ToLower(status)
 		default:
-			last = err.Error()
+			last = "unreachable" // the connection error names internal hosts: not for the caller
 		}
 		if time.Now().After(deadline) {
-			return &runners.Failure{Code: "runner_unavailable", Message: "model server not ready: " + last, Retryable: true}
+			return &runners.Failure{Code: "runner_unavailable", Message: "The model server did not become ready in time (" + last + ").", Retryable: true}
 		}
 		select {
 		case <-ctx.Done():
@@ -374,7 +374,7 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 	raw, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, x.r.url("/predictions/"+url.PathEscape(x.id)), bytes.NewReader(raw))
 	if err != nil {
-		return prediction{}, &runners.Failure{Code: "runner_failed", Message: err.Error()}
+		return prediction{}, &runners.Failure{Code: "runner_failed", Message: "The job could not be sent to the model server."}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Prefer", "respond-async")
@@ -383,7 +383,7 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 		if ctx.Err() != nil {
 			return prediction{}, ctx.Err()
 		}
-		return prediction{}, &runners.Failure{Code: "runner_unavailable", Message: "submit: " + err.Error(), Retryable: true}
+		return prediction{}, &runners.Failure{Code: "runner_unavailable", Message: "The model server could not be reached.", Retryable: true}
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, x.r.cfg.MaxOutputBytes))
@@ -401,7 +401,7 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 		var p prediction
 		if len(bytes.TrimSpace(data)) > 0 {
 			if err := json.Unmarshal(data, &p); err != nil {
-				return prediction{}, &runners.Failure{Code: "runner_failed", Message: "submit answer: " + err.Error()}
+				return prediction{}, &runners.Failure{Code: "runner_failed", Message: "The model server's answer to the job could not be read."}
 			}
 		}
 		if p.Status == "" {
@@ -409,9 +409,9 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 		}
 		return p, nil
 	case resp.StatusCode >= 500:
-		return prediction{}, &runners.Failure{Code: "runner_unavailable", Message: fmt.Sprintf("submit: status %d", resp.StatusCode), Retryable: true}
+		return prediction{}, &runners.Failure{Code: "runner_unavailable", Message: fmt.Sprintf("The model server failed to take the job (status %d).", resp.StatusCode), Retryable: true}
 	default:
-		return prediction{}, &runners.Failure{Code: "runner_failed", Message: fmt.Sprintf("submit: status %d: %s", resp.StatusCode, truncate(string(data), 300))}
+		return prediction{}, &runners.Failure{Code: "runner_failed", Message: fmt.Sprintf("The model server refused the job (status %d).", resp.StatusCode)}
 	}
 }
 
@@ -501,7 +501,7 @@ func (x *run) finish(ctx context.Context, p prediction) (runners.Result, error) 
 		dec := json.NewDecoder(bytes.NewReader(p.Output))
 		dec.UseNumber()
 		if err := dec.Decode(&out); err != nil {
-			return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "output: " + err.Error()}
+			return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "The model's output could not be read."}
 		}
 	}
 	conv := &converter{run: x}
@@ -554,10 +554,10 @@ func (c *converter) walk(ctx context.Context, v any) (any, error) {
 		case strings.HasPrefix(t, "data:"):
 			ct, data, err := decodeDataURL(t)
 			if err != nil {
-				return nil, &runners.Failure{Code: "runner_failed", Message: "output data URL: " + err.Error()}
+				return nil, &runners.Failure{Code: "runner_failed", Message: "The model's output file could not be decoded."}
 			}
 			if int64(len(data)) > c.run.r.cfg.MaxOutputBytes {
-				return nil, &runners.Failure{Code: "runner_failed", Message: "output file too large"}
+				return nil, &runners.Failure{Code: "runner_failed", Message: "The model's output file is larger than this service accepts."}
 			}
 			return c.store(ctx, ct, data)
 		case strings.HasPrefix(t, "https://") || strings.HasPrefix(t, "http://"):
@@ -569,7 +569,7 @@ func (c *converter) walk(ctx context.Context, v any) (any, error) {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				return nil, &runners.Failure{Code: "runner_failed", Message: "fetch output: " + err.Error(), Retryable: true}
+				return nil, &runners.Failure{Code: "runner_failed", Message: "The model's output file could not be fetched.", Retryable: true}
 			}
 			return c.store(ctx, ct, data)
 		}
@@ -590,7 +590,7 @@ func (c *converter) store(ctx context.Context, ct string, data []byte) (any, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &runners.Failure{Code: "runner_failed", Message: "store output: " + err.Error(), Retryable: true}
+		return nil, &runners.Failure{Code: "runner_failed", Message: "The model's output could not be stored.", Retryable: true}
 	}
 	c.files = append(c.files, runners.File{Key: key, ContentType: ct, Bytes: int64(len(data))})
 	return map[string]any{"storage_key": key, "content_type": ct, "file_size": len(data)}, nil

@@ -501,3 +501,38 @@ func TestREAD09_CancelUnsupportedCapability(t *testing.T) {
 		t.Fatal("CancelUnsupported runner says it can cancel")
 	}
 }
+
+// TestERR_RunnerMessagesForUsers: a failure's message reaches the caller on the result read, so
+// it is written for them: no Go error chain, no internal host or URL of the model server, no
+// echo of what the server answered.
+func TestERR_RunnerMessagesForUsers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health-check" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "READY"})
+			return
+		}
+		w.WriteHeader(418)
+		_, _ = io.WriteString(w, "Traceback: /srv/model/secret.py line 3")
+	}))
+	t.Cleanup(srv.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for _, base := range []string{srv.URL, gone.URL} {
+		cfg := fast(base, "")
+		cfg.HealthTimeout = 30 * time.Millisecond
+		rn, _ := cog.New(cfg)
+		_, err := rn.Run(context.Background(), job(), runners.Env{Outputs: &outputs{}})
+		var f *runners.Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("%s: %v", base, err)
+		}
+		for _, leak := range []string{"127.0.0.1", "http://", "Traceback", "secret", "dial", "submit:"} {
+			if strings.Contains(f.Message, leak) {
+				t.Fatalf("%s: message %q carries %q", base, f.Message, leak)
+			}
+		}
+		if !strings.HasPrefix(f.Message, "The model") {
+			t.Fatalf("%s: message %q", base, f.Message)
+		}
+	}
+}

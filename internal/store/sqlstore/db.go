@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,10 +58,8 @@ func open(dsn string) (*DB, error) {
 		return &DB{sql: newConn(db, Postgres), dialect: Postgres}, nil
 	}
 	path := strings.TrimPrefix(dsn, "sqlite:")
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
+	if err := createPrivate(path); err != nil {
+		return nil, err
 	}
 	// WAL lets readers run beside the one writer; immediate transactions take the write lock
 	// up front so two writers queue on busy_timeout instead of deadlocking on an upgrade.

@@ -1,0 +1,90 @@
+package blobhttp_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/blobs"
+)
+
+// TestUploadLinkWritesOnce: a signed upload link stores one file. A second PUT, even
+// of the same bytes, is refused (409 invalid_url) and the first file stays; of two PUTs
+// racing, exactly one lands. (ACC-16: the link is for one upload.)
+func TestUploadLinkWritesOnce(t *testing.T) {
+	_, up, _, _ := setup(t)
+	slot, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := []byte("\x89PNG\r\n\x1a\nfirst")
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(first)); r.StatusCode != 200 {
+		t.Fatalf("first PUT: %d %s", r.StatusCode, b)
+	}
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader([]byte("\x89PNG\r\n\x1a\nsecond"))); r.StatusCode != 409 || code(t, b) != "invalid_url" {
+		t.Fatalf("second PUT: %d %s", r.StatusCode, b)
+	}
+	if r, b := do(t, "GET", slot.ReadURL, "", nil); r.StatusCode != 200 || b != string(first) {
+		t.Fatalf("after a refused second PUT: %d %q", r.StatusCode, b)
+	}
+
+	race, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := make([]int, 6)
+	var wg sync.WaitGroup
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, _ := do(t, "PUT", race.UploadURL, "image/png", bytes.NewReader(first))
+			statuses[i] = r.StatusCode
+		}()
+	}
+	wg.Wait()
+	ok, conflict := 0, 0
+	for _, s := range statuses {
+		switch s {
+		case 200:
+			ok++
+		case 409:
+			conflict++
+		}
+	}
+	if ok != 1 || conflict != len(statuses)-1 {
+		t.Fatalf("racing PUTs answered %v; want one 200 and the rest 409", statuses)
+	}
+}
+
+// TestUploadBytesMustMatchType: bytes that are not the declared type are refused with
+// unknown_content_type and nothing is stored (HTML cannot be served later as image/png);
+// a failed PUT does not spend the link. (ACC-17: only png, jpeg and webp files.)
+func TestUploadBytesMustMatchType(t *testing.T) {
+	_, up, _, store := setup(t)
+	for _, tc := range []struct {
+		ct   string
+		body []byte
+		good []byte
+	}{
+		{"image/png", []byte("<html><script>alert(1)</script></html>"), []byte("\x89PNG\r\n\x1a\n....")},
+		{"image/jpeg", []byte("\x89PNG\r\n\x1a\n...."), []byte{0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10}},
+		{"image/webp", []byte("RIFF\x10\x00\x00\x00WAVEfmt "), []byte("RIFF\x10\x00\x00\x00WEBPVP8 ")},
+		{"image/png", nil, []byte("\x89PNG\r\n\x1a\n")},
+	} {
+		slot, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: tc.ct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, b := do(t, "PUT", slot.UploadURL, tc.ct, bytes.NewReader(tc.body)); r.StatusCode != 400 || code(t, b) != "unknown_content_type" {
+			t.Errorf("%s with other bytes: %d %s", tc.ct, r.StatusCode, b)
+		}
+		if _, err := store.Stat(context.Background(), slot.Path); err == nil {
+			t.Errorf("%s: refused bytes were stored", tc.ct)
+		}
+		if r, b := do(t, "PUT", slot.UploadURL, tc.ct, bytes.NewReader(tc.good)); r.StatusCode != 200 {
+			t.Errorf("%s with its own bytes after a refusal: %d %s", tc.ct, r.StatusCode, b)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package sqlstore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// TestSQLiteFilesPrivate: a new SQLite database, its -wal and -shm files are 0600 and the
+// folder made for it 0700: key hashes, balances and webhook secrets are readable by the
+// service's own user only (the process umask notwithstanding).
+func TestSQLiteFilesPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "modelexec.db")
+	db, err := sqlstore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.SQL().ExecContext(context.Background(), "CREATE TABLE perm_probe (x INTEGER); INSERT INTO perm_probe VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Mode().Perm(); got != 0o700 {
+		t.Errorf("data folder mode %o, want 700", got)
+	}
+	seen := 0
+	for _, name := range []string{"modelexec.db", "modelexec.db-wal", "modelexec.db-shm"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if os.IsNotExist(err) && name != "modelexec.db" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if got := st.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s mode %o, want 600", name, got)
+		}
+	}
+	if seen < 2 {
+		t.Fatalf("only %d of the database files exist; the WAL was expected after a write", seen)
+	}
+}
