@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"image"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
@@ -56,7 +58,8 @@ func devService(t *testing.T) (api, queue, key string) {
 
 // TestRunCommandEndToEnd: `modelexec run` against a real server runs a built-in image model
 // through the SDK (submit, status stream, result), prints plain progress lines when not on a
-// terminal, and downloads the output image into --out next to result.json; `modelexec quote`
+// terminal, and downloads the output image into --out next to result.json; a --file input
+// is uploaded and an upscale of it comes back at the asked size; `modelexec quote`
 // prints the model's published price rule; a missing key is refused before any request.
 func TestRunCommandEndToEnd(t *testing.T) {
 	api, queue, key := devService(t)
@@ -94,6 +97,35 @@ func TestRunCommandEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An input file is uploaded (POST /v1/uploads, then the signed PUT) and its link sent.
+	src := filepath.Join(t.TempDir(), "small.png")
+	var img bytes.Buffer
+	if err := png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 64, 48))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, img.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := filepath.Join(t.TempDir(), "up")
+	stdout.Reset()
+	args = append([]string{"run", "upscale", "-i", "upscaleFactor=2", "-i", "outputFormat=PNG", "--file", "inputs.image=" + src, "--out", up}, hosts...)
+	if err := run(context.Background(), args, getenv, &stdout, &stderr); err != nil {
+		t.Fatalf("run upscale: %v\nstderr: %s", err, stderr.String())
+	}
+	files = strings.Fields(stdout.String())
+	if len(files) != 1 {
+		t.Fatalf("upscale outputs %q", stdout.String())
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(f)
+	f.Close()
+	if err != nil || cfg.Width != 128 || cfg.Height != 96 {
+		t.Fatalf("upscaled %dx%d (%v), want 128x96", cfg.Width, cfg.Height, err)
+	}
+
 	stdout.Reset()
 	if err := run(context.Background(), append([]string{"quote", "svc-serverless/image-4b"}, hosts...), getenv, &stdout, &stderr); err != nil {
 		t.Fatal(err)
@@ -102,7 +134,7 @@ func TestRunCommandEndToEnd(t *testing.T) {
 		t.Fatalf("quote output: %s", stdout.String())
 	}
 
-	err := run(context.Background(), append([]string{"run", "image-4b"}, hosts...), noEnv, io.Discard, io.Discard)
+	err = run(context.Background(), append([]string{"run", "image-4b"}, hosts...), noEnv, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "MODELEXEC_KEY") {
 		t.Fatalf("run without a key: %v", err)
 	}
