@@ -34,6 +34,9 @@ func runWithServer(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "modelexec")
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go" // from PATH
+	}
 	build := exec.Command(goTool, "build", "-o", bin, "../cmd/modelexec")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
