@@ -129,7 +129,7 @@ func (s *Service) release(k Key, e *entry) {
 // decode builds a document from a stored state. The library panics on some inputs it was
 // never meant to see; a panic is reported as a malformed update.
 func decode(state []byte) (doc *y.Doc, err error) {
-	doc = y.NewDoc("", true, nil, nil, false)
+	doc = y.NewDoc("", true, gcAll, nil, false)
 	if len(state) == 0 {
 		return doc, nil
 	}
@@ -363,3 +363,7 @@ func (s *Service) Read(ctx context.Context, k Key, sv []byte) (Snapshot, error) 
 	}
 	return snap, nil
 }
+
+// gcAll lets the library collect every deleted item, as yjs does by default (a nil filter
+// makes the library panic on its first collection).
+func gcAll(*y.Item) bool { return true }
