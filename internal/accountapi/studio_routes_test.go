@@ -86,7 +86,9 @@ func (e *studioEnv) want(a whAnswer, status int, code string) {
 // yWindow is one editor's copy of a document.
 type yWindow struct{ doc *y.Doc }
 
-func newYWindow() *yWindow { return &yWindow{doc: y.NewDoc("", true, func(*y.Item) bool { return true }, nil, false)} }
+func newYWindow() *yWindow {
+	return &yWindow{doc: y.NewDoc("", true, func(*y.Item) bool { return true }, nil, false)}
+}
 
 func (w *yWindow) insert(pos int, s string) []byte {
 	before := y.EncodeStateVector(w.doc, nil, y.NewUpdateEncoderV1())
