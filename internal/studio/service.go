@@ -184,6 +184,15 @@ func appendUint(b []byte, v uint64) []byte {
 
 // load brings e's cache to the stored revision. Under e.mu.
 func (s *Service) load(ctx context.Context, k Key, e *entry) error {
+	if e.doc != nil {
+		rev, err := s.store.Revision(ctx, k)
+		if err != nil {
+			return err
+		}
+		if rev == e.rev {
+			return nil
+		}
+	}
 	st, err := s.store.Document(ctx, k)
 	switch {
 	case errors.Is(err, ErrNotFound):
