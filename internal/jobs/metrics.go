@@ -1,6 +1,9 @@
 package jobs
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Recorder is what the engine reports about settled jobs and the credits they moved. The
 // process's metrics implement it; a Service without one (tests, tools) reports nothing.
@@ -31,4 +34,39 @@ func (s *Service) settled(j Job) {
 	s.recorder.JobFinished(j.Model, string(j.Outcome), ran)
 	s.recorder.CreditsCharged(j.Product, j.Charged)
 	s.recorder.CreditsRefunded(j.Product, refunded)
+}
+
+// InUse is how many held connections hold a seat in this process now.
+func (s *Seats) InUse() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// Running is how many jobs this process runs now.
+func (s *Service) Running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.slots {
+		n += v
+	}
+	return n
+}
+
+// QueueDepth counts the jobs waiting for a slot, every model of the catalogue together (one
+// indexed count per model, in one read transaction).
+func (s *Service) QueueDepth(ctx context.Context) (int, error) {
+	total := 0
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		for _, m := range s.catalog.Models() {
+			n, err := tx.CountQueued(ctx, m.Slug)
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	})
+	return total, err
 }

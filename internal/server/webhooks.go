@@ -51,7 +51,8 @@ func (s *Server) wireWebhooks(db *sqlstore.DB, acct *accountapi.Handler) ([]func
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: ring, Hosts: sqlstore.WebhookHosts{DB: db},
-		Scheme: scheme, Secret: key, PublicBaseURL: s.urls.API, Logger: s.log})
+		Scheme: scheme, Secret: key, PublicBaseURL: s.urls.API, Logger: s.log,
+		Metrics: s.webhookMetrics()})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
