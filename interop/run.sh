@@ -63,7 +63,7 @@ key="$("$bin" keys mint --data "$data" --secret "$secret" --account "$account" -
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).key))')"
 
 echo "interop: starting modelexec (api :$api_port, queue :$queue_port, sync :$sync_port)"
-"$bin" serve --data "$data" --secret "$secret" --log-level warn \
+"$bin" serve --data "$data" --secret "$secret" --log-level info --log-format json \
   --api-addr "127.0.0.1:$api_port" --queue-addr "127.0.0.1:$queue_port" --sync-addr "127.0.0.1:$sync_port" \
   --metrics-addr "127.0.0.1:$metrics_port" >"$tmp/server.log" 2>&1 &
 server_pid=$!
@@ -78,6 +78,7 @@ export INTEROP_KEY="$key"
 export INTEROP_ACCOUNT="$account"
 export INTEROP_DATA="$data"
 export INTEROP_BIN="$bin"
+export INTEROP_SERVER_LOG="$tmp/server.log" # JSON lines at info: the access log is read by metrics.test.mjs
 export INTEROP_ROOT="$root"
 
 ready=""
