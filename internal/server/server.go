@@ -34,6 +34,7 @@ import (
 	"github.com/modelexec/modelexec/internal/runners/cog"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
+	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
 // Server is the wired service of one process.
@@ -51,6 +52,8 @@ type Server struct {
 	handlers map[Role]http.Handler
 	workers  []func(context.Context) error
 	metrics  *metrics.Metrics // nil without an operator listener
+	// hookPolicy is where webhooks may go: public hosts, plus --webhook-allow-private.
+	hookPolicy webhooks.URLPolicy
 }
 
 // The listen addresses as shipped.
@@ -201,6 +204,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// number of processes agree.
 	acct.Studio = studio.NewService(studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log})
 	s.account = acct
+	if s.hookPolicy, err = webhooks.ParseAllowList(cfg.WebhookAllowPrivate); err != nil {
+		return nil, fmt.Errorf("--webhook-allow-private: %w", err)
+	}
 	hookWorkers, err := s.wireWebhooks(d.DB, acct) // before acct.Routes()
 	if err != nil {
 		return nil, err
@@ -209,7 +215,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
 	}
 	if roles[RoleQueue] {
-		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
+		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit,
+			Webhooks: s.hookPolicy}
 		s.handlers[RoleQueue] = q.Routes()
 	}
 	if roles[RoleSync] {

@@ -45,10 +45,7 @@ func (s *Server) wireWebhooks(db *sqlstore.DB, acct *accountapi.Handler) ([]func
 		s.log.Warn("no deployment secret: webhooks are not served; set --secret or MODELEXEC_SECRET")
 		return nil, nil
 	}
-	policy, err := webhooks.ParseAllowList(s.cfg.WebhookAllowPrivate)
-	if err != nil {
-		return nil, fmt.Errorf("--webhook-allow-private: %w", err)
-	}
+	policy := s.hookPolicy
 	if len(policy.Allowed()) > 0 {
 		s.log.Warn("webhooks may reach the private ranges allowed by --webhook-allow-private", "ranges", s.cfg.WebhookAllowPrivate)
 	}
