@@ -372,6 +372,7 @@ func (s *Server) Run(ctx context.Context) error {
 		workers <- err
 	}()
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { <-gctx.Done(); return nil }) // a process of workers only serves nothing, until told to stop
 	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
 		h := s.handlers[role]
 		if h == nil {
