@@ -62,8 +62,23 @@ account="$("$bin" accounts create --data "$data" --secret "$secret" --plan pro -
 key="$("$bin" keys mint --data "$data" --secret "$secret" --account "$account" --json |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).key))')"
 
+# A self-signed certificate for 127.0.0.1: the fal webhookUrl test receives real deliveries on
+# an https receiver of its own. The server trusts it as its only root (SSL_CERT_FILE) and is
+# allowed to reach 127.0.0.1 (--webhook-allow-private): webhooks still go over https.
+tls_env=()
+allow_private=()
+if command -v openssl >/dev/null 2>&1; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$tmp/receiver-key.pem" -out "$tmp/receiver-cert.pem" 2>/dev/null
+  export INTEROP_TLS_KEY="$tmp/receiver-key.pem" INTEROP_TLS_CERT="$tmp/receiver-cert.pem"
+  tls_env=(env "SSL_CERT_FILE=$tmp/receiver-cert.pem")
+  allow_private=(--webhook-allow-private 127.0.0.1)
+else
+  echo "interop: no openssl: the webhookUrl delivery test is skipped" >&2
+fi
+
 echo "interop: starting modelexec (api :$api_port, queue :$queue_port, sync :$sync_port)"
-"$bin" serve --data "$data" --secret "$secret" --log-level warn \
+"${tls_env[@]}" "$bin" serve --data "$data" --secret "$secret" --log-level info --log-format json "${allow_private[@]}" \
   --api-addr "127.0.0.1:$api_port" --queue-addr "127.0.0.1:$queue_port" --sync-addr "127.0.0.1:$sync_port" \
   --metrics-addr "127.0.0.1:$metrics_port" >"$tmp/server.log" 2>&1 &
 server_pid=$!
@@ -78,6 +93,7 @@ export INTEROP_KEY="$key"
 export INTEROP_ACCOUNT="$account"
 export INTEROP_DATA="$data"
 export INTEROP_BIN="$bin"
+export INTEROP_SERVER_LOG="$tmp/server.log" # JSON lines at info: the access log is read by metrics.test.mjs
 export INTEROP_ROOT="$root"
 
 ready=""

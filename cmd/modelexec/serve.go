@@ -97,7 +97,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
-		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream}, nil
+		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

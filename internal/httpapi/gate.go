@@ -55,6 +55,7 @@ type Gate struct {
 	Switches *Switches
 	Now      func() time.Time
 	Log      *slog.Logger
+	Metrics  RateRecorder // nil: refusals are not counted
 }
 
 // Principal returns the authenticated caller of r (nil on public routes).
@@ -124,6 +125,7 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	// 5. Per-instance fuse, before the key is looked up.
 	if g.Pacer != nil && !g.Pacer.Fuse(pk.ID, bucket, now) {
 		g.anonymousHeaders(w, r, now)
+		g.limited(bucket)
 		return nil, apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
 	}
 	// 6. Account status, key validity, plan and rate bucket.
@@ -186,6 +188,7 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 	default:
 		// Whole seconds, at least 1: a refusal always names a wait (ERR-05, ERR-38).
 		secs := max(1, ceilSeconds(d.RetryAfter))
+		g.limited(bucket)
 		e := apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", secs, "reason", "bucket_spent").WithRetryAfter(secs)
 		if until, ok := newAccountUntil(p, now); ok {
 			// Nothing else tells a new account why its second submit is refused (RL-13).

@@ -14,7 +14,8 @@ import (
 
 // Wrap is the outermost layer of every surface: request id (X-Request-Id on every response),
 // the surface marker, the logger, panic recovery, a time bound on the body (DefaultLimits), and
-// an access log line. It never sets an Access-Control-* header and strips any a handler behind
+// an access log line at info (surface, method, route pattern, status, duration, request id and
+// the key's public id). It never sets an Access-Control-* header and strips any a handler behind
 // it set (KEY-17).
 func Wrap(s Surface, log *slog.Logger, h http.Handler) http.Handler {
 	return WrapLimits(s, log, DefaultLimits(), h)
@@ -44,14 +45,28 @@ func WrapLimits(s Surface, log *slog.Logger, lim Limits, h http.Handler) http.Ha
 					WriteError(sw, r, apierr.New(apierr.Internal))
 				}
 			}
-			attrs := []any{"method", r.Method, "path", r.URL.Path, "status", sw.status, "ms", time.Since(start).Milliseconds(), "request_id", id}
-			if slot.id != "" {
-				attrs = append(attrs, "key_id", slot.id)
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK // a handler that wrote nothing answered 200
 			}
-			log.Debug("request", attrs...)
+			attrs := []any{"surface", s.name(), "method", r.Method, "route", routeOf(r), "path", r.URL.Path, "status", status,
+				"ms", time.Since(start).Milliseconds(), "request_id", id}
+			if slot.id != "" {
+				attrs = append(attrs, "key_id", slot.id) // the public id, never the key
+			}
+			log.Info("request", attrs...)
 		}()
 		h.ServeHTTP(sw, r)
 	})
+}
+
+// routeOf is the route pattern that answered r (the ServeMux records it on the request
+// Wrap passed on), "unmatched" for the catch-all and for handlers reached without a mux.
+func routeOf(r *http.Request) string {
+	if r.Pattern == "" || r.Pattern == "/" {
+		return "unmatched"
+	}
+	return r.Pattern
 }
 
 type statusWriter struct {

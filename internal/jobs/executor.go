@@ -208,7 +208,7 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 	})
 	if err == nil && settled.RequestID != "" {
 		s.broker.publish(requestID)
-		s.log.Info("job settled", "request_id", requestID, "job", settled.ID, "status", settled.Outcome, "charged", settled.Charged, "error_code", settled.ErrorCode)
+		s.settled(settled)
 	}
 	return err
 }
@@ -335,6 +335,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 		return Job{}, false, apierr.New(apierr.CancelFailed).Wrap(err)
 	}
 	if settledNow {
+		s.settled(j)
 		s.broker.publish(requestID)
 		return j, false, nil
 	}

@@ -67,6 +67,8 @@ type Service struct {
 	broker *broker
 	seats  *Seats
 
+	recorder Recorder // nil: settled jobs are logged only
+
 	mu       sync.Mutex
 	slots    map[string]int         // running jobs per model in this process
 	running  map[string]*runningJob // by request id

@@ -254,6 +254,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 				s.giveSlot(model)
 			}
 			if refusal != nil {
+				s.settled(started)
 				s.broker.publish(started.RequestID)
 				continue
 			}

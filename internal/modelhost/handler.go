@@ -14,6 +14,7 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
 // Queue serves the queue host.
@@ -26,6 +27,9 @@ type Queue struct {
 	Log    *slog.Logger
 	// StreamLimit bounds one status stream connection (five minutes).
 	StreamLimit time.Duration
+	// Webhooks is the policy a submit's webhook URL is checked under (zero: public hosts
+	// only; the operator's --webhook-allow-private ranges otherwise).
+	Webhooks webhooks.URLPolicy
 }
 
 // ModelOf resolves the {slug} path value to a catalogued model, or not_found.
@@ -101,7 +105,7 @@ func (h *Queue) submit() http.Handler {
 		if err := AdmitModel(m); err != nil {
 			return err
 		}
-		o, err := ParseOptions(r, m)
+		o, err := ParseOptionsUnder(r, m, h.Webhooks)
 		if err != nil {
 			return err
 		}

@@ -91,6 +91,11 @@ func invalid(where, name, msg, typ string) *apierr.Error {
 // ParseOptions reads and checks a submit's options against the model (before any charge).
 // sync is true on the synchronous host, where wait and webhooks do not apply in the same way.
 func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
+	return ParseOptionsUnder(r, m, webhooks.URLPolicy{})
+}
+
+// ParseOptionsUnder is ParseOptions with the webhook URL checked under policy.
+func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPolicy) (Options, error) {
 	var o Options
 	if v, ok := query(r, "wait"); ok {
 		n, err := strconv.Atoi(v)
@@ -113,7 +118,7 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 		return o, err
 	}
 	if ok {
-		if err := webhooks.ValidateURL(hook); err != nil {
+		if err := policy.Validate(hook); err != nil {
 			reason, msg := "invalid", "The webhook URL is not an acceptable webhook address."
 			var ue *webhooks.URLError
 			if errors.As(err, &ue) {

@@ -122,6 +122,9 @@ type Config struct {
 	WaitCeiling   time.Duration   // longest a synchronous run holds its connection (60 s)
 	StreamLimit   time.Duration   // longest a queue status stream stays open (5 min)
 	WebhookScheme webhooks.Scheme // ed25519 (default) or hmac
+	// WebhookAllowPrivate is the operator's comma-separated list of private ranges webhooks
+	// may reach (serve --webhook-allow-private); empty, as shipped: public hosts only.
+	WebhookAllowPrivate string
 
 	APIDisabled    bool
 	DisableProduct []string

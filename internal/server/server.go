@@ -24,6 +24,7 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/metrics"
 	"github.com/modelexec/modelexec/internal/modelhost"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/ratelimit"
@@ -33,6 +34,7 @@ import (
 	"github.com/modelexec/modelexec/internal/runners/cog"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
+	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
 // Server is the wired service of one process.
@@ -49,6 +51,9 @@ type Server struct {
 	ownsBkt  bool
 	handlers map[Role]http.Handler
 	workers  []func(context.Context) error
+	metrics  *metrics.Metrics // nil without an operator listener
+	// hookPolicy is where webhooks may go: public hosts, plus --webhook-allow-private.
+	hookPolicy webhooks.URLPolicy
 }
 
 // The listen addresses as shipped.
@@ -191,6 +196,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		paused[p] = true
 	}
 	gate.Switches.DisabledProducts.Store(&paused)
+	if err := s.observe(gate); err != nil {
+		return nil, err
+	}
 
 	urls := jobview.URLs{Queue: s.urls.Queue}
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
@@ -202,6 +210,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// number of processes agree.
 	acct.Studio = studio.NewService(studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log})
 	s.account = acct
+	if s.hookPolicy, err = webhooks.ParseAllowList(cfg.WebhookAllowPrivate); err != nil {
+		return nil, fmt.Errorf("--webhook-allow-private: %w", err)
+	}
 	hookWorkers, err := s.wireWebhooks(d.DB, acct) // before acct.Routes()
 	if err != nil {
 		return nil, err
@@ -210,7 +221,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
 	}
 	if roles[RoleQueue] {
-		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit}
+		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit,
+			Webhooks: s.hookPolicy}
 		s.handlers[RoleQueue] = q.Routes()
 	}
 	if roles[RoleSync] {
@@ -340,14 +352,33 @@ func (c Config) addr(role Role) string {
 	return c.SyncAddr
 }
 
-// Run serves every surface of the process and runs its workers until ctx ends, then shuts the
-// listeners down gracefully (in-flight requests get ShutdownGrace) and stops the workers.
+// Run serves every surface of the process and runs its workers until ctx ends, then shuts
+// down gracefully (see shutdown): held connections (synchronous runs, waits, status
+// streams) are answered before the listeners close, and only then are the workers stopped,
+// so a held run whose job finishes within ShutdownGrace still gets its result.
 func (s *Server) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
 	grace := s.cfg.ShutdownGrace
 	if grace == 0 {
 		grace = 20 * time.Second
 	}
+	// Requests are served under held, not ctx: they end when shutdown says so, not the moment
+	// the process is asked to stop. Workers run under work, stopped after the listeners.
+	held, endHeld := context.WithCancel(context.WithoutCancel(ctx))
+	defer endHeld()
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	ctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	workers := make(chan error, 1)
+	go func() {
+		err := s.RunWorkers(work)
+		if err != nil {
+			stopServing() // a failed worker stops the process
+		}
+		workers <- err
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { <-gctx.Done(); return nil }) // a process of workers only serves nothing, until told to stop
 	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
 		h := s.handlers[role]
 		if h == nil {
@@ -357,11 +388,16 @@ func (s *Server) Run(ctx context.Context) error {
 		if ln == nil {
 			var err error
 			if ln, err = net.Listen("tcp", s.cfg.addr(role)); err != nil {
+				stopServing()
+				_ = g.Wait()
+				stopWork()
+				<-workers
 				return fmt.Errorf("%s listener: %w", role, err)
 			}
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+			ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			BaseContext: func(net.Listener) context.Context { return held }}
 		s.log.Info("listening", "surface", string(role), "addr", ln.Addr().String())
 		g.Go(func() error {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -370,16 +406,43 @@ func (s *Server) Run(ctx context.Context) error {
 			return nil
 		})
 		g.Go(func() error {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), grace)
-			defer cancel()
-			return hs.Shutdown(sctx)
+			<-gctx.Done()
+			return s.shutdown(hs, role, grace, endHeld)
 		})
 	}
-	g.Go(func() error { return s.RunWorkers(ctx) })
 	err := g.Wait()
-	s.log.Info("stopped")
+	stopWork()
+	err = errors.Join(err, <-workers)
+	s.log.Info("stopped", "err", err)
 	return err
+}
+
+// AnswerTime is how long held requests get to write their answer once shutdown has ended
+// their contexts (after ShutdownGrace).
+const AnswerTime = 2 * time.Second
+
+// shutdown closes one listener and waits up to grace for its requests; the listeners close
+// at once, held requests go on with the workers still running. Those still held when grace
+// runs out have their contexts ended (endHeld), so each answers rather than being cut: a
+// synchronous run answers run_timed_out with its status URL (the job is not lost: its lease
+// is given back and it runs again), a wait answers the job as it stands, a stream ends.
+func (s *Server) shutdown(hs *http.Server, role Role, grace time.Duration, endHeld context.CancelFunc) error {
+	s.log.Info("shutting down", "surface", string(role), "grace", grace.String())
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	s.log.Warn("held requests past the shutdown grace: answering them now", "surface", string(role))
+	endHeld()
+	actx, cancel2 := context.WithTimeout(context.Background(), AnswerTime)
+	defer cancel2()
+	if err := hs.Shutdown(actx); err != nil {
+		s.log.Warn("requests cut at shutdown", "surface", string(role), "err", err)
+		return hs.Close()
+	}
+	return nil
 }
 
 // RunWorkers runs the process's background workers until ctx ends (Run calls it; tests that

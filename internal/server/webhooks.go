@@ -45,13 +45,18 @@ func (s *Server) wireWebhooks(db *sqlstore.DB, acct *accountapi.Handler) ([]func
 		s.log.Warn("no deployment secret: webhooks are not served; set --secret or MODELEXEC_SECRET")
 		return nil, nil
 	}
+	policy := s.hookPolicy
+	if len(policy.Allowed()) > 0 {
+		s.log.Warn("webhooks may reach the private ranges allowed by --webhook-allow-private", "ranges", s.cfg.WebhookAllowPrivate)
+	}
 	key := webhookSecret(s.cfg.Secret)
 	ring, err := webhooks.NewKeyRing(webhooks.KeyRingConfig{Store: sqlstore.WebhookKeys{DB: db}, Secret: key})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: ring, Hosts: sqlstore.WebhookHosts{DB: db},
-		Scheme: scheme, Secret: key, PublicBaseURL: s.urls.API, Logger: s.log})
+		Scheme: scheme, Secret: key, PublicBaseURL: s.urls.API, Logger: s.log,
+		Metrics: s.webhookMetrics(), Policy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}

@@ -62,6 +62,7 @@ type Config struct {
 	Jitter        func() float64 // [0,1); nil: math/rand/v2
 	Rand          io.Reader      // ids and nonces; nil: crypto/rand
 	Logger        *slog.Logger   // nil: discard
+	Metrics       Recorder       // nil: attempts are not counted
 
 	MaxEndpoints   int           // not-dead endpoints per account (5)
 	SweepInterval  time.Duration // 5 min
@@ -106,6 +107,9 @@ func (c *Config) fill() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopRecorder{}
 	}
 	setDefault(&c.MaxEndpoints, DefaultMaxEndpoints)
 	setDefault(&c.SweepInterval, DefaultSweepInterval)
@@ -370,6 +374,7 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 	if d.EndpointID == "" {
 		rec.Effect = EffectNone
 	}
+	e.cfg.Metrics.WebhookDelivery(outcomeOf(rec), d.Attempts+1)
 	return record()
 }
 

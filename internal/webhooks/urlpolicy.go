@@ -81,12 +81,52 @@ func shownDetail(e *URLError) bool {
 }
 
 // URLPolicy decides which webhook destinations may be contacted. The zero value is the
-// production policy: public hosts only. The one relaxation, loopback receivers, exists for
-// tests and can only be obtained from Go code holding a test handle (AllowLoopbackForTests):
-// no configuration file, flag or environment variable can produce it.
+// production policy: public hosts only. Two relaxations exist: loopback receivers for Go
+// tests, obtained only from code holding a test handle (AllowLoopbackForTests), and the
+// operator's explicit allow-list of private ranges (AllowPrivate, serve
+// --webhook-allow-private) for test rigs and private deployments whose receivers sit on a
+// private network. Neither relaxes https.
 type URLPolicy struct {
 	allowLoopback bool
+	allowed       []netip.Prefix
 }
+
+// AllowPrivate returns the production policy that also accepts destinations inside the given
+// ranges (IP literals in the URL, and names resolving there when dialled). Names reserved for
+// private use (localhost, .internal, …) stay refused: a receiver on an allowed range is named
+// by its address or by a public name.
+func AllowPrivate(prefixes ...netip.Prefix) URLPolicy {
+	out := make([]netip.Prefix, 0, len(prefixes))
+	for _, p := range prefixes {
+		out = append(out, p.Masked())
+	}
+	return URLPolicy{allowed: out}
+}
+
+// ParseAllowList reads the operator's comma-separated list of ranges (CIDR, or a single
+// address) for AllowPrivate. An empty list is the production policy.
+func ParseAllowList(list string) (URLPolicy, error) {
+	var prefixes []netip.Prefix
+	for _, part := range strings.Split(list, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			prefixes = append(prefixes, p)
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return URLPolicy{}, fmt.Errorf("%q is neither a range (10.0.0.0/8, fd00::/8) nor an address", part)
+		}
+		prefixes = append(prefixes, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return AllowPrivate(prefixes...), nil
+}
+
+// Allowed is the operator's allow-list of private ranges (empty in production).
+func (p URLPolicy) Allowed() []netip.Prefix { return append([]netip.Prefix(nil), p.allowed...) }
 
 // TB is the part of testing.TB that AllowLoopbackForTests asks for, so that only test code
 // (which holds a *testing.T) can relax the policy.
@@ -112,10 +152,23 @@ func (p URLPolicy) AllowsLoopback() bool { return p.allowLoopback }
 // global unicast (loopback, unique-local, link-local, IPv4-mapped, NAT64).
 func (p URLPolicy) guardian() *ssrf.Guardian {
 	opts := []ssrf.Option{ssrf.WithAnyPort()}
+	var v4, v6 []netip.Prefix
 	if p.allowLoopback {
-		opts = append(opts,
-			ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.0/8")),
-			ssrf.WithAllowedV6Prefixes(netip.MustParsePrefix("::1/128")))
+		v4 = append(v4, netip.MustParsePrefix("127.0.0.0/8"))
+		v6 = append(v6, netip.MustParsePrefix("::1/128"))
+	}
+	for _, a := range p.allowed {
+		if a.Addr().Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	if len(v4) > 0 {
+		opts = append(opts, ssrf.WithAllowedV4Prefixes(v4...))
+	}
+	if len(v6) > 0 {
+		opts = append(opts, ssrf.WithAllowedV6Prefixes(v6...))
 	}
 	return ssrf.New(opts...)
 }
