@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Group commit (SQLite). SQLite runs one write transaction at a time, and its COMMIT (the WAL
@@ -41,6 +42,7 @@ type group struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
+	taken   atomic.Int64 // transactions taken from the queue so far (the tests watch it)
 }
 
 func newGroup(c *conn) *group {
@@ -101,6 +103,7 @@ func (g *group) run() {
 				break fill
 			}
 		}
+		g.taken.Add(int64(len(batch)))
 		g.commit(batch)
 		clear(batch)
 	}
