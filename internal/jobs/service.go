@@ -83,6 +83,11 @@ type runningJob struct {
 	logs     []LogLine
 	progress float64
 	dirty    bool
+	// done is closed when the run is over, after its settlement (if any) was committed;
+	// settled is then the job as committed (nil when the settlement failed or the process
+	// stopped): a held request reads it here instead of from the database (settled.go).
+	done    chan struct{}
+	settled *Job
 }
 
 // New wires the service. Call Run to start the background loops.
@@ -437,6 +442,9 @@ func (s *Service) Wait(ctx context.Context, accountID, requestID string, timeout
 	defer deadline.Stop()
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
+	if j, timedOut, ok, err := s.waitRunning(ctx, accountID, requestID, deadline.C, poll.C); ok {
+		return j, timedOut, err
+	}
 	for {
 		j, err := s.Get(ctx, accountID, requestID)
 		if err != nil {
