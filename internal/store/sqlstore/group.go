@@ -68,8 +68,18 @@ func (g *group) do(ctx context.Context, fn func(*Tx) error) error {
 		return ctx.Err()
 	}
 	// Once queued, the answer is awaited whatever the context: the work may already be in a
-	// batch that commits.
-	res := <-r.done
+	// batch that commits. A request queued as the database closed, after the last drain, is
+	// answered here.
+	var res groupResult
+	select {
+	case res = <-r.done:
+	case <-g.stopped:
+		select {
+		case res = <-r.done:
+		default:
+			res = groupResult{err: errClosed}
+		}
+	}
 	if res.panicked {
 		panic(res.panicVal)
 	}
