@@ -11,6 +11,9 @@
 //   - the same machine's bare net/http JSON handler (POST and GET) at the same concurrency,
 //     and each figure as a ratio of it;
 //
+//   - the process's CPU time per job (clients included), which a loaded machine distorts less
+//     than rates;
+//
 //   - SQL statements, transactions and COMMITs per job (the store's own counters; on SQLite one
 //     COMMIT carries several transactions: group commit);
 //
@@ -41,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -110,18 +114,18 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 	defer e.close()
 
 	fmt.Printf("modelexec benchmark: %s, %s per point, no-op runner (catalogue file), plans without pacing\n\n", backend, d)
-	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "errors")
+	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %9s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "cpu/job", "errors")
 	for _, c := range clientCounts {
-		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
-			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "", "")
+		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
+			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "", round(ceil.post[c].cpu), "")
 	}
 	var statusURL string
 	for _, nAcct := range []int{accounts, 1} {
 		for _, c := range clientCounts {
 			m := e.jobs(client, c, nAcct, d)
 			statusURL = m.statusURL
-			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
-				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.commits, m.errors)
+			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
+				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.commits, round(m.cpu), m.errors)
 		}
 	}
 	if statusURL == "" {
@@ -434,7 +438,10 @@ type measure struct {
 	p50, p99   time.Duration
 	stmts, txs float64
 	commits    float64 // COMMITs per job: below tx/job when group commit carries several
-	statusURL  string
+	// cpu is this process's CPU time (user and system, the load's clients included) per good
+	// request: a figure that holds on a machine shared with other work, where rates do not.
+	cpu       time.Duration
+	statusURL string
 }
 
 // load sends requests from c clients for d and measures the good ones.
@@ -443,6 +450,7 @@ func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Req
 	var lat []time.Duration
 	errs := 0
 	var wg sync.WaitGroup
+	cpu0 := cpuTime()
 	start := time.Now()
 	stop := start.Add(d)
 	for w := range c {
@@ -479,7 +487,20 @@ func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Req
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	return measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
+	m := measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
+	if m.n > 0 {
+		m.cpu = (cpuTime() - cpu0) / time.Duration(m.n)
+	}
+	return m
+}
+
+// cpuTime is the CPU time this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // readLoad GETs u from c clients for d and returns reads per second (2xx only).
