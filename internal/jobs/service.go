@@ -170,8 +170,17 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	queues := lc.Queue == catalog.QueueOffers
 	var res SubmitResult
 	var claimed bool
-	err = s.store.InTx(ctx, func(tx Tx) error {
+	err = s.store.InTx(ctx, func(tx Tx) (err error) {
 		claimed = false
+		// A refused submit gives its runner slot back at once, not after the COMMIT: the
+		// store may commit several transactions together (group commit), and refused
+		// submits waiting for that COMMIT must not hold slots that others could start on.
+		defer func() {
+			if err != nil && claimed {
+				s.releaseSlot(m.Slug)
+				claimed = false
+			}
+		}()
 		a, err := s.ledger.Open(ctx, tx, p.Account.ID, now)
 		if err != nil {
 			return err
