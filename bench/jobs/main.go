@@ -11,7 +11,11 @@
 //   - the same machine's bare net/http JSON handler (POST and GET) at the same concurrency,
 //     and each figure as a ratio of it;
 //
-//   - SQL statements and transactions per job (the store's own counter);
+//   - the process's CPU time per job (clients included), which a loaded machine distorts less
+//     than rates;
+//
+//   - SQL statements, transactions and COMMITs per job (the store's own counters; on SQLite one
+//     COMMIT carries several transactions: group commit);
 //
 //   - the cost of a job (jobs/s, p50, statements) with 0, 100,000 and 1,000,000 rows of
 //     settled history in the database (-history).
@@ -40,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -109,18 +114,18 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 	defer e.close()
 
 	fmt.Printf("modelexec benchmark: %s, %s per point, no-op runner (catalogue file), plans without pacing\n\n", backend, d)
-	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "errors")
+	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %9s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "cpu/job", "errors")
 	for _, c := range clientCounts {
-		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
-			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "")
+		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
+			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "", round(ceil.post[c].cpu), "")
 	}
 	var statusURL string
 	for _, nAcct := range []int{accounts, 1} {
 		for _, c := range clientCounts {
 			m := e.jobs(client, c, nAcct, d)
 			statusURL = m.statusURL
-			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
-				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.errors)
+			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
+				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.commits, round(m.cpu), m.errors)
 		}
 	}
 	if statusURL == "" {
@@ -313,6 +318,7 @@ func (e *engine) close() {
 // jobs submits with ?wait from c clients over nAcct accounts for d: submit→settled.
 func (e *engine) jobs(client *http.Client, c, nAcct int, d time.Duration) measure {
 	s0, t0 := e.db.Stats()
+	c0 := e.db.Commits()
 	var statusURL atomic.Value
 	m := load(client, c, d, func(i int) (*http.Request, error) {
 		req, err := http.NewRequest(http.MethodPost, e.http.URL+"/svc-serverless/"+model+"?wait=60",
@@ -338,8 +344,10 @@ func (e *engine) jobs(client *http.Client, c, nAcct int, d time.Duration) measur
 		return true
 	})
 	s1, t1 := e.db.Stats()
+	c1 := e.db.Commits()
 	if m.n > 0 {
 		m.stmts, m.txs = float64(s1-s0)/float64(m.n), float64(t1-t0)/float64(m.n)
+		m.commits = float64(c1-c0) / float64(m.n)
 	}
 	m.statusURL, _ = statusURL.Load().(string)
 	return m
@@ -429,7 +437,11 @@ type measure struct {
 	perSec     float64
 	p50, p99   time.Duration
 	stmts, txs float64
-	statusURL  string
+	commits    float64 // COMMITs per job: below tx/job when group commit carries several
+	// cpu is this process's CPU time (user and system, the load's clients included) per good
+	// request: a figure that holds on a machine shared with other work, where rates do not.
+	cpu       time.Duration
+	statusURL string
 }
 
 // load sends requests from c clients for d and measures the good ones.
@@ -438,6 +450,7 @@ func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Req
 	var lat []time.Duration
 	errs := 0
 	var wg sync.WaitGroup
+	cpu0 := cpuTime()
 	start := time.Now()
 	stop := start.Add(d)
 	for w := range c {
@@ -474,7 +487,20 @@ func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Req
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	return measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
+	m := measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
+	if m.n > 0 {
+		m.cpu = (cpuTime() - cpu0) / time.Duration(m.n)
+	}
+	return m
+}
+
+// cpuTime is the CPU time this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // readLoad GETs u from c clients for d and returns reads per second (2xx only).

@@ -91,7 +91,7 @@ func (s *Service) start(j Job) error {
 		stall = time.Duration(m.Lifecycle.StallCeilingSeconds) * time.Second
 	}
 	ctx, cancel := context.WithCancelCause(s.base)
-	rj := &runningJob{job: j, cancel: cancel}
+	rj := &runningJob{job: j, cancel: cancel, done: make(chan struct{})}
 	s.running[j.RequestID] = rj
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -103,6 +103,7 @@ func (s *Service) start(j Job) error {
 			delete(s.running, j.RequestID)
 			s.mu.Unlock()
 		}()
+		defer close(rj.done) // before it leaves s.running: a waiter that found it is answered
 		timer := time.AfterFunc(stall, func() { cancel(errStalled) })
 		defer timer.Stop()
 		res, err := s.execute(ctx, rj)
@@ -207,6 +208,7 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 		return s.settleTx(ctx, tx, &j, st, &settled)
 	})
 	if err == nil && settled.RequestID != "" {
+		s.keepSettled(requestID, settled)
 		s.broker.publish(requestID)
 		s.settled(settled)
 	}

@@ -85,6 +85,11 @@ type runningJob struct {
 	logs     []LogLine
 	progress float64
 	dirty    bool
+	// done is closed when the run is over, after its settlement (if any) was committed;
+	// settled is then the job as committed (nil when the settlement failed or the process
+	// stopped): a held request reads it here instead of from the database (settled.go).
+	done    chan struct{}
+	settled *Job
 }
 
 // New wires the service. Call Run to start the background loops.
@@ -167,8 +172,17 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	queues := lc.Queue == catalog.QueueOffers
 	var res SubmitResult
 	var claimed bool
-	err = s.store.InTx(ctx, func(tx Tx) error {
+	err = s.store.InTx(ctx, func(tx Tx) (err error) {
 		claimed = false
+		// A refused submit gives its runner slot back at once, not after the COMMIT: the
+		// store may commit several transactions together (group commit), and refused
+		// submits waiting for that COMMIT must not hold slots that others could start on.
+		defer func() {
+			if err != nil && claimed {
+				s.releaseSlot(m.Slug)
+				claimed = false
+			}
+		}()
 		a, err := s.ledger.Open(ctx, tx, p.Account.ID, now)
 		if err != nil {
 			return err
@@ -439,6 +453,9 @@ func (s *Service) Wait(ctx context.Context, accountID, requestID string, timeout
 	defer deadline.Stop()
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
+	if j, timedOut, ok, err := s.waitRunning(ctx, accountID, requestID, deadline.C, poll.C); ok {
+		return j, timedOut, err
+	}
 	for {
 		j, err := s.Get(ctx, accountID, requestID)
 		if err != nil {

@@ -20,6 +20,8 @@ type conn struct {
 
 	statements   atomic.Int64
 	transactions atomic.Int64
+	commits      atomic.Int64
+	group        *group // SQLite: group commit (group.go)
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
@@ -32,9 +34,14 @@ func newConn(raw *sql.DB, d Dialect) *conn {
 	c := &conn{raw: raw, prepare: d == SQLite, stmts: map[string]*sql.Stmt{}}
 	if d == SQLite {
 		c.writer = make(chan struct{}, 1)
+		c.group = newGroup(c)
 	}
 	return c
 }
+
+// Commits reports the write transactions run so far on the database itself: with group
+// commit on SQLite, one COMMIT carries several of the transactions Stats counts.
+func (db *DB) Commits() int64 { return db.sql.commits.Load() }
 
 // Stats reports the statements and transactions run so far (BEGIN and COMMIT not counted as
 // statements).
@@ -121,6 +128,9 @@ func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.
 func (c *conn) PingContext(ctx context.Context) error { return c.raw.PingContext(ctx) }
 
 func (c *conn) Close() error {
+	if c.group != nil {
+		c.group.close()
+	}
 	c.mu.Lock()
 	for _, s := range c.stmts {
 		s.Close()
@@ -148,6 +158,7 @@ func (c *conn) begin(ctx context.Context) (*sql.Tx, func(), error) {
 		return nil, nil, err
 	}
 	c.transactions.Add(1)
+	c.commits.Add(1)
 	return tx, release, nil
 }
 
@@ -156,10 +167,21 @@ func (c *conn) begin(ctx context.Context) (*sql.Tx, func(), error) {
 type txConn struct {
 	tx *sql.Tx
 	c  *conn
+	// shared: the transaction carries other callers' work (a group commit batch), so a
+	// caller's cancellation must not interrupt a statement (SQLite would roll back the batch).
+	shared bool
+}
+
+func (t txConn) context(ctx context.Context) context.Context {
+	if t.shared {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (t txConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	t.c.statements.Add(1)
+	ctx = t.context(ctx)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
@@ -168,6 +190,7 @@ func (t txConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Res
 
 func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	t.c.statements.Add(1)
+	ctx = t.context(ctx)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
 	}
@@ -176,6 +199,7 @@ func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.R
 
 func (t txConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	t.c.statements.Add(1)
+	ctx = t.context(ctx)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
 	}

@@ -133,6 +133,9 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (db *DB) inTx(ctx context.Context, fn func(*Tx) error) error {
+	if db.sql.group != nil {
+		return db.sql.group.do(ctx, fn)
+	}
 	tx, release, err := db.sql.begin(ctx)
 	if err != nil {
 		return err

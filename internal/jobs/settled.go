@@ -1,0 +1,91 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/runners"
+)
+
+// A request held until its job settles (?wait, the sync host, a cancel) used to read the job
+// from the database twice: once when it began to wait and once when the broker said the job
+// changed. When the job runs in this process, the run itself hands the committed settlement
+// to its waiters: no read at all.
+
+// keepSettled records the job as its settlement committed it, for the waiters of a job that
+// runs in this process.
+func (s *Service) keepSettled(requestID string, j Job) {
+	s.mu.Lock()
+	rj := s.running[requestID]
+	s.mu.Unlock()
+	if rj == nil {
+		return
+	}
+	j = asStored(j)
+	rj.mu.Lock()
+	rj.settled = &j
+	rj.mu.Unlock()
+}
+
+// asStored gives the job as a read from the store would: times at the store's precision, in
+// UTC, and the documents the runner returned as JSON values (a read decodes them from JSON).
+func asStored(j Job) Job {
+	if j.FinishedAt != nil {
+		t := j.FinishedAt.Truncate(time.Microsecond).UTC()
+		j.FinishedAt = &t
+	}
+	if j.Result != nil {
+		var r runners.Result
+		if b, err := json.Marshal(j.Result); err == nil && json.Unmarshal(b, &r) == nil {
+			j.Result = &r
+		}
+	}
+	if len(j.ErrorDetail) > 0 {
+		var d []runners.Violation
+		if b, err := json.Marshal(j.ErrorDetail); err == nil && json.Unmarshal(b, &d) == nil {
+			j.ErrorDetail = d
+		}
+	}
+	return j
+}
+
+// waitRunning is Wait for a job running in this process: it waits for the run's end and
+// answers the settlement the run committed. ok is false when the job does not run here, or
+// its run ended without a settlement, or the run outlasted one poll interval (the caller then
+// reads and polls the store).
+func (s *Service) waitRunning(ctx context.Context, accountID, requestID string, deadline, poll <-chan time.Time) (j Job, timedOut, ok bool, err error) {
+	s.mu.Lock()
+	rj := s.running[requestID]
+	s.mu.Unlock()
+	if rj == nil || rj.job.AccountID != accountID {
+		return Job{}, false, false, nil
+	}
+	select {
+	case <-rj.done:
+		rj.mu.Lock()
+		settled := rj.settled
+		rj.mu.Unlock()
+		if settled == nil {
+			return Job{}, false, false, nil
+		}
+		return *settled, false, true, nil
+	case <-ctx.Done():
+		// The caller is gone or out of time: answer the job as it stands.
+		j, err := s.Get(context.WithoutCancel(ctx), accountID, requestID)
+		if err != nil {
+			return Job{}, false, true, err
+		}
+		return j, true, true, ctx.Err()
+	case <-poll:
+		// A long run: go on as for a job of another process (read, and poll the store), so a
+		// settlement made elsewhere is seen.
+		return Job{}, false, false, nil
+	case <-deadline:
+		j, err := s.Get(ctx, accountID, requestID)
+		if err != nil {
+			return Job{}, false, true, err
+		}
+		return j, !j.Settled(), true, nil
+	}
+}
