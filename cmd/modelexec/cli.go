@@ -13,6 +13,8 @@ type CLI struct {
 	Catalogue CatalogueCmd `cmd:"" help:"Print the built-in catalogue (the starting point for serve --catalogue), or --check a file."`
 	Plans     PlansCmd     `cmd:"" help:"Print the built-in plan figures (the starting point for serve --plans), or --check a file."`
 	Version   VersionCmd   `cmd:"" help:"Print the version of this binary."`
+	Run       RunCmd       `cmd:"" help:"Run a model through the Go SDK: upload --file inputs, follow progress, download the outputs."`
+	Quote     QuoteCmd     `cmd:"" help:"Print a model's price rule before submitting."`
 
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }

@@ -86,7 +86,9 @@ func (e *studioEnv) want(a whAnswer, status int, code string) {
 // yWindow is one editor's copy of a document.
 type yWindow struct{ doc *y.Doc }
 
-func newYWindow() *yWindow { return &yWindow{doc: y.NewDoc("", true, nil, nil, false)} }
+func newYWindow() *yWindow {
+	return &yWindow{doc: y.NewDoc("", true, func(*y.Item) bool { return true }, nil, false)}
+}
 
 func (w *yWindow) insert(pos int, s string) []byte {
 	before := y.EncodeStateVector(w.doc, nil, y.NewUpdateEncoderV1())
@@ -267,7 +269,7 @@ func dialLive(t *testing.T, base, path, key string) *liveClient {
 	}
 	conn.SetReadLimit(4 << 20)
 	t.Cleanup(func() { conn.CloseNow() })
-	return &liveClient{t: t, conn: conn, doc: y.NewDoc("", true, nil, nil, false)}
+	return &liveClient{t: t, conn: conn, doc: y.NewDoc("", true, func(*y.Item) bool { return true }, nil, false)}
 }
 
 func varBytes(prefix []byte, b []byte) []byte {

@@ -81,6 +81,9 @@ var (
 type Store interface {
 	// Document returns the stored document, or ErrNotFound.
 	Document(ctx context.Context, k Key) (Stored, error)
+	// Revision returns the stored revision alone (0 when nothing is stored), so a process
+	// whose decoded copy is current need not read the whole document again.
+	Revision(ctx context.Context, k Key) (int64, error)
 	// ProjectExists reports whether the account has at least one document in the project.
 	ProjectExists(ctx context.Context, account, project string) (bool, error)
 	// Put stores p.State as revision p.Prev+1, or returns ErrRevisionMoved.

@@ -27,6 +27,12 @@ func (m *MemStore) Document(_ context.Context, k Key) (Stored, error) {
 	return d, nil
 }
 
+func (m *MemStore) Revision(_ context.Context, k Key) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.docs[k].Rev, nil
+}
+
 func (m *MemStore) ProjectExists(_ context.Context, account, project string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -129,7 +129,7 @@ func (s *Service) release(k Key, e *entry) {
 // decode builds a document from a stored state. The library panics on some inputs it was
 // never meant to see; a panic is reported as a malformed update.
 func decode(state []byte) (doc *y.Doc, err error) {
-	doc = y.NewDoc("", true, nil, nil, false)
+	doc = y.NewDoc("", true, gcAll, nil, false)
 	if len(state) == 0 {
 		return doc, nil
 	}
@@ -184,6 +184,15 @@ func appendUint(b []byte, v uint64) []byte {
 
 // load brings e's cache to the stored revision. Under e.mu.
 func (s *Service) load(ctx context.Context, k Key, e *entry) error {
+	if e.doc != nil {
+		rev, err := s.store.Revision(ctx, k)
+		if err != nil {
+			return err
+		}
+		if rev == e.rev {
+			return nil
+		}
+	}
 	st, err := s.store.Document(ctx, k)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -363,3 +372,7 @@ func (s *Service) Read(ctx context.Context, k Key, sv []byte) (Snapshot, error) 
 	}
 	return snap, nil
 }
+
+// gcAll lets the library collect every deleted item, as yjs does by default (a nil filter
+// makes the library panic on its first collection).
+func gcAll(*y.Item) bool { return true }

@@ -21,7 +21,7 @@ func newTestService(store Store) *Service {
 // window is one editor's copy of a document.
 type window struct{ doc *y.Doc }
 
-func newWindow() *window { return &window{doc: y.NewDoc("", true, nil, nil, false)} }
+func newWindow() *window { return &window{doc: y.NewDoc("", true, gcAll, nil, false)} }
 
 // insert types s at pos of the text "body" and returns the update it made.
 func (w *window) insert(pos int, s string) []byte {

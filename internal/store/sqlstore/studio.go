@@ -29,6 +29,16 @@ func (s Studio) Document(ctx context.Context, k studio.Key) (studio.Stored, erro
 	return st, nil
 }
 
+func (s Studio) Revision(ctx context.Context, k studio.Key) (int64, error) {
+	var rev int64
+	err := s.sql.QueryRowContext(ctx, `SELECT rev FROM studio_documents WHERE account_id = $1 AND project = $2 AND doc = $3`,
+		k.Account, k.Project, string(k.Doc)).Scan(&rev)
+	if isNoRows(err) {
+		return 0, nil
+	}
+	return rev, err
+}
+
 func (s Studio) ProjectExists(ctx context.Context, account, project string) (bool, error) {
 	var one int
 	err := s.sql.QueryRowContext(ctx, `SELECT 1 FROM studio_documents WHERE account_id = $1 AND project = $2 LIMIT 1`, account, project).Scan(&one)

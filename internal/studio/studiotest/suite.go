@@ -31,6 +31,9 @@ func testMissing(t *testing.T, s studio.Store) {
 	if _, err := s.Document(ctx, brief); !errors.Is(err, studio.ErrNotFound) {
 		t.Fatalf("Document of nothing: %v, want ErrNotFound", err)
 	}
+	if rev, err := s.Revision(ctx, brief); err != nil || rev != 0 {
+		t.Fatalf("Revision of nothing: %d %v, want 0", rev, err)
+	}
 	if ok, err := s.ProjectExists(ctx, brief.Account, brief.Project); err != nil || ok {
 		t.Fatalf("ProjectExists of nothing: %v %v", ok, err)
 	}
@@ -58,6 +61,9 @@ func testCAS(t *testing.T, s studio.Store) {
 	got, err = s.Document(ctx, brief)
 	if err != nil || got.Rev != 2 || !bytes.Equal(got.State, two) || !got.UpdatedAt.Equal(t0.Add(time.Second)) {
 		t.Fatalf("after the update: rev %d, %d bytes, %v", got.Rev, len(got.State), err)
+	}
+	if rev, err := s.Revision(ctx, brief); err != nil || rev != 2 {
+		t.Fatalf("Revision: %d %v, want 2", rev, err)
 	}
 }
 

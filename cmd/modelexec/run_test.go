@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the serving goroutine while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// devService runs `modelexec serve --dev` on free ports and returns the account API and queue
+// host base URLs and the development key it printed.
+func devService(t *testing.T) (api, queue, key string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	data := t.TempDir()
+	apiAddr, queueAddr, syncAddr := freePort(t), freePort(t), freePort(t)
+	out := &syncBuffer{}
+	served := make(chan error, 1)
+	go func() {
+		served <- run(ctx, []string{"serve", "--dev", "--data", data, "--api-addr", apiAddr, "--queue-addr", queueAddr,
+			"--sync-addr", syncAddr, "--log-level", "error"}, noEnv, out, io.Discard)
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	res := waitFor(t, func() (*http.Response, error) { return http.Get("http://" + queueAddr + "/healthz") })
+	res.Body.Close()
+	m := regexp.MustCompile(`API key \(shown once\): (\S+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no key in serve --dev output: %s", out.String())
+	}
+	return "http://" + apiAddr, "http://" + queueAddr, m[1]
+}
+
+// TestRunCommandEndToEnd: `modelexec run` against a real server runs a built-in image model
+// through the SDK (submit, status stream, result), prints plain progress lines when not on a
+// terminal, and downloads the output image into --out next to result.json; a --file input
+// is uploaded and an upscale of it comes back at the asked size; `modelexec quote`
+// prints the model's published price rule; a missing key is refused before any request.
+func TestRunCommandEndToEnd(t *testing.T) {
+	api, queue, key := devService(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	hosts := []string{"--api-url", api, "--queue-url", queue}
+	getenv := func(k string) string {
+		if k == "MODELEXEC_KEY" {
+			return key
+		}
+		return ""
+	}
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"run", "image-4b", "--input", "positivePrompt=a red fox in the snow", "--input", "width=512",
+		"--input", "height=512", "--out", dir}, hosts...)
+	if err := run(context.Background(), args, getenv, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "submitted ") || !strings.Contains(stderr.String(), "\nCOMPLETED\n") {
+		t.Fatalf("progress lines missing: %s", stderr.String())
+	}
+	files := strings.Fields(stdout.String())
+	if len(files) == 0 {
+		t.Fatalf("no output downloaded; stdout %q stderr %s", stdout.String(), stderr.String())
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || len(b) == 0 || filepath.Dir(f) != dir {
+			t.Fatalf("output %s: %v (%d bytes)", f, err, len(b))
+		}
+		if ct := http.DetectContentType(b); !strings.HasPrefix(ct, "image/") {
+			t.Fatalf("output %s is %s, want an image", f, ct)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "result.json")); err != nil {
+		t.Fatal(err)
+	}
+
+	// An input file is uploaded (POST /v1/uploads, then the signed PUT) and its link sent.
+	src := filepath.Join(t.TempDir(), "small.png")
+	var img bytes.Buffer
+	if err := png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 64, 48))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, img.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := filepath.Join(t.TempDir(), "up")
+	stdout.Reset()
+	args = append([]string{"run", "upscale", "-i", "upscaleFactor=2", "-i", "outputFormat=PNG", "--file", "inputs.image=" + src, "--out", up}, hosts...)
+	if err := run(context.Background(), args, getenv, &stdout, &stderr); err != nil {
+		t.Fatalf("run upscale: %v\nstderr: %s", err, stderr.String())
+	}
+	files = strings.Fields(stdout.String())
+	if len(files) != 1 {
+		t.Fatalf("upscale outputs %q", stdout.String())
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(f)
+	f.Close()
+	if err != nil || cfg.Width != 128 || cfg.Height != 96 {
+		t.Fatalf("upscaled %dx%d (%v), want 128x96", cfg.Width, cfg.Height, err)
+	}
+
+	stdout.Reset()
+	if err := run(context.Background(), append([]string{"quote", "svc-serverless/image-4b"}, hosts...), getenv, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "svc-serverless/image-4b: priced per ") || !strings.Contains(stdout.String(), "credits per ") {
+		t.Fatalf("quote output: %s", stdout.String())
+	}
+
+	err = run(context.Background(), append([]string{"run", "image-4b"}, hosts...), noEnv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "MODELEXEC_KEY") {
+		t.Fatalf("run without a key: %v", err)
+	}
+}
+
+func noEnv(string) string { return "" }
