@@ -28,6 +28,7 @@ func (h *Handler) Routes() http.Handler {
 	h.webhookRoutes(mux)
 	h.studioRoutes(mux)
 	h.chatRoutes(mux)
+	h.docsRoutes(mux)
 
 	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.AccountSurface, h.Log, mux)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync/atomic"
 )
 
 // Code is an error code of the catalogue; clients match on it, never on the message.
@@ -207,8 +209,29 @@ func Codes() []Code {
 	return out
 }
 
-// DocsURL is where each code's entry is documented.
-func DocsURL(code Code) string { return "https://docs.modelexec.dev/errors#" + string(code) }
+// DocsPath is the account API path of the page documenting code (served from this catalogue).
+func DocsPath(code Code) string { return "/docs/errors/" + string(code) }
+
+// docsBase is the account API's public base URL. It is process-wide rather than passed along
+// because every host of every process renders error bodies, and a deployment has exactly one
+// public account API URL, fixed at start (SetDocsBase).
+var docsBase atomic.Pointer[string]
+
+// SetDocsBase makes every `docs` link absolute under the account API's public base URL
+// (e.g. https://api.example.com): the queue and synchronous hosts' refusals then point at the
+// page the account API serves. Called once at start; before it, links are paths.
+func SetDocsBase(apiURL string) {
+	base := strings.TrimRight(apiURL, "/")
+	docsBase.Store(&base)
+}
+
+// DocsURL is the link to code's documentation page: the `docs` field of every error body.
+func DocsURL(code Code) string {
+	if b := docsBase.Load(); b != nil {
+		return *b + DocsPath(code)
+	}
+	return DocsPath(code)
+}
 
 // ShouldNotRetry reports whether a response with this advice carries x-should-retry: false:
 // a retry cannot help, or may pay twice.

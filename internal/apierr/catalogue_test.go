@@ -446,7 +446,12 @@ func TestErrorValue(t *testing.T) {
 	if Lookup("no_such_code").Code != Internal {
 		t.Fatal("unknown code must read as internal")
 	}
-	if DocsURL(KeyRevoked) != "https://docs.modelexec.dev/errors#key_revoked" {
+	if DocsURL(KeyRevoked) != "/docs/errors/key_revoked" {
+		t.Fatal(DocsURL(KeyRevoked))
+	}
+	SetDocsBase("https://api.example.com/")
+	defer docsBase.Store(nil)
+	if DocsURL(KeyRevoked) != "https://api.example.com/docs/errors/key_revoked" {
 		t.Fatal(DocsURL(KeyRevoked))
 	}
 	if got := Newf(NotFound, "job %s", "x").Error(); got != "not_found: job x" {

@@ -21,8 +21,9 @@ func renderErrors() string {
 	b.WriteString(`# Error codes
 
 Every refusal has the same body: ` + "`error`" + ` (the code: match on it), ` + "`error_type`" + `, ` + "`message`" + `
-(written for a person; never match on it), ` + "`retry`" + `, ` + "`charged`" + `, ` + "`docs`" + ` (a link to the code's entry
-below) and ` + "`request_id`" + `, plus the fields the code carries. This page is generated from the service's
+(written for a person; never match on it), ` + "`retry`" + `, ` + "`charged`" + `, ` + "`docs`" + ` (a link to the code's page,
+which the account API serves at ` + "`/docs/errors/<code>`" + ` under its public URL, no key needed) and
+` + "`request_id`" + `, plus the fields the code carries. This page and those are generated from the service's
 error catalogue.
 
 ## Long ` + "`detail`" + ` lists

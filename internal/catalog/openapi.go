@@ -142,6 +142,7 @@ func (c *Catalog) modelPaths(m *Model, unique bool) map[string]any {
 	queue := []any{map[string]any{"url": c.hosts.Queue}}
 	sync := []any{map[string]any{"url": strings.TrimRight(c.hosts.Sync, "/") + "/" + Namespace}}
 	input := ref(SchemaName(m.Slug))
+	output := ref(OutputSchemaName(m.Slug))
 	tags := []any{m.Address}
 	security := []any{map[string]any{"bearer": []any{}}}
 	reqID := param("request_id", "path", "The request id a submit answered.", map[string]any{"type": "string"}, true)
@@ -184,7 +185,7 @@ func (c *Catalog) modelPaths(m *Model, unique bool) map[string]any {
 		"parameters":  submitParams[1:],
 		"requestBody": map[string]any{"required": true, "content": jsonContent(input)},
 		"responses": merge(errorResponses("400", "401", "402", "403", "404", "409", "429", "500", "501", "502", "503", "504"), map[string]any{
-			"200": resp("The model's output, the document the result read answers.", ref("Output")),
+			"200": resp("The model's output, the document the result read answers.", output),
 		}),
 	}
 	base := "/" + Namespace + "/" + m.Slug
@@ -206,7 +207,7 @@ func (c *Catalog) modelPaths(m *Model, unique bool) map[string]any {
 		base + "/requests/{request_id}": map[string]any{"servers": queue, "get": map[string]any{
 			"operationId": opID("result"), "summary": "Result, once COMPLETED", "tags": tags, "security": security,
 			"parameters": []any{reqID, logs},
-			"responses":  merge(errorResponses("401", "404", "409"), map[string]any{"200": resp("The model's output.", ref("Output"))}),
+			"responses":  merge(errorResponses("401", "404", "409"), map[string]any{"200": resp("The model's output.", output)}),
 		}},
 		base + "/requests/{request_id}/cancel": map[string]any{"servers": queue, "put": map[string]any{
 			"operationId": opID("cancel"), "summary": "Ask for cancellation", "tags": tags, "security": security,
@@ -264,6 +265,7 @@ func (c *Catalog) schemas(models []*Model) map[string]any {
 	}
 	for _, m := range models {
 		out[SchemaName(m.Slug)] = m.inputSchema()
+		out[OutputSchemaName(m.Slug)] = m.outputSchema()
 	}
 	return out
 }

@@ -156,7 +156,7 @@ func TestERR15_ErrorBody(t *testing.T) {
 			t.Fatalf("body lacks %s: %v", k, body)
 		}
 	}
-	if body["docs"] != "https://docs.modelexec.dev/errors#invalid_json" || body["charged"] != "no" || body["retry"] != "never" {
+	if body["docs"] != "/docs/errors/invalid_json" || body["charged"] != "no" || body["retry"] != "never" {
 		t.Fatalf("%v", body)
 	}
 	for _, s := range []Surface{QueueSurface, SyncSurface} {

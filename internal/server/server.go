@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/modelexec/modelexec/internal/accountapi"
+	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
@@ -102,6 +103,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}}
 	s.urls = cfg.publicURLs()
+	apierr.SetDocsBase(s.urls.API) // every host's `docs` links lead to the account API's pages
 	build := d.Catalogue
 	if build == nil {
 		build = func(h catalog.Hosts) (*catalog.Catalog, error) { return catalog.Default(catalog.WithHosts(h)) }
