@@ -23,14 +23,29 @@ export const BIN = need("INTEROP_BIN");
 export const ROOT = need("INTEROP_ROOT");
 export const SECRET = need("MODELEXEC_SECRET");
 
-// mintKey mints a fresh key on the test account with the operator console (the only place keys
-// are minted). Rate buckets and the per-second fuse (3 generates a second) are per key, so each
-// test that generates takes its own key and the tests do not pace one another.
-export function mintKey() {
-  const out = execFileSync(BIN, ["keys", "mint", "--data", DATA, "--secret", SECRET, "--account", ACCOUNT, "--json"], {
-    encoding: "utf8",
-  });
-  return JSON.parse(out).key;
+// mintKey mints a fresh key with the operator console (the only place keys are minted), on
+// the shared test account unless another is named. Rate buckets and the per-second fuse (3
+// generates a second) are per key, so each test that generates takes its own key and the tests
+// do not pace one another. A paid account holds at most 25 live keys: a test file that mints
+// many takes an account of its own (newAccount).
+export function mintKey({ account = ACCOUNT, scopes } = {}) {
+  const args = ["keys", "mint", "--data", DATA, "--secret", SECRET, "--account", account, "--json"];
+  if (scopes) {
+    args.push("--scopes", scopes);
+  }
+  return JSON.parse(execFileSync(BIN, args, { encoding: "utf8" })).key;
+}
+
+// newAccount creates a pro account with credits, made two days ago so the new-account limits
+// (a fifth of the plan's for 24 hours) do not apply, and answers its id.
+export function newAccount({ credits = 100000 } = {}) {
+  const createdAt = new Date(Date.now() - 48 * 3600 * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+  const out = execFileSync(
+    BIN,
+    ["accounts", "create", "--data", DATA, "--secret", SECRET, "--plan", "pro", "--credits", String(credits), "--created-at", createdAt, "--json"],
+    { encoding: "utf8" },
+  );
+  return JSON.parse(out).id;
 }
 
 // The model and a small, fast input for it (256x256, 2 steps: a few milliseconds).

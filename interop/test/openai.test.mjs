@@ -9,11 +9,13 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import OpenAI from "openai";
 
-import { API_URL, BIN, DATA, SECRET, mintKey } from "../lib/env.mjs";
+import { API_URL, BIN, DATA, SECRET, mintKey, newAccount } from "../lib/env.mjs";
 
 const BASE = `${API_URL}/compat/v1`;
+// This file mints a key per test: on an account of its own, so the shared one keeps room.
+const ACCOUNT = newAccount();
 
-function client(key = mintKey(), opts = {}) {
+function client(key = mintKey({ account: ACCOUNT }), opts = {}) {
   return new OpenAI({ apiKey: key, baseURL: BASE, ...opts });
 }
 

@@ -2,25 +2,29 @@
 // "Interop", decision 35; issue 12): two yjs documents edit at once through the brief state
 // route and converge; a seeded brief refuses a second seed and hands back the first; y-websocket
 // providers in Node sync live with each other and with the state route.
-import { test, describe, after } from "node:test";
+import { test, describe, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import * as Y from "yjs";
 import { WebsocketProvider } from "y-websocket";
 import WebSocket from "ws";
 
-import { API_URL, ACCOUNT, BIN, DATA, SECRET } from "../lib/env.mjs";
+import { API_URL, mintKey, newAccount } from "../lib/env.mjs";
+
+// The studio keys live on an account of this file's own, so the shared one keeps room.
+const ACCOUNT = newAccount();
 
 // studioKey mints a key with the studio scopes (unticked by default, spec 02 Scopes).
 function studioKey(scopes = "studio:write") {
-  const out = execFileSync(BIN, ["keys", "mint", "--data", DATA, "--secret", SECRET, "--account", ACCOUNT, "--scopes", scopes, "--json"], {
-    encoding: "utf8",
-  });
-  return JSON.parse(out).key;
+  return mintKey({ account: ACCOUNT, scopes });
 }
 
-const KEY = studioKey();
+// Each test writes with a key of its own: the per-instance fuse (10 writes a second per key)
+// counts live updates too, and one test's open providers must not pace the next.
+let KEY = studioKey();
+beforeEach(() => {
+  KEY = studioKey();
+});
 const b64 = (u8) => Buffer.from(u8).toString("base64");
 const unb64 = (s) => new Uint8Array(Buffer.from(s, "base64"));
 const project = () => `interop-${randomUUID()}`;
