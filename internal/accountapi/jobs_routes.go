@@ -46,9 +46,7 @@ func (h *Handler) jobRoutes(mux *http.ServeMux) {
 		// signed (spec 02 rate-limit rule 1).
 		mux.Handle("GET /v1/jobs/{id}/assets", g.Protect(httpapi.Route{Bucket: ratelimit.Read, Scope: need(auth.AssetsRead)}, h.jobAssets()))
 	}
-	if h.Usage != nil {
-		mux.Handle("GET /v1/usage", g.Protect(jobsRead, h.usage()))
-	}
+	mux.Handle("GET /v1/usage", g.Protect(jobsRead, h.usage())) // not_configured without a reader
 }
 
 // parseBefore reads an ISO 8601 timestamp: RFC 3339 with or without fractional seconds, a

@@ -34,9 +34,6 @@ type uploadBody struct {
 
 // uploadRoutes registers the upload routes of the account API.
 func (h *Handler) uploadRoutes(mux *http.ServeMux) {
-	if h.Uploads == nil {
-		return
-	}
 	route := httpapi.Route{Bucket: ratelimit.Write, Scope: uploadScope}
 	mux.Handle("POST /v1/uploads", h.Gate.Protect(route, h.createUpload()))
 }
@@ -83,6 +80,9 @@ func uploadScope(r *http.Request) (auth.Requirement, error) {
 // are PUT. Both links are valid 15 minutes.
 func (h *Handler) createUpload() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if h.Uploads == nil {
+			return notConfigured("Uploads are not configured on this deployment (no file store).")
+		}
 		p := httpapi.Principal(r)
 		ub, _ := r.Context().Value(uploadBodyKey{}).(*uploadBody)
 		if ub == nil { // the scope check did not run (no gate scope): read it now
@@ -92,7 +92,7 @@ func (h *Handler) createUpload() http.Handler {
 		if ub.err != nil {
 			return ub.err
 		}
-		if _, err := httpapi.DecodeObject(ub.raw); err != nil {
+		if err := httpapi.CheckObject(ub.raw); err != nil {
 			return err
 		}
 		var req blobs.UploadRequest
@@ -116,4 +116,10 @@ func (h *Handler) createUpload() http.Handler {
 		httpapi.WriteJSON(w, r, http.StatusCreated, up)
 		return nil
 	})
+}
+
+// notConfigured is 503 not_configured: the route is part of the API, but this deployment was
+// started without what it needs (a file store, a usage reader). The answer says which.
+func notConfigured(msg string) error {
+	return apierr.Newf(apierr.NotConfigured, "%s", msg)
 }

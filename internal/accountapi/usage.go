@@ -88,6 +88,9 @@ func usageWindow(name string, now time.Time) (from, to time.Time, err error) {
 // `to` is exclusive.
 func (h *Handler) usage() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if h.Usage == nil {
+			return notConfigured("Usage reports are not configured on this deployment.")
+		}
 		p := httpapi.Principal(r)
 		name := r.URL.Query().Get("window")
 		from, to, err := usageWindow(name, h.Now())

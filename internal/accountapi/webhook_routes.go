@@ -67,6 +67,8 @@ func (h *Handler) createWebhook() http.Handler {
 			return apierr.New(apierr.InvalidProducts, "allowed", pe.Allowed)
 		case errors.Is(err, webhooks.ErrTooManyWebhooks):
 			return apierr.New(apierr.TooManyWebhooks, "limit", h.Webhooks.MaxEndpoints())
+		case webhooks.NoSigningCredential(err):
+			return noSigningCredential(err)
 		default:
 			return apierr.New(apierr.WebhookNotCreated).Wrap(err)
 		}
@@ -135,7 +137,8 @@ func (h *Handler) deleteWebhook() http.Handler {
 }
 
 // jwks serves the published signing keys (no key needed). A deployment whose delivery sweep
-// has not run yet makes its first key here, so the set is never empty once asked for.
+// has not run yet makes its first key here, so the set is never empty once asked for. A
+// deployment holding no key it can open answers 503 no_signing_credential.
 func (h *Handler) jwks() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		ctx, now := r.Context(), h.Now()
@@ -143,10 +146,13 @@ func (h *Handler) jwks() http.Handler {
 		if err == nil && len(keys) == 0 {
 			err = h.KeyRing.Maintain(ctx, now)
 		}
-		if err != nil {
-			return err
+		var b []byte
+		if err == nil {
+			b, err = h.KeyRing.JWKS(ctx, now)
 		}
-		b, err := h.KeyRing.JWKS(ctx, now)
+		if webhooks.NoSigningCredential(err) {
+			return noSigningCredential(err)
+		}
 		if err != nil {
 			return err
 		}
@@ -155,4 +161,10 @@ func (h *Handler) jwks() http.Handler {
 		_, _ = w.Write(b)
 		return nil
 	})
+}
+
+// noSigningCredential is 503 no_signing_credential: the deployment holds no signing key it can
+// open (its secret changed since the keys were sealed), so nothing can be signed or published.
+func noSigningCredential(err error) error {
+	return apierr.Newf(apierr.NoSigningCredential, "Webhook signing is unavailable: this deployment holds no signing key it can use. The operator must restore the deployment secret the keys were sealed under.").Wrap(err)
 }

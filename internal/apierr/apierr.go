@@ -44,6 +44,9 @@ type Entry struct {
 	Request bool
 	Carries []string // fields the body carries besides the common ones
 	Message string   // default human message
+	// WhyUnreachable, when set, says why this service never answers the code although the
+	// spec catalogues it (rendered in docs/errors.md). Every other row is emitted somewhere.
+	WhyUnreachable string
 }
 
 // Violation is one element of `detail`, the queue-protocol validation shape.

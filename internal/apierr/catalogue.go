@@ -153,6 +153,9 @@ func row(code Code, status int, typ string, retry Retry, charged Charged, msg st
 	return Entry{Code: code, Status: status, Type: typ, Retry: retry, Charged: charged, Message: msg, Carries: carries}
 }
 
+// unreachable notes why a catalogued code is never answered by this service.
+func unreachable(e Entry, why string) Entry { e.WhyUnreachable = why; return e }
+
 // req marks a row as a refusal of what the request says (422 with detail on queue hosts).
 func req(e Entry) Entry { e.Request = true; return e }
 
@@ -221,7 +224,8 @@ var catalogue = func() map[Code]Entry {
 		req(row(BandNotPriced, 422, tValidation, RetryNever, ChargedNo, "This combination is outside every priced band.")),
 		row(TooManyJobs, 429, tCapacity, RetrySameKey, ChargedNo, "The account already has its limit of jobs in flight.", "limit", "plan", "tier"),
 		row(ServiceBusy, 429, tCapacity, RetrySameKey, ChargedNo, "No runner is free to start this job now; nothing was charged."),
-		row(TierBusy, 429, tCapacity, RetrySameKey, ChargedNo, "This tier is full.", "tier", "limit"),
+		unreachable(row(TierBusy, 429, tCapacity, RetrySameKey, ChargedNo, "This tier is full.", "tier", "limit"),
+			"A tier's seats are full only on video models, which are served per tier; the catalogue this service runs has no video model and no model with tiers, so too_many_jobs (per account) and service_busy (per model) are the capacity refusals that arise."),
 
 		row(ConversationRequired, 400, tValidation, RetryNever, ChargedNo, "A conversation is required."),
 		row(InputInvalid, 400, tValidation, RetryNever, ChargedNo, "An element of input is not a string."),
@@ -291,7 +295,8 @@ var catalogue = func() map[Code]Entry {
 		row(KeySettled, 409, tConflict, RetryNewKey, ChargedStands, "This key's turn already settled.", "message_id"),
 		row(NotFound, 404, tNotFound, RetryNever, ChargedNo, "Not found."),
 		row(NotReady, 409, tConflict, RetrySameKey, ChargedNo, "The job has not reached a terminal status.", "status"),
-		row(ProductNotAvailable, 404, tNotFound, RetryNever, ChargedNo, "This product is not available."),
+		unreachable(row(ProductNotAvailable, 404, tNotFound, RetryNever, ChargedNo, "This product is not available."),
+			"No product exists here without being offered: models are reached by address (an address this service does not serve answers not_found) and a product named in a body is checked against the products served (unknown_product, invalid_products)."),
 		row(SettleFailed, 500, tInternal, RetryPollFirst, ChargedUnknown, "The job could not be settled."),
 		row(UpstreamLost, 410, tNotFound, RetryNever, ChargedRefunded, "The model lost this job; refunded."),
 		row(TooManyWebhooks, 409, tConflict, RetryNever, ChargedNo, "The account already has its limit of webhook endpoints.", "limit"),

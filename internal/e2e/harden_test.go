@@ -1,14 +1,20 @@
 package e2e_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/runners"
 )
 
 // TestSUB08_WebhookRefusalWrittenForUsers proves SUB-08 from the reader's side: a per-request
@@ -119,5 +125,186 @@ func TestIN_SHARED06_ManyUnknownKeysSmallRefusal(t *testing.T) {
 		if h.balance() != before {
 			t.Fatalf("balance moved: %d → %d", before, h.balance())
 		}
+	})
+}
+
+// noCancel is a runner that cannot stop a job once it runs (runners.Canceller), as a Cog server
+// without a cancel route; "lose ..." and "budget ..." prompts fail the way a Cog runner does
+// when the server loses the prediction or its provider is out of budget.
+type noCancel struct{ runners.Runner }
+
+func (noCancel) CanCancel(string) bool { return false }
+
+func (n noCancel) Run(ctx context.Context, j runners.Job, env runners.Env) (runners.Result, error) {
+	var in struct {
+		Prompt string `json:"positivePrompt"`
+	}
+	_ = json.Unmarshal(j.Input, &in)
+	switch {
+	case strings.HasPrefix(in.Prompt, "lose"):
+		return runners.Result{}, &runners.Failure{Code: "upstream_lost", Message: "The model server lost this job; it was stopped and refunded."}
+	case strings.HasPrefix(in.Prompt, "budget"):
+		return runners.Result{}, &runners.Failure{Code: "vendor_budget_exhausted", Message: "The model's provider is out of budget for now."}
+	}
+	return n.Runner.Run(ctx, j, env)
+}
+
+// TestREAD09_CancelUnsupported proves READ-09 and ERR-83 for cancel_unsupported: a cancel of a
+// running job whose runner cannot stop it answers 400 cancel_unsupported carrying product,
+// and the job runs on to its end (charged for work it did); a job still waiting is cancelled
+// whatever the runner.
+func TestREAD09_CancelUnsupported(t *testing.T) {
+	each(t, options{runner: func(r runners.Runner) runners.Runner { return noCancel{r} }}, func(t *testing.T, h *harness) {
+		r := h.submit(mFast, "", `{"positivePrompt":"block"}`)
+		if r.Code != http.StatusOK {
+			t.Fatalf("submit: %d %s", r.Code, r.Raw)
+		}
+		h.waitStarted(1)
+		c := h.call(http.MethodPut, r.str("cancel_url"), "")
+		if c.Code != http.StatusBadRequest || c.str("error") != "cancel_unsupported" || c.str("product") == "" || c.str("error_type") != "ValidationError" {
+			t.Fatalf("cancel: %d %s", c.Code, c.Raw)
+		}
+		h.runner.Release()
+		if j := h.waitSettled(r.str("request_id")); j.Outcome != jobs.Succeeded || j.CancelAsked {
+			t.Fatalf("job after a refused cancel: %s, cancel asked %v", j.Outcome, j.CancelAsked)
+		}
+	})
+}
+
+// TestERR_UpstreamLostAndVendorBudgetOnResultRead proves ERR-16's counterpart for failures that
+// are not the request's fault: a job the model lost reads 410 upstream_lost, one its provider
+// had no budget for reads 503 vendor_budget_exhausted (retry same_key), both refunded in full.
+func TestERR_UpstreamLostAndVendorBudgetOnResultRead(t *testing.T) {
+	each(t, options{runner: func(r runners.Runner) runners.Runner { return noCancel{r} }}, func(t *testing.T, h *harness) {
+		before := h.balance()
+		for _, c := range []struct {
+			prompt, code string
+			status       int
+		}{{"lose this", "upstream_lost", http.StatusGone}, {"budget gone", "vendor_budget_exhausted", http.StatusServiceUnavailable}} {
+			r := h.submit(mFast, "", `{"positivePrompt":"`+c.prompt+`"}`)
+			if r.Code != http.StatusOK {
+				t.Fatalf("submit: %d %s", r.Code, r.Raw)
+			}
+			j := h.waitSettled(r.str("request_id"))
+			if j.ErrorCode != c.code || j.Charged != 0 {
+				t.Fatalf("%s: job %s %s charged %d", c.prompt, j.Outcome, j.ErrorCode, j.Charged)
+			}
+			res := h.call(http.MethodGet, r.str("response_url"), "")
+			if res.Code != c.status || res.str("error") != c.code || res.str("docs") == "" {
+				t.Fatalf("%s: result read %d %s", c.prompt, res.Code, res.Raw)
+			}
+		}
+		if h.balance() != before {
+			t.Fatalf("balance %d, want %d", h.balance(), before)
+		}
+	})
+}
+
+// TestSUB10_WebhookUnsupportedOnSyncHost proves SUB-10: the synchronous host answers on the
+// held connection and delivers no per-request webhook, so a webhook sent there is refused
+// webhook_unsupported, 422 with detail (DESIGN 12), before any charge; the queue host takes
+// the same webhook.
+func TestSUB10_WebhookUnsupportedOnSyncHost(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		before, n := h.balance(), h.countJobs()
+		hook := url.QueryEscape("https://hooks.example.com/h")
+		for _, q := range []string{"webhook=" + hook, "alt_webhook=" + hook} {
+			r := h.call(http.MethodPost, h.sync.URL+"/svc-serverless/"+mFast+"?"+q, `{"positivePrompt":"ok"}`)
+			expectRefusal(t, h, r, http.StatusUnprocessableEntity, "webhook_unsupported", before, n)
+			if d, _ := r.Body["detail"].([]any); len(d) != 1 || r.str("error_type") != "ValidationError" {
+				t.Fatalf("%s: %s", q, r.Raw)
+			}
+		}
+		if r := h.submit(mFast, "webhook="+hook, `{"positivePrompt":"ok"}`); r.Code != http.StatusOK {
+			t.Fatalf("queue host refused the webhook: %d %s", r.Code, r.Raw)
+		}
+	})
+}
+
+// faultTx fails InsertJob (of a charged job) or InsertEvent while its flag is up, as a store
+// that breaks mid-transaction.
+type faultStore struct {
+	jobs.Store
+	failInsert, failEvent *atomic.Bool
+}
+
+func (f *faultStore) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
+	return f.Store.InTx(ctx, func(tx jobs.Tx) error { return fn(faultTx{Tx: tx, f: f}) })
+}
+
+type faultTx struct {
+	jobs.Tx
+	f *faultStore
+}
+
+var errInjected = errors.New("injected store failure")
+
+func (t faultTx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if j.Reserved > 0 && t.f.failInsert.Load() {
+		return errInjected
+	}
+	return t.Tx.InsertJob(ctx, j)
+}
+
+func (t faultTx) InsertEvent(ctx context.Context, e jobs.Event) error {
+	if t.f.failEvent.Load() {
+		return errInjected
+	}
+	return t.Tx.InsertEvent(ctx, e)
+}
+
+// TestERR_JobRecordFailedAndSettleFailed proves the two server-side rows where they arise: a
+// charged submit whose job cannot be recorded answers 500 job_record_failed with the charge
+// reversed (the same transaction) and a resend under the same key succeeds, charged once; a
+// cancel of a waiting job that cannot be settled answers 500 settle_failed (poll_first) and the
+// job still waits, so a later cancel closes it at no cost.
+func TestERR_JobRecordFailedAndSettleFailed(t *testing.T) {
+	var failInsert, failEvent atomic.Bool
+	wrap := func(s jobs.Store) jobs.Store {
+		return &faultStore{Store: s, failInsert: &failInsert, failEvent: &failEvent}
+	}
+	each(t, options{store: wrap, cfg: func(c *jobs.Config) { c.Concurrency = map[string]int{mQueue: 1} }}, func(t *testing.T, h *harness) {
+		before := h.balance()
+		body := `{"positivePrompt":"ok","idempotency_key":"record-1"}`
+		failInsert.Store(true)
+		r := h.submit(mFast, "", body)
+		failInsert.Store(false)
+		if r.Code != http.StatusInternalServerError || r.str("error") != "job_record_failed" || r.str("charged") != "refunded" {
+			t.Fatalf("submit while the job cannot be recorded: %d %s", r.Code, r.Raw)
+		}
+		if h.balance() != before || h.countJobs() != 0 {
+			t.Fatalf("balance %d (want %d), %d jobs", h.balance(), before, h.countJobs())
+		}
+		again := h.submit(mFast, "", body)
+		if again.Code != http.StatusOK {
+			t.Fatalf("resend: %d %s", again.Code, again.Raw)
+		}
+		h.waitSettled(again.str("request_id"))
+		afterOne := h.balance()
+		if afterOne >= before {
+			t.Fatalf("resend not charged: %d → %d", before, afterOne)
+		}
+
+		// A waiting job behind a running one.
+		a := h.submit(mQueue, "", `{"positivePrompt":"block-a"}`)
+		h.waitStarted(2)
+		b := h.submit(mQueue, "", `{"positivePrompt":"ok-b"}`)
+		if a.Code != http.StatusOK || b.str("status") != "IN_QUEUE" {
+			t.Fatalf("a %d %s / b %s", a.Code, a.Raw, b.Raw)
+		}
+		failEvent.Store(true)
+		c := h.call(http.MethodPut, b.str("cancel_url"), "")
+		failEvent.Store(false)
+		if c.Code != http.StatusInternalServerError || c.str("error") != "settle_failed" || c.str("retry") != "poll_first" {
+			t.Fatalf("cancel while the job cannot be settled: %d %s", c.Code, c.Raw)
+		}
+		if j := h.job(b.str("request_id")); j.Settled() {
+			t.Fatalf("job settled by a failed cancel: %s", j.Outcome)
+		}
+		if c := h.call(http.MethodPut, b.str("cancel_url"), ""); c.Code != http.StatusOK || c.str("status") != "CANCELLED" {
+			t.Fatalf("second cancel: %d %s", c.Code, c.Raw)
+		}
+		h.runner.Release()
+		h.waitSettled(a.str("request_id"))
 	})
 }

@@ -170,6 +170,7 @@ type harness struct {
 	sync    *httptest.Server
 	account string
 	key     string
+	wrap    func(runners.Runner) runners.Runner
 	// stopWorker stops the jobs service's background work as a process shutting down does;
 	// the HTTP surfaces keep answering.
 	stopWorker func()
@@ -183,6 +184,10 @@ type options struct {
 	balance     int64
 	store       func(jobs.Store) jobs.Store // wraps the jobs store (fault injection)
 	streamLimit time.Duration               // the queue host's status stream limit (five minutes when 0)
+
+	// runner wraps the control runner on every model (a runner that cannot cancel, or fails
+	// with a given code).
+	runner func(runners.Runner) runners.Runner
 }
 
 func quietLog() *slog.Logger {
@@ -203,7 +208,7 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	if o.balance == 0 {
 		o.balance = 1000
 	}
-	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
+	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner(), wrap: o.runner}
 	// The servers' URLs go into the catalogue before the handlers exist: an indirection.
 	var queueH, syncH http.Handler
 	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
@@ -245,6 +250,9 @@ func (h *harness) newServer(cfg server.Config, p *plans.Plans, edit func(*jobs.C
 			reg := runners.Registry{}
 			for _, m := range cat.Models() {
 				reg[m.Slug] = h.runner
+				if h.wrap != nil {
+					reg[m.Slug] = h.wrap(h.runner)
+				}
 			}
 			return reg
 		}})

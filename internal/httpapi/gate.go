@@ -199,6 +199,20 @@ func newAccountUntil(p *auth.Principal, now time.Time) (time.Time, bool) {
 	return created.Add(ratelimit.NewAccountWindow).UTC(), true
 }
 
+// Keyless serves h with the rate headers of a keyless answer (the per-client-address read
+// bucket, DESIGN.md decision 23) and none of the key checks: liveness and readiness probes and
+// the signed /files/ links (whose signature is the credential) carry the six headers every
+// response carries (RL-15).
+func (g *Gate) Keyless(h http.Handler) http.Handler {
+	if g == nil || g.Pacer == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.anonymousHeaders(w, r, g.Now())
+		h.ServeHTTP(w, r)
+	})
+}
+
 // anonymousHeaders sets the rate headers of answers given before a key is known, from a
 // per-client-address read bucket (DESIGN.md decision 23).
 func (g *Gate) anonymousHeaders(w http.ResponseWriter, r *http.Request, now time.Time) {

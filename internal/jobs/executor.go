@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 )
@@ -37,11 +38,34 @@ func (s *Service) claimSlot(model string) bool {
 	return true
 }
 
+// slotFree reports whether this process has a free slot for model now.
+func (s *Service) slotFree(model string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.stopping && s.slots[model] < s.concurrency(model)
+}
+
+// giveSlot gives back a slot claimed for a job that did not start, without waking the sweep.
+func (s *Service) giveSlot(model string) {
+	s.mu.Lock()
+	s.slots[model]--
+	s.mu.Unlock()
+}
+
+// releaseSlot gives a slot back; on a model that queues, it wakes the sweep to start the next
+// waiting job. A model that refuses a queue has no one waiting: no sweep.
 func (s *Service) releaseSlot(model string) {
 	s.mu.Lock()
 	s.slots[model]--
 	s.mu.Unlock()
-	s.kick()
+	if s.queues(model) {
+		s.kick()
+	}
+}
+
+func (s *Service) queues(model string) bool {
+	m, ok := s.catalog.Model(model)
+	return ok && m.Lifecycle.Queue == catalog.QueueOffers
 }
 
 func (s *Service) kick() {
@@ -280,7 +304,20 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 		}
 		if j.Status == InQueue {
 			settledNow = true
-			return s.settleTx(ctx, tx, &j, settlement{outcome: Cancelled}, &j)
+			if err := s.settleTx(ctx, tx, &j, settlement{outcome: Cancelled}, &j); err != nil {
+				if _, ok := apierr.As(err); ok {
+					return err
+				}
+				// The job could not be closed here (the store failed mid-settlement): nothing
+				// changed, the job still waits; read it before cancelling again (settle_failed).
+				return apierr.New(apierr.SettleFailed).Wrap(err)
+			}
+			return nil
+		}
+		if rn, err := s.runners.For(j.Model); err == nil {
+			if c, ok := rn.(runners.Canceller); ok && !c.CanCancel(j.Model) {
+				return apierr.Newf(apierr.CancelUnsupported, "This model cannot stop a job once it runs; the job runs to its end.").With("product", j.Product)
+			}
 		}
 		j.CancelAsked = true
 		return tx.UpdateJob(ctx, j)

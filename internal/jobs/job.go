@@ -104,6 +104,10 @@ type Event struct {
 // ErrNotFound is returned for a missing job.
 var ErrNotFound = errors.New("jobs: not found")
 
+// ErrSettled is returned by UpdateJob for a job that is settled already: a settled job never
+// changes again (a guarded transition, whatever the caller read).
+var ErrSettled = errors.New("jobs: job already settled")
+
 // ErrDuplicate is returned by InsertJob when the account already has a job with the id.
 var ErrDuplicate = errors.New("jobs: duplicate job id")
 
@@ -137,9 +141,13 @@ type Store interface {
 type Tx interface {
 	ledger.Tx
 	JobByRequestForUpdate(ctx context.Context, requestID string) (Job, error)
+	// ClaimQueued locks and returns the first waiting job of model in queue order that no
+	// other transaction holds; ErrNotFound when there is none.
+	ClaimQueued(ctx context.Context, model string) (Job, error)
 	// InsertJob stores j; ErrDuplicate when the account already has the job id or the
 	// idempotency key.
 	InsertJob(ctx context.Context, j Job) error
+	// UpdateJob writes j's state over a job not yet settled (ErrSettled otherwise).
 	UpdateJob(ctx context.Context, j Job) error
 	// CountInFlight counts the account's unsettled jobs (reading only those).
 	CountInFlight(ctx context.Context, accountID string) (int, error)

@@ -223,7 +223,14 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 			return err
 		}
 		res.Balance = bal
-		return tx.InsertJob(ctx, job)
+		if err := tx.InsertJob(ctx, job); err != nil && !errors.Is(err, ErrDuplicate) {
+			// The charge above is in this transaction and is reversed with it: retrying with
+			// the same idempotency key is safe (job_record_failed).
+			return apierr.New(apierr.JobRecordFailed).Wrap(err)
+		} else if err != nil {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		if claimed {

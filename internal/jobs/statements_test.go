@@ -30,7 +30,9 @@ type engine struct {
 	cat *catalog.Catalog
 }
 
-func newEngine(t *testing.T, db *sqlstore.DB) *engine {
+func newEngine(t *testing.T, db *sqlstore.DB) *engine { return newEngineTB(t, db) }
+
+func newEngineTB(t testing.TB, db *sqlstore.DB) *engine {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Default()
@@ -48,6 +50,10 @@ func newEngine(t *testing.T, db *sqlstore.DB) *engine {
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
 	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
 	storetest.NewAccount(t, db, "acct_e", auth.Pro, 1<<40)
+	// The key follows the plan's ceiling, the monthly allowance: large enough for a benchmark.
+	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, 1<<40); err != nil {
+		t.Fatal(err)
+	}
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("engine-test-secret"), now, log)
 	m, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_e"})
 	if err != nil {

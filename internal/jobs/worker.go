@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
 )
 
 // Run drives the background work until ctx ends: heartbeats of this process's running jobs
@@ -37,7 +38,7 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-poll:
-			s.startAllQueued(ctx)
+			s.startAllQueued(ctx, true)
 		case <-ctx.Done():
 			s.stop()
 			return nil
@@ -46,7 +47,9 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-sweep.C:
 			s.Sweep(ctx)
 		case <-s.wake:
-			s.Sweep(ctx)
+			// A slot freed or a job queued here: only models that queue can have jobs waiting
+			// for this process's own submits.
+			s.startAllQueued(ctx, false)
 		}
 	}
 }
@@ -128,13 +131,18 @@ func (s *Service) Sweep(ctx context.Context) {
 			s.takeOver(ctx, j)
 		}
 	}
-	s.startAllQueued(ctx)
+	// The periodic sweep looks at every model: a process without the worker role hands off
+	// jobs of models that refuse a queue too.
+	s.startAllQueued(ctx, true)
 }
 
-// startAllQueued starts what waits for each model while this process has slots.
-func (s *Service) startAllQueued(ctx context.Context) {
+// startAllQueued starts what waits while this process has slots: on every model (all), or only
+// on the models that queue.
+func (s *Service) startAllQueued(ctx context.Context, all bool) {
 	for _, m := range s.catalog.Models() {
-		s.startQueued(ctx, m.Slug)
+		if all || m.Lifecycle.Queue == catalog.QueueOffers {
+			s.startQueued(ctx, m.Slug)
+		}
 	}
 }
 
@@ -190,26 +198,34 @@ var errSkip = errors.New("skip")
 // starts (a queued job costs nothing until then).
 func (s *Service) startQueued(ctx context.Context, model string) {
 	for {
-		// Look before claiming: a slot claimed only to find the queue empty would, for that
-		// moment, turn a concurrent submit away (service_busy) or queue it behind nobody.
-		queued, err := s.store.Queued(ctx, model, 1)
-		if err != nil || len(queued) == 0 {
-			return
-		}
-		if !s.claimSlot(model) {
+		// Cheap look first: with every slot taken there is nothing to claim.
+		if !s.slotFree(model) {
 			return
 		}
 		var started Job
 		var refusal error
-		err = s.store.InTx(ctx, func(tx Tx) error {
+		slot := false
+		err := s.store.InTx(ctx, func(tx Tx) error {
 			refusal = nil
-			j, err := tx.JobByRequestForUpdate(ctx, queued[0].RequestID)
+			if slot { // a retried transaction claims its slot again
+				s.giveSlot(model)
+				slot = false
+			}
+			// The head of the queue that no other process is starting (SKIP LOCKED on
+			// PostgreSQL; SQLite's write transaction already excludes the others). The slot is
+			// claimed only once a job is in hand: a slot claimed for an empty queue would, for
+			// that moment, turn a concurrent submit away or queue it behind nobody.
+			j, err := tx.ClaimQueued(ctx, model)
+			if errors.Is(err, ErrNotFound) {
+				return errSkip
+			}
 			if err != nil {
 				return err
 			}
-			if j.Status != InQueue {
+			if !s.claimSlot(model) {
 				return errSkip
 			}
+			slot = true
 			// One charge path for submitted and queued jobs: the ledger checks the key's
 			// ceiling and the balance as it charges; a refusal fails the job at its turn.
 			now := s.now()
@@ -234,9 +250,9 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			return tx.UpdateJob(ctx, j)
 		})
 		if err != nil || refusal != nil {
-			s.mu.Lock()
-			s.slots[model]--
-			s.mu.Unlock()
+			if slot {
+				s.giveSlot(model)
+			}
 			if refusal != nil {
 				s.broker.publish(started.RequestID)
 				continue
@@ -248,9 +264,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 		}
 		s.broker.publish(started.RequestID)
 		if err := s.start(started); err != nil {
-			s.mu.Lock()
-			s.slots[model]--
-			s.mu.Unlock()
+			s.giveSlot(model)
 			return
 		}
 	}

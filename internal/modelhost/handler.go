@@ -119,6 +119,8 @@ func (h *Queue) submit() http.Handler {
 		j := res.Job
 		if res.Replayed {
 			f.Balance = h.balance(r, p)
+			// The key answered an earlier request (DESIGN 25): say so, as Stripe does.
+			w.Header().Set("Idempotent-Replayed", "true")
 		}
 		if o.Wait > 0 && !res.Unresolved {
 			f.Wait = true

@@ -34,7 +34,7 @@ func (h *Queue) Routes() http.Handler {
 		route("GET /svc-serverless/{slug}/requests/{id}"+suffix, read, h.result())
 		route("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, write, h.cancel())
 	}
-	mux.Handle("GET /healthz", httpapi.Healthz())
+	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
 	mux.Handle("/", g.Fallback(mux))
 	return httpapi.Wrap(httpapi.QueueSurface, h.Log, mux)
 }

@@ -29,7 +29,7 @@ func (h *Sync) Routes() http.Handler {
 	run := httpapi.Route{Bucket: ratelimit.Generate, Product: ModelProduct(cat), Scope: ModelScope(cat)}
 	mux.Handle("POST /svc-serverless/{slug}", withModel(cat, h.Gate.Protect(run, h.run())))
 	mux.Handle("POST /svc-serverless/{slug}/{$}", withModel(cat, h.Gate.Protect(run, h.run())))
-	mux.Handle("GET /healthz", httpapi.Healthz())
+	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
 	mux.Handle("/", h.Gate.Fallback(mux))
 	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
 }
@@ -52,6 +52,12 @@ func (h *Sync) run() http.Handler {
 		if err != nil {
 			return err
 		}
+		if o.Webhook != "" {
+			// This host answers on the held connection: it delivers no per-request webhook
+			// (spec 01 "Submit": webhook_unsupported, 422 with detail here, DESIGN 12).
+			return apierr.Newf(apierr.WebhookUnsupported, "The synchronous host answers on this connection and calls no webhook; submit on the queue host to be called back.").
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: "this host delivers no per-request webhook; use the queue host", Type: string(apierr.WebhookUnsupported)})
+		}
 		body, err := ReadBody(r, &o)
 		if err != nil {
 			return err
@@ -67,6 +73,9 @@ func (h *Sync) run() http.Handler {
 			return err
 		}
 		Warn(w, m, res.Warnings)
+		if res.Replayed { // the key answered an earlier request (DESIGN 25)
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		j, timedOut, err := h.Jobs.Wait(r.Context(), p.Account.ID, res.Job.RequestID, h.WaitCeiling)
 		if err != nil && r.Context().Err() == nil {
 			return err

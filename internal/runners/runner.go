@@ -75,6 +75,14 @@ type Runner interface {
 	Run(ctx context.Context, job Job, env Env) (Result, error)
 }
 
+// Canceller is implemented by a runner that may be unable to stop a job once it runs. A runner
+// that does not implement it stops on its context; one that reports false for a model makes a
+// cancel of that model's running job answer cancel_unsupported (400, carrying product) and the
+// job runs on to its end. A job still waiting to start is cancelled whatever the runner says.
+type Canceller interface {
+	CanCancel(slug string) bool
+}
+
 // Violation names one field of a refused input, in the queue-protocol detail shape.
 type Violation struct {
 	Loc  []string `json:"loc"`

@@ -34,6 +34,17 @@ const (
 // ErrNoSigningKey means no key is current; handlers answer 503 no_signing_credential.
 var ErrNoSigningKey = errors.New("webhooks: no signing key")
 
+// ErrKeyUnreadable means a stored signing key does not open under the deployment secret (the
+// secret changed since the key was sealed): nothing can be signed until the secret is restored
+// or the keys are replaced. Handlers answer 503 no_signing_credential.
+var ErrKeyUnreadable = errors.New("webhooks: a signing key does not open under the deployment secret")
+
+// NoSigningCredential reports whether err means the deployment cannot sign (no key, or none it
+// can open): the no_signing_credential situation of spec 02.
+func NoSigningCredential(err error) bool {
+	return errors.Is(err, ErrNoSigningKey) || errors.Is(err, ErrKeyUnreadable)
+}
+
 // ErrDuplicate is returned by stores when a row with the same identity already exists.
 var ErrDuplicate = errors.New("webhooks: duplicate")
 
@@ -154,7 +165,7 @@ func (r *KeyRing) open(s StoredKey) (SigningKey, error) {
 	}
 	seed, err := r.aead.Open(nil, s.Sealed[:n], s.Sealed[n:], []byte(s.KID))
 	if err != nil {
-		return SigningKey{}, fmt.Errorf("webhooks: key %s does not open under the deployment secret: %w", s.KID, err)
+		return SigningKey{}, fmt.Errorf("%w: key %s: %v", ErrKeyUnreadable, s.KID, err)
 	}
 	if len(seed) != ed25519.SeedSize {
 		return SigningKey{}, fmt.Errorf("webhooks: key %s: bad seed length", s.KID)

@@ -3,13 +3,16 @@ package blobhttp
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/blobs"
+	"github.com/modelexec/modelexec/internal/httpapi"
 )
 
 // Handler serves {prefix}{key}?method=…&expires=…&ct=…&max=…&sig=….
@@ -31,17 +34,17 @@ func New(store blobs.Store, signer *blobs.Signer, now func() time.Time) *Handler
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	base, err := url.Parse(h.Signer.Base())
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "internal", "bad signer base")
+		httpapi.WriteError(w, r, fmt.Errorf("blobhttp: signer base: %w", err))
 		return
 	}
 	key, err := blobs.KeyFromPath(r.URL.EscapedPath(), base.EscapedPath())
 	if err != nil {
-		writeErr(w, http.StatusNotFound, "not_found", "no such file")
+		httpapi.WriteError(w, r, apierr.Newf(apierr.NotFound, "No such file."))
 		return
 	}
 	q, err := blobs.ParseQuery(r.URL.Query())
 	if err != nil {
-		writeLinkErr(w, err)
+		writeLinkErr(w, r, blobs.Query{}, err)
 		return
 	}
 	switch r.Method {
@@ -51,22 +54,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.put(w, r, key, q)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, PUT")
-		writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET or PUT")
+		httpapi.WriteError(w, r, apierr.Newf(apierr.MethodNotAllowed, "%s is not served on a file link; use GET or PUT.", r.Method))
 	}
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string, q blobs.Query) {
 	if err := h.Signer.Verify(blobs.Request{Method: r.Method, Key: key, Query: q}, h.Now()); err != nil {
-		writeLinkErr(w, err)
+		writeLinkErr(w, r, q, err)
 		return
 	}
 	rc, info, err := h.Store.Open(r.Context(), key)
 	if errors.Is(err, blobs.ErrNotFound) {
-		writeErr(w, http.StatusNotFound, "not_found", "no such file")
+		httpapi.WriteError(w, r, apierr.Newf(apierr.NotFound, "No such file."))
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "internal", "could not read the file")
+		httpapi.WriteError(w, r, fmt.Errorf("blobhttp: open %s: %w", key, err))
 		return
 	}
 	defer rc.Close()
@@ -88,7 +91,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string, q blob
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blobs.Query) {
 	req := blobs.Request{Method: r.Method, Key: key, ContentType: r.Header.Get("Content-Type"), Size: r.ContentLength, Query: q}
 	if err := h.Signer.Verify(req, h.Now()); err != nil {
-		writeLinkErr(w, err)
+		writeLinkErr(w, r, q, err)
 		return
 	}
 	// The declared length passed; cap the body at the signed maximum anyway (chunked bodies).
@@ -96,11 +99,11 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 	info, err := h.Store.Put(r.Context(), key, q.ContentType, body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		writeLinkErr(w, blobs.ErrLinkTooLarge)
+		writeLinkErr(w, r, q, blobs.ErrLinkTooLarge)
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "internal", "could not store the file")
+		httpapi.WriteError(w, r, fmt.Errorf("blobhttp: store %s: %w", key, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -108,27 +111,27 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "file", "path": key, "content_type": info.ContentType, "bytes": info.Size})
 }
 
-func writeLinkErr(w http.ResponseWriter, err error) {
-	var le *blobs.LinkError
-	if !errors.As(err, &le) {
-		writeErr(w, http.StatusForbidden, "signature_invalid", "invalid signed link")
-		return
+// writeLinkErr answers a refused signed link with a catalogued code, in the error body of
+// every other route: an expired link is 410 expired (reason link_expired); a link whose
+// signature does not hold, or that is malformed, is 404 not_found (the same answer as a missing
+// file: a forged link learns nothing); a method it was not signed for is 405
+// method_not_allowed; a content type other than the signed one is 400 unknown_content_type
+// carrying the accepted type; a body over the signed maximum is 413 body_too_large carrying
+// limit_bytes.
+func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err error) {
+	var e *apierr.Error
+	switch {
+	case errors.Is(err, blobs.ErrLinkExpired):
+		e = apierr.Newf(apierr.Expired, "This signed link has expired (links are valid 15 minutes): ask for a new one.").With("reason", "link_expired")
+	case errors.Is(err, blobs.ErrLinkMethod):
+		w.Header().Set("Allow", "GET, HEAD, PUT")
+		e = apierr.Newf(apierr.MethodNotAllowed, "This link was not signed for %s.", r.Method)
+	case errors.Is(err, blobs.ErrLinkContentType):
+		e = apierr.Newf(apierr.UnknownContentType, "Send the content type this link was signed for (%s).", q.ContentType).With("accepted", []string{q.ContentType})
+	case errors.Is(err, blobs.ErrLinkTooLarge):
+		e = apierr.Newf(apierr.BodyTooLarge, "The body is larger than this link allows (%d bytes).", q.MaxBytes).With("limit_bytes", q.MaxBytes)
+	default:
+		e = apierr.Newf(apierr.NotFound, "No such file: the link is not valid.").Wrap(err)
 	}
-	status := http.StatusForbidden
-	switch le {
-	case blobs.ErrLinkMethod:
-		status = http.StatusMethodNotAllowed
-	case blobs.ErrLinkContentType:
-		status = http.StatusUnsupportedMediaType
-	case blobs.ErrLinkTooLarge:
-		status = http.StatusRequestEntityTooLarge
-	}
-	writeErr(w, status, le.Code, le.Reason)
-}
-
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-should-retry", "false")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": code, "message": msg, "retry": "never", "charged": "no"})
+	httpapi.WriteError(w, r, e)
 }

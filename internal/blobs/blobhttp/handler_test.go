@@ -68,10 +68,10 @@ func TestUploadPutGet(t *testing.T) {
 	}
 	png := []byte("\x89PNG\r\n\x1a\n0123456789")
 
-	if r, b := do(t, "PUT", slot.UploadURL, "image/jpeg", bytes.NewReader(png)); r.StatusCode != 415 || code(t, b) != "content_type_mismatch" {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/jpeg", bytes.NewReader(png)); r.StatusCode != 400 || code(t, b) != "unknown_content_type" {
 		t.Fatalf("other content type: %d %s", r.StatusCode, b)
 	}
-	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(make([]byte, 65))); r.StatusCode != 413 || code(t, b) != "upload_too_large" {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(make([]byte, 65))); r.StatusCode != 413 || code(t, b) != "body_too_large" {
 		t.Fatalf("too large: %d %s", r.StatusCode, b)
 	}
 	// A chunked body (no Content-Length) over the limit is cut at the limit.
@@ -81,7 +81,7 @@ func TestUploadPutGet(t *testing.T) {
 	if r, b := do(t, "POST", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 405 {
 		t.Fatalf("POST: %d %s", r.StatusCode, b)
 	}
-	if r, b := do(t, "GET", slot.UploadURL, "", nil); r.StatusCode != 405 || code(t, b) != "method_not_signed" {
+	if r, b := do(t, "GET", slot.UploadURL, "", nil); r.StatusCode != 405 || code(t, b) != "method_not_allowed" {
 		t.Fatalf("GET with the PUT link: %d %s", r.StatusCode, b)
 	}
 	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 200 {
@@ -94,14 +94,14 @@ func TestUploadPutGet(t *testing.T) {
 	if r.StatusCode != 200 || b != string(png) || r.Header.Get("Content-Type") != "image/png" {
 		t.Fatalf("GET: %d %q %s", r.StatusCode, b, r.Header.Get("Content-Type"))
 	}
-	if r, _ := do(t, "GET", strings.Replace(slot.ReadURL, "sig=", "sig=x", 1), "", nil); r.StatusCode != 403 {
-		t.Fatalf("bad sig: %d", r.StatusCode)
+	if r, b := do(t, "GET", strings.Replace(slot.ReadURL, "sig=", "sig=x", 1), "", nil); r.StatusCode != 404 || code(t, b) != "not_found" {
+		t.Fatalf("bad sig: %d %s", r.StatusCode, b)
 	}
 	c.t = c.t.Add(15 * time.Minute)
-	if r, b := do(t, "GET", slot.ReadURL, "", nil); r.StatusCode != 403 || code(t, b) != "signature_expired" {
+	if r, b := do(t, "GET", slot.ReadURL, "", nil); r.StatusCode != 410 || code(t, b) != "expired" {
 		t.Fatalf("after 15 minutes: %d %s", r.StatusCode, b)
 	}
-	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 403 || code(t, b) != "signature_expired" {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 410 || code(t, b) != "expired" {
 		t.Fatalf("PUT after 15 minutes: %d %s", r.StatusCode, b)
 	}
 }
@@ -112,10 +112,10 @@ func TestMissingFileAndBadPath(t *testing.T) {
 	if r, _ := do(t, "GET", slot.ReadURL, "", nil); r.StatusCode != 404 {
 		t.Fatalf("missing: %d", r.StatusCode)
 	}
-	if r, _ := do(t, "GET", srv.URL+"/files/../etc/passwd?method=GET&expires=1&sig=x", "", nil); r.StatusCode != 404 && r.StatusCode != 403 {
+	if r, _ := do(t, "GET", srv.URL+"/files/../etc/passwd?method=GET&expires=1&sig=x", "", nil); r.StatusCode != 404 {
 		t.Fatalf("traversal: %d", r.StatusCode)
 	}
-	if r, _ := do(t, "GET", srv.URL+"/files/uploads/a.png", "", nil); r.StatusCode != 403 {
-		t.Fatalf("unsigned: %d", r.StatusCode)
+	if r, b := do(t, "GET", srv.URL+"/files/uploads/a.png", "", nil); r.StatusCode != 404 || code(t, b) != "not_found" {
+		t.Fatalf("unsigned: %d %s", r.StatusCode, b)
 	}
 }

@@ -35,6 +35,9 @@ type Config struct {
 	PredictionTimeout time.Duration // longest run of one prediction; default 10m
 	MaxResubmits      int           // PUTs again after the server lost the prediction; default 2
 	MaxOutputBytes    int64         // largest data: URL output; default 64 MiB
+	// CancelUnsupported marks a server whose Cog version has no POST /predictions/{id}/cancel:
+	// a running job on it cannot be stopped, and a cancel answers cancel_unsupported.
+	CancelUnsupported bool
 }
 
 func (c *Config) defaults() {
@@ -85,6 +88,12 @@ type waiter struct {
 	token string
 	ch    chan prediction // capacity 1: the latest state
 }
+
+// CanCancel reports whether a running prediction can be stopped (runners.Canceller): not
+// when the server's Cog version has no cancel route (Config.CancelUnsupported).
+func (r *Runner) CanCancel(string) bool { return !r.cfg.CancelUnsupported }
+
+var _ runners.Canceller = (*Runner)(nil)
 
 // New returns a Runner for cfg.
 func New(cfg Config) (*Runner, error) {
@@ -250,7 +259,10 @@ func (x *run) do(ctx context.Context) (runners.Result, error) {
 			case status == http.StatusNotFound:
 				// The server does not know the prediction (it restarted and lost it).
 				if resubmits >= cfg.MaxResubmits {
-					return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "the model server lost the prediction", Retryable: true}
+					// upstream_lost (410, refunded): the model lost the job and resubmitting did
+					// not bring it back.
+					return runners.Result{}, &runners.Failure{Code: "upstream_lost",
+						Message: fmt.Sprintf("The model server lost this job %d times; it was stopped and refunded.", resubmits+1)}
 				}
 				resubmits++
 				x.rep.Log("warn", fmt.Sprintf("cog: server lost prediction %s; resubmitting (%d/%d)", x.id, resubmits, cfg.MaxResubmits))
@@ -378,6 +390,11 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 	switch {
 	case resp.StatusCode == http.StatusConflict:
 		return prediction{}, busy("the model server is busy (409)")
+	case resp.StatusCode == http.StatusPaymentRequired:
+		// A model server (or the vendor behind it) out of budget or quota answers 402:
+		// vendor_budget_exhausted, the model at capacity until its budget is topped up.
+		return prediction{}, &runners.Failure{Code: "vendor_budget_exhausted",
+			Message: "The model's provider is out of budget for now; resend later with the same idempotency key.", Retryable: true}
 	case resp.StatusCode == http.StatusUnprocessableEntity:
 		return prediction{}, refusal(data)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:

@@ -76,6 +76,14 @@ func (f *fakeCog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(409)
 			_ = json.NewEncoder(w).Encode(map[string]any{"detail": "Already running a prediction"})
 			return
+		case "budget":
+			w.WriteHeader(402)
+			_ = json.NewEncoder(w).Encode(map[string]any{"detail": "monthly spend limit reached"})
+			return
+		case "forget": // accepted, then lost at once (a server that keeps restarting)
+			w.WriteHeader(202)
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "status": "starting"})
+			return
 		case "refuse":
 			w.WriteHeader(422)
 			_ = json.NewEncoder(w).Encode(map[string]any{"detail": []map[string]any{{"loc": []string{"body", "input", "prompt"}, "msg": "field required", "type": "value_error.missing"}}})
@@ -440,5 +448,56 @@ func TestCancelReportsProgress(t *testing.T) {
 	res, err := rn.Run(ctx, job(), runners.Env{Report: rep})
 	if !errors.Is(err, context.Canceled) || res.Done != 0.3 {
 		t.Fatalf("err %v done %v", err, res.Done)
+	}
+}
+
+// TestERR_VendorBudgetExhausted: a Cog server answering 402 to a prediction (the model's
+// provider out of budget) fails the run with vendor_budget_exhausted, a catalogued code, so
+// the job's result read answers 503 vendor_budget_exhausted (retry same_key), refunded.
+func TestERR_VendorBudgetExhausted(t *testing.T) {
+	_, srv := newFake(t, "budget")
+	rn, _ := cog.New(fast(srv.URL, ""))
+	_, err := rn.Run(context.Background(), job(), runners.Env{Outputs: &outputs{}})
+	var f *runners.Failure
+	if !errors.As(err, &f) || f.Code != "vendor_budget_exhausted" || strings.Contains(f.Message, "cog:") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestERR_UpstreamLost: a Cog server that loses the prediction every time it is submitted
+// (404 on every poll) is resubmitted MaxResubmits times, then the run fails upstream_lost
+// (410, refunded): the model lost the job.
+func TestERR_UpstreamLost(t *testing.T) {
+	f, srv := newFake(t, "forget")
+	cfg := fast(srv.URL, "")
+	cfg.MaxResubmits = 2
+	rn, _ := cog.New(cfg)
+	_, err := rn.Run(context.Background(), job(), runners.Env{Outputs: &outputs{}})
+	var fl *runners.Failure
+	if !errors.As(err, &fl) || fl.Code != "upstream_lost" {
+		t.Fatalf("err = %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.puts != 3 {
+		t.Fatalf("submitted %d times, want 3 (first + 2 resubmits)", f.puts)
+	}
+}
+
+// TestREAD09_CancelUnsupportedCapability: a runner over a Cog server without a cancel route
+// says it cannot cancel (runners.Canceller), which the jobs service turns into
+// cancel_unsupported; by default it can.
+func TestREAD09_CancelUnsupportedCapability(t *testing.T) {
+	_, srv := newFake(t, "ok")
+	rn, _ := cog.New(fast(srv.URL, ""))
+	if !rn.CanCancel("x") {
+		t.Fatal("a default Cog runner says it cannot cancel")
+	}
+	cfg := fast(srv.URL, "")
+	cfg.CancelUnsupported = true
+	rn, _ = cog.New(cfg)
+	var c runners.Canceller = rn
+	if c.CanCancel("x") {
+		t.Fatal("CancelUnsupported runner says it can cancel")
 	}
 }

@@ -107,29 +107,45 @@ func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
 
 func (tx *Tx) UpdateJob(ctx context.Context, j jobs.Job) error {
 	a := jobArgs(j)
-	// Everything but the key (account_id, id) and the immutable columns.
-	_, err := tx.q.ExecContext(ctx, `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
+	// Everything but the key (account_id, id) and the immutable columns; a settled job is never
+	// written again.
+	res, err := tx.q.ExecContext(ctx, `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
  reserved = $6, charged = $7, coverage = $8, start_by = $9, provider_job_id = $10, dispatched = $11, cancel_asked = $12, result = $13,
  logs = $14, metrics = $15, progress = $16, lease_owner = $17, lease_until = $18, attempts = $19, started_at = $20, finished_at = $21
- WHERE account_id = $22 AND id = $23`,
+ WHERE account_id = $22 AND id = $23 AND status <> 'COMPLETED'`,
 		a[8], a[9], a[10], a[11], a[12], a[14], a[15], a[16], a[18], a[20], a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29],
 		a[31], a[32], j.AccountID, j.ID)
-	return err
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return jobs.ErrSettled
 }
 
 func (tx *Tx) JobByRequestForUpdate(ctx context.Context, requestID string) (jobs.Job, error) {
-	return scanJob(tx.q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE request_id = $1`+tx.forUpdate(), requestID))
+	return scanJob(tx.q.QueryRowContext(ctx, qJobByRequest+tx.forUpdate(), requestID))
+}
+
+// ClaimQueued locks the head of model's queue, skipping jobs another transaction holds.
+func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
+	lock := ""
+	if tx.dialect == Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	return scanJob(tx.q.QueryRowContext(ctx, qClaimQueued+lock, model))
 }
 
 func (tx *Tx) CountInFlight(ctx context.Context, accountID string) (int, error) {
 	var n int
-	err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE account_id = $1 AND status <> 'COMPLETED'`, accountID).Scan(&n)
+	err := tx.q.QueryRowContext(ctx, countInFlightSQL(tx.dialect), accountID).Scan(&n)
 	return n, err
 }
 
 func (tx *Tx) CountQueued(ctx context.Context, model string) (int, error) {
 	var n int
-	err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`, model).Scan(&n)
+	err := tx.q.QueryRowContext(ctx, qCountQueued, model).Scan(&n)
 	return n, err
 }
 
@@ -141,7 +157,7 @@ func (tx *Tx) InsertEvent(ctx context.Context, e jobs.Event) error {
 }
 
 func (s Jobs) JobByRequest(ctx context.Context, requestID string) (jobs.Job, error) {
-	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE request_id = $1`, requestID))
+	return scanJob(s.sql.QueryRowContext(ctx, qJobByRequest, requestID))
 }
 
 func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
@@ -150,7 +166,7 @@ func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
 
 // JobByIdempotencyKey reads the account's job submitted under key, whatever its product.
 func (s Jobs) JobByIdempotencyKey(ctx context.Context, accountID, key string) (jobs.Job, error) {
-	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND idem_key = $2`, accountID, key))
+	return scanJob(s.sql.QueryRowContext(ctx, qJobByIdempotencyKey, accountID, key))
 }
 
 func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, error) {
@@ -171,21 +187,21 @@ func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, erro
 }
 
 func (s Jobs) ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]jobs.Job, error) {
-	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT $3`,
+	return s.list(ctx, qListJobs,
 		accountID, micros(before), limit)
 }
 
 func (s Jobs) Queued(ctx context.Context, model string, limit int) ([]jobs.Job, error) {
-	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id LIMIT $2`,
+	return s.list(ctx, qQueued,
 		model, limit)
 }
 
 func (s Jobs) Stale(ctx context.Context, now time.Time, limit int) ([]jobs.Job, error) {
-	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`, micros(now), limit)
+	return s.list(ctx, qStale, micros(now), limit)
 }
 
 func (s Jobs) Overdue(ctx context.Context, now time.Time, limit int) ([]jobs.Job, error) {
-	return s.list(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`, micros(now), limit)
+	return s.list(ctx, qOverdue, micros(now), limit)
 }
 
 func (s Jobs) QueuePosition(ctx context.Context, j jobs.Job) (int, error) {

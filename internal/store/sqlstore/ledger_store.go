@@ -67,6 +67,9 @@ func (tx *Tx) LedgerLockAccount(ctx context.Context, id string) (auth.Account, e
 // usage rollup, all in the caller's transaction: the balance always equals the sum of entries,
 // and the rollup the sum of charges and refunds.
 func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
+	if tx.dialect == Postgres {
+		return tx.ledgerApplyOneTrip(ctx, e, floor)
+	}
 	var bal int64
 	err := tx.q.QueryRowContext(ctx, `UPDATE accounts SET balance = balance + $1 WHERE id = $2 AND balance + $1 >= $3 RETURNING balance`,
 		int64(e.Amount), e.AccountID, floor).Scan(&bal)
@@ -86,13 +89,8 @@ func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int
 		e.AccountID, e.KeyID, e.JobID, string(e.Kind), int64(e.Amount), bal, auth.Period(e.At), micros(e.At)); err != nil {
 		return 0, err
 	}
-	var charged, refunded, jobs int64
-	switch e.Kind {
-	case ledger.Charge:
-		charged, jobs = -int64(e.Amount), 1
-	case ledger.Refund:
-		refunded = int64(e.Amount)
-	default:
+	charged, refunded, jobs, counted := rollupOf(e)
+	if !counted {
 		return bal, nil
 	}
 	day := micros(e.At) / dayMicros * dayMicros
@@ -100,6 +98,48 @@ func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int
  ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
  refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs`,
 		e.AccountID, day, e.KeyID, e.Model, charged, refunded, jobs)
+	return bal, err
+}
+
+// rollupOf is what an entry adds to the usage rollup: charges and refunds count, grants and
+// allowances do not.
+func rollupOf(e ledger.Entry) (charged, refunded, jobs int64, counted bool) {
+	switch e.Kind {
+	case ledger.Charge:
+		return -int64(e.Amount), 0, 1, true
+	case ledger.Refund:
+		return 0, int64(e.Amount), 0, true
+	}
+	return 0, 0, 0, false
+}
+
+// ledgerApplyOneTrip is LedgerApply on PostgreSQL in one round trip: the balance update, the
+// entry and the rollup are data-modifying parts of one statement, which all run or none.
+func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
+	charged, refunded, jobs, counted := rollupOf(e)
+	var bal int64
+	err := tx.q.QueryRowContext(ctx, `WITH b AS (
+   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),
+ e AS (
+   INSERT INTO ledger_entries (account_id, key_id, job_id, kind, amount, balance, period, created_at)
+   SELECT $2::text, $4::text, $5::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
+ u AS (
+   INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
+   SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
+   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs)
+ SELECT balance FROM b`,
+		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
+		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted).Scan(&bal)
+	if isNoRows(err) {
+		if floor == math.MinInt64 {
+			return 0, ledger.ErrNotFound
+		}
+		if _, err := tx.accountForUpdate(ctx, e.AccountID); err != nil {
+			return 0, err
+		}
+		return 0, ledger.ErrInsufficient
+	}
 	return bal, err
 }
 

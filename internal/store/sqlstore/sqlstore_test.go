@@ -8,3 +8,6 @@ import (
 
 func TestConformanceSQLite(t *testing.T)   { storetest.Run(t, storetest.OpenSQLite) }
 func TestConformancePostgres(t *testing.T) { storetest.Run(t, storetest.OpenPostgres) }
+
+func TestJobsConformanceSQLite(t *testing.T)   { storetest.RunJobs(t, storetest.OpenSQLite) }
+func TestJobsConformancePostgres(t *testing.T) { storetest.RunJobs(t, storetest.OpenPostgres) }

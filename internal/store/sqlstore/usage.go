@@ -28,9 +28,7 @@ type UsageRow = struct {
 func (db *DB) Usage(ctx context.Context, accountID string, from, to time.Time) ([]UsageRow, error) {
 	first := micros(from) / dayMicros * dayMicros
 	end := (micros(to) + dayMicros - 1) / dayMicros * dayMicros
-	rows, err := db.sql.QueryContext(ctx, `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
- FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
- GROUP BY key_id ORDER BY key_id`, accountID, first, end)
+	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, first, end)
 	if err != nil {
 		return nil, err
 	}

@@ -10,3 +10,6 @@ import (
 // (ACC-14): per-key charged, refunded and job counts in a half-open window, grants left out.
 func TestACC14_UsageSQLite(t *testing.T)   { storetest.RunUsage(t, storetest.OpenSQLite) }
 func TestACC14_UsagePostgres(t *testing.T) { storetest.RunUsage(t, storetest.OpenPostgres) }
+
+func BenchmarkUsageYearSQLite(b *testing.B)   { storetest.BenchUsage(b, storetest.OpenSQLite(b)) }
+func BenchmarkUsageYearPostgres(b *testing.B) { storetest.BenchUsage(b, storetest.OpenPostgres(b)) }

@@ -24,7 +24,7 @@ CREATE TABLE usage_daily (
     refunded   BIGINT NOT NULL DEFAULT 0,
     jobs       BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (account_id, day, key_id, model)
-);
+) WITHOUT ROWID; -- rows stored in key order: a window is one contiguous range
 INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
 SELECT e.account_id, (e.created_at / 86400000000) * 86400000000, e.key_id, COALESCE(j.model, ''),
        SUM(CASE WHEN e.kind = 'charge' THEN -e.amount ELSE 0 END),

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/server"
+)
+
+// fuzzPaths are the routes each surface serves (and a few it does not); the fuzzer picks one
+// and may append to it.
+var fuzzPaths = []string{
+	"/v1/me", "/v1/jobs", "/v1/jobs/photo_x", "/v1/jobs/photo_x/assets", "/v1/usage?window=month", "/v1/uploads",
+	"/v1/webhooks", "/v1/webhooks/wh_x", "/v1/models", "/v1/models/svc-serverless/image-lite", "/v1/models?expand=openapi",
+	"/v1/catalogue", "/healthz", "/readyz", "/files/uploads/a.png?method=GET&expires=1&sig=x", "/api/v1/me",
+	"/svc-serverless/image-lite", "/svc-serverless/image-lite?wait=5&webhook=https%3A%2F%2Fexample.com%2Fh",
+	"/svc-serverless/image-lite/requests/r_x/status", "/svc-serverless/image-lite/requests/r_x",
+	"/svc-serverless/image-lite/requests/r_x/cancel", "/svc-serverless/nope",
+}
+
+var fuzzMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodHead}
+
+// FuzzSurfaces posts arbitrary bodies, paths, query strings and a header to the three surfaces
+// built the way `modelexec serve` builds them, in process. Whatever arrives: no panic, no 500
+// (a panic is recovered by httpapi.Wrap into a 500, so both show here), and no refusal more than
+// a few times larger than the request that caused it (len(answer) <= 4*len(request) + 8 KiB):
+// a refusal must never amplify what was sent. Successful reads of the catalogue and its
+// OpenAPI documents are large by design and are not held to that bound.
+func FuzzSurfaces(f *testing.F) {
+	c := &ServeCmd{Roles: "api,queue,sync", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
+	c.Data, c.Secret = f.TempDir(), "fuzz-deployment-secret-0123456789"
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	db, err := c.open(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	svc, err := c.authService(db, false, log, utcNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, err := c.build(ctx, db, svc, log)
+	if err != nil {
+		f.Fatal(err)
+	}
+	// An account with no credits (nothing fuzzed ever runs a model) and no new-account limits.
+	if err := db.CreateAccount(ctx, auth.Account{ID: "acct_fuzz", Plan: auth.Ultimate, Status: auth.Live,
+		AllowancePeriod: "9999-12", CreatedAt: utcNow().Add(-72 * time.Hour)}); err != nil {
+		f.Fatal(err)
+	}
+	m, err := svc.Mint(ctx, auth.MintParams{AccountID: "acct_fuzz"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	surfaces := []http.Handler{a.Handler(server.RoleAPI), a.Handler(server.RoleQueue), a.Handler(server.RoleSync)}
+
+	for _, s := range []struct {
+		sel         uint8
+		suffix, hdr string
+		body        []byte
+	}{
+		{0, "", "", nil},
+		{1, "", "Content-Type: application/json", []byte(`{"positivePrompt":"a cat"}`)},
+		{2, "?wait=0", "Idempotency-Key: k1", []byte(`{"positivePrompt":"a cat","zz":1}`)},
+		{3, "", "Origin: https://x.example", []byte(`{"url":"https://127.0.0.1/h"}`)},
+		{4, "/x", "X-Svc-Priority: low", []byte(`[1,2,3]`)},
+		{5, "?window=bogus", "", []byte(`{"a":{"b":{"c":[` + strings.Repeat(`{"d":1},`, 50) + `{}]}}}`)},
+	} {
+		f.Add(s.sel, s.suffix, s.hdr, s.body)
+	}
+	f.Fuzz(func(t *testing.T, sel uint8, suffix, hdr string, body []byte) {
+		surface := surfaces[int(sel)%len(surfaces)]
+		method := fuzzMethods[int(sel/4)%len(fuzzMethods)]
+		base := fuzzPaths[int(sel/32)%len(fuzzPaths)] + suffix
+		u, err := url.Parse(base)
+		if err != nil || u.Path == "" || u.Path[0] != '/' {
+			u = &url.URL{Path: "/" + url.PathEscape(base)}
+		}
+		req := (&http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+			Host: "fuzz.test", RemoteAddr: "192.0.2.1:1234", RequestURI: u.RequestURI(),
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}).WithContext(ctx)
+		if sel&2 == 0 {
+			req.Header.Set("Authorization", "Bearer "+m.Key)
+		}
+		if k, v, ok := strings.Cut(hdr, ":"); ok && validHeader(k, v) {
+			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rec := httptest.NewRecorder()
+		surface.ServeHTTP(rec, req.WithContext(rctx))
+		if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%s %s (%d-byte body) answered %d: %.500s", method, u, len(body), rec.Code, rec.Body)
+		}
+		sent := len(u.String()) + len(hdr) + len(body) + len(m.Key)
+		if rec.Code >= 300 && rec.Body.Len() > 4*sent+8<<10 {
+			t.Fatalf("%s %s: a %d-byte request answered %d with %d bytes", method, u, sent, rec.Code, rec.Body.Len())
+		}
+	})
+}
+
+// validHeader reports whether k: v can be set on a request as a client could send it.
+func validHeader(k, v string) bool {
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if k == "" || len(k) > 100 || len(v) > 4096 {
+		return false
+	}
+	for _, r := range k {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) {
+			return false
+		}
+	}
+	for _, r := range v {
+		if (r < ' ' && r != '\t') || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,90 @@
+package apierr_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/errors.md from the catalogue")
+
+const errorsDoc = "../../docs/errors.md"
+
+// renderErrors is docs/errors.md: the catalogue as a table, the detail cap, and why each code
+// the service never answers is unreachable.
+func renderErrors() string {
+	var b strings.Builder
+	b.WriteString(`# Error codes
+
+Every refusal has the same body: ` + "`error`" + ` (the code: match on it), ` + "`error_type`" + `, ` + "`message`" + `
+(written for a person; never match on it), ` + "`retry`" + `, ` + "`charged`" + `, ` + "`docs`" + ` (a link to the code's entry
+below) and ` + "`request_id`" + `, plus the fields the code carries. This page is generated from the service's
+error catalogue.
+
+## Long ` + "`detail`" + ` lists
+
+On the queue and synchronous hosts a refusal of what the request says is 422 with ` + "`detail`" + `, one
+` + "`{loc, msg, type}`" + ` entry per problem found. The list holds at most ` + fmt.Sprint(apierr.MaxDetail) + ` entries. When more problems
+were found, it ends with one more entry of type ` + "`" + apierr.DetailTruncatedType + "`" + ` whose ` + "`msg`" + ` says how many
+were left out, and the body carries ` + "`detail_truncated`" + ` with that count. Fix the listed problems and
+send again to see the rest. A body holding more than 10,000 keys is refused from its top-level
+fields alone.
+
+## Codes
+
+| Code | Status | error_type | retry | charged | Carries | Meaning |
+|---|---|---|---|---|---|---|
+`)
+	var unreachable []apierr.Entry
+	for _, c := range apierr.Codes() {
+		e := apierr.Lookup(c)
+		charged := string(e.Charged)
+		if e.Charged == apierr.ChargedBool {
+			charged = "true / false"
+		}
+		carries := ""
+		if len(e.Carries) > 0 {
+			carries = "`" + strings.Join(e.Carries, "`, `") + "`"
+		}
+		note := e.Message
+		if e.WhyUnreachable != "" {
+			note += " *Not answered by this service (see below).*"
+			unreachable = append(unreachable, e)
+		}
+		fmt.Fprintf(&b, "| <a id=%q></a>`%s` | %d | %s | `%s` | `%s` | %s | %s |\n", c, c, e.Status, e.Type, e.Retry, charged, carries, note)
+	}
+	b.WriteString("\n## Codes this service does not answer\n\nThe spec catalogues these codes; the situations they name cannot arise here.\n\n")
+	for _, e := range unreachable {
+		fmt.Fprintf(&b, "- `%s`: %s\n", e.Code, e.WhyUnreachable)
+	}
+	return b.String()
+}
+
+// TestERR_CatalogueDocumented proves ERR-01's `docs` link leads somewhere: docs/errors.md is
+// the catalogue rendered (every code with its status, type, retry, charged and carried fields),
+// the detail cap is documented, and every code the service never answers says why there
+// (go test ./internal/apierr -run TestERR_CatalogueDocumented -update rewrites it).
+func TestERR_CatalogueDocumented(t *testing.T) {
+	want := renderErrors()
+	if *update {
+		if err := os.WriteFile(errorsDoc, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(errorsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("docs/errors.md is not the catalogue rendered: run go test ./internal/apierr -run TestERR_CatalogueDocumented -update")
+	}
+	for _, c := range apierr.Codes() {
+		if !strings.Contains(want, "<a id=\""+string(c)+"\"></a>") {
+			t.Fatalf("%s has no entry", c)
+		}
+	}
+}

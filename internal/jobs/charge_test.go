@@ -1,0 +1,116 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/runners"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+// gateRunner holds each run until the test lets it finish.
+type gateRunner struct{ release chan struct{} }
+
+func (g gateRunner) Run(ctx context.Context, _ runners.Job, _ runners.Env) (runners.Result, error) {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return runners.Result{}, ctx.Err()
+	}
+	return runners.Result{Document: map[string]any{"ok": true}, Done: 1}, nil
+}
+
+// queueCatalog is the shipped catalogue with image-4b offering a queue.
+func queueCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	var f catalog.File
+	if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Models {
+		if f.Models[i].Slug == "image-4b" {
+			f.Models[i].Lifecycle.Queue, f.Models[i].Lifecycle.MaxWaitSeconds = catalog.QueueOffers, 600
+		}
+	}
+	c, err := catalog.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// JOB-05 / CEIL (issue 10): one charge path for submitted and queued jobs. A queued job is
+// charged when it starts, and then the key's ceiling is checked as well as the balance: a job
+// queued while the ceiling allowed it, whose turn comes after the ceiling was lowered, fails
+// key_credit_ceiling and takes nothing. (Before, a queued job was charged at start without the
+// ceiling check.)
+func TestQueuedJobStartChecksTheCeiling(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenSQLite(t)
+	cat := queueCatalog(t)
+	gate := gateRunner{release: make(chan struct{})}
+	reg := runners.Registry{}
+	for _, m := range cat.Models() {
+		reg[m.Slug] = gate
+	}
+	fixed := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return fixed }
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := jobs.DefaultConfig()
+	cfg.Concurrency = map[string]int{"image-4b": 1}
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
+	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	storetest.NewAccount(t, db, "acct_c", auth.Pro, 10_000)
+	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), now, log)
+	minted, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetKeyCeiling(ctx, minted.Record.ID, auth.Ceiling{Mode: auth.Fixed, Amount: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("image-4b")
+	submit := func() jobs.SubmitResult {
+		t.Helper()
+		a, _ := db.Account(ctx, "acct_c")
+		k, _ := db.Key(ctx, minted.Record.ID)
+		res, err := js.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: k}, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := submit()
+	second := submit()
+	if first.Job.Status != jobs.InProgress || second.Job.Status != jobs.InQueue || second.Job.Reserved != 0 {
+		t.Fatalf("first %s, second %s reserved %d: want one running, one queued uncharged", first.Job.Status, second.Job.Status, second.Job.Reserved)
+	}
+	q := first.Job.Quoted
+	// The ceiling is lowered while the second job waits: the spend so far leaves no room for it.
+	if err := db.SetKeyCeiling(ctx, minted.Record.ID, auth.Ceiling{Mode: auth.Fixed, Amount: q + q/2}); err != nil {
+		t.Fatal(err)
+	}
+	close(gate.release)
+	js.Drain()
+	js.Sweep(ctx) // the second job's turn
+	js.Drain()
+	got, err := js.GetByID(ctx, "acct_c", second.Job.ID)
+	if err != nil || !got.Settled() || got.Outcome != jobs.Failed || got.ErrorCode != string(apierr.KeyCreditCeiling) || got.Reserved != 0 || got.Charged != 0 {
+		t.Fatalf("second job %+v %v: want failed key_credit_ceiling, nothing charged", got, err)
+	}
+	a, _ := db.Account(ctx, "acct_c")
+	k, _ := db.Key(ctx, minted.Record.ID)
+	sum, _ := db.LedgerSum(ctx, "acct_c")
+	if a.Balance != 10_000-q || sum != a.Balance || k.SpentIn(fixed) != q {
+		t.Fatalf("balance %d (ledger %d), key spend %d: want %d and %d", a.Balance, sum, k.SpentIn(fixed), 10_000-q, q)
+	}
+}

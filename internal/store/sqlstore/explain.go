@@ -1,0 +1,119 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The hot queries: what a submit, a settlement, the sweep and a usage read run. Each must read
+// through an index, so its cost follows the rows it answers, not the table's history; the store
+// suite checks their plans on both databases (Explain).
+const (
+	qJobByRequest        = `SELECT ` + jobCols + ` FROM jobs WHERE request_id = $1`
+	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2`
+	qListJobs            = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT $3`
+	// queueOrder is the order of a model's queue: normal before low, oldest first.
+	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
+	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
+	qQueued      = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT $2`
+	// qCountInFlight reads the partial index of unsettled jobs; SQLite's planner, without
+	// statistics, may otherwise walk every job of the account through another index, so it is
+	// named there (countInFlightSQL).
+	qCountInFlight = `SELECT count(*) FROM jobs WHERE account_id = $1 AND status <> 'COMPLETED'`
+	qCountQueued   = `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`
+	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
+	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
+	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
+ FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
+ GROUP BY key_id ORDER BY key_id`
+	qAccount = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
+	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
+)
+
+func countInFlightSQL(d Dialect) string {
+	if d == SQLite {
+		return strings.Replace(qCountInFlight, "FROM jobs", "FROM jobs INDEXED BY jobs_in_flight", 1)
+	}
+	return qCountInFlight
+}
+
+// hot names each hot query with sample arguments.
+var hot = map[string]struct {
+	sql  string
+	args []any
+}{
+	"submit: account":            {qAccount, []any{"acct"}},
+	"submit: key":                {qKey, []any{"key"}},
+	"submit: in-flight count":    {qCountInFlight, []any{"acct"}},
+	"submit: queue length":       {qCountQueued, []any{"model"}},
+	"submit: idempotency read":   {qJobByIdempotencyKey, []any{"acct", "k"}},
+	"settle: job by request":     {qJobByRequest, []any{"req"}},
+	"claim: head of the queue":   {qClaimQueued, []any{"model"}},
+	"sweep: queued":              {qQueued, []any{"model", 1}},
+	"sweep: stale leases":        {qStale, []any{int64(0), 50}},
+	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
+	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
+	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+}
+
+// HotQueries lists the names Explain accepts.
+func HotQueries() []string {
+	out := make([]string, 0, len(hot))
+	for name := range hot {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Explain answers the plan of a hot query, one line per plan node. On PostgreSQL sequential
+// scans are priced out first (enable_seqscan off), so a plan that still scans a table has no
+// index it could use.
+func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
+	h, ok := hot[name]
+	if !ok {
+		return nil, fmt.Errorf("sqlstore: no hot query %q", name)
+	}
+	c, err := db.sql.raw.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	prefix := "EXPLAIN QUERY PLAN "
+	if db.dialect == Postgres {
+		prefix = "EXPLAIN "
+		if _, err := c.ExecContext(ctx, `SET enable_seqscan = off`); err != nil {
+			return nil, err
+		}
+		defer c.ExecContext(context.WithoutCancel(ctx), `RESET enable_seqscan`) //nolint:errcheck
+	}
+	q := h.sql
+	if q == qCountInFlight {
+		q = countInFlightSQL(db.dialect)
+	}
+	rows, err := c.QueryContext(ctx, prefix+q, h.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
+		out = append(out, strings.TrimSpace(fmt.Sprint(vals[len(vals)-1])))
+	}
+	return out, rows.Err()
+}

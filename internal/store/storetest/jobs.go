@@ -1,0 +1,319 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// RunJobs is the conformance suite of the job tables, the ledger's writes in a job's
+// transaction, the usage rollup and the plans of the hot queries.
+func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
+	t.Run("JobReadsAndTransitions", func(t *testing.T) { testJobReads(t, open(t)) })
+	t.Run("ClaimsInQueueOrder", func(t *testing.T) { testClaims(t, open(t)) })
+	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
+	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
+	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
+	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
+}
+
+func newJob(account, product, key string, status jobs.QueueStatus, at time.Time) jobs.Job {
+	return jobs.Job{ID: product + "_" + key, AccountID: account, KeyID: "key_1", RequestID: "req-" + account + "-" + product + "-" + key,
+		Model: "m-" + product, Product: product, IdempotencyKey: key, Input: []byte(`{"a":1}`), Status: status, Quoted: 10,
+		Priority: jobs.Normal, Dispatched: true, CreatedAt: at}
+}
+
+func insert(t *testing.T, db *sqlstore.DB, js ...jobs.Job) error {
+	t.Helper()
+	return sqlstore.Jobs{DB: db}.InTx(context.Background(), func(tx jobs.Tx) error {
+		for _, j := range js {
+			if err := tx.InsertJob(context.Background(), j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// JOB-28 / DESIGN 25: a job reads back as written, by request id, by id and by idempotency key;
+// the key is unique per account whatever the product; a transition writes every field.
+func testJobReads(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_j", auth.Pro, 100)
+	NewAccount(t, db, "acct_k", auth.Pro, 100)
+	j := newJob("acct_j", "photo", "same-1", jobs.InQueue, t0)
+	if err := insert(t, db, j); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range map[string]func() (jobs.Job, error){
+		"by request": func() (jobs.Job, error) { return s.JobByRequest(ctx, j.RequestID) },
+		"by id":      func() (jobs.Job, error) { return s.Job(ctx, "acct_j", j.ID) },
+		"by key":     func() (jobs.Job, error) { return s.JobByIdempotencyKey(ctx, "acct_j", "same-1") },
+	} {
+		got, err := read()
+		if err != nil || got.RequestID != j.RequestID || got.Status != jobs.InQueue || string(got.Input) != `{"a":1}` || !got.CreatedAt.Equal(t0) {
+			t.Fatalf("%s: %+v %v", name, got, err)
+		}
+	}
+	if _, err := s.JobByIdempotencyKey(ctx, "acct_k", "same-1"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("another account's key: %v", err)
+	}
+	other := newJob("acct_j", "music", "same-1", jobs.InQueue, t0)
+	if err := insert(t, db, other); !errors.Is(err, jobs.ErrDuplicate) {
+		t.Fatalf("the same key on another product: %v, want ErrDuplicate", err)
+	}
+	if err := insert(t, db, newJob("acct_k", "music", "same-1", jobs.InQueue, t0)); err != nil {
+		t.Fatalf("the same key on another account: %v", err)
+	}
+	// A transition: settled with a result, logs and metrics.
+	done := t0.Add(time.Minute)
+	err := s.InTx(ctx, func(tx jobs.Tx) error {
+		cur, err := tx.JobByRequestForUpdate(ctx, j.RequestID)
+		if err != nil {
+			return err
+		}
+		cur.Status, cur.Outcome, cur.Charged, cur.FinishedAt = jobs.Completed, jobs.Succeeded, 7, &done
+		cur.Logs = []jobs.LogLine{{Message: "ok", Level: "info", Source: "runner", Timestamp: t0}}
+		cur.Metrics = map[string]float64{"seconds": 1.5}
+		return tx.UpdateJob(ctx, cur)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.JobByRequest(ctx, j.RequestID)
+	if err != nil || !got.Settled() || got.Outcome != jobs.Succeeded || got.Charged != 7 || got.FinishedAt == nil || !got.FinishedAt.Equal(done) ||
+		len(got.Logs) != 1 || !reflect.DeepEqual(got.Metrics, map[string]float64{"seconds": 1.5}) {
+		t.Fatalf("after the transition: %+v %v", got, err)
+	}
+	// A settled job is never written again, whatever a caller read before.
+	err = s.InTx(ctx, func(tx jobs.Tx) error {
+		stale := got
+		stale.Status, stale.Outcome = jobs.InProgress, ""
+		return tx.UpdateJob(ctx, stale)
+	})
+	if !errors.Is(err, jobs.ErrSettled) {
+		t.Fatalf("update of a settled job: %v, want ErrSettled", err)
+	}
+	list, err := s.ListJobs(ctx, "acct_j", t0.Add(time.Hour), 10)
+	if err != nil || len(list) != 1 || list[0].ID != j.ID {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+// QST: the head of a model's queue is normal before low, oldest first; a claimed job is not
+// claimed by a second transaction; overdue jobs are found by their start-by time.
+func testClaims(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_q", auth.Pro, 100)
+	low := newJob("acct_q", "photo", "low", jobs.InQueue, t0)
+	low.Priority = jobs.Low
+	old := newJob("acct_q", "photo", "old", jobs.InQueue, t0.Add(time.Second))
+	young := newJob("acct_q", "photo", "young", jobs.InQueue, t0.Add(2*time.Second))
+	by := t0.Add(time.Minute)
+	young.StartBy = &by
+	if err := insert(t, db, young, low, old); err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.Queued(ctx, "m-photo", 10)
+	if err != nil || len(q) != 3 || q[0].ID != old.ID || q[1].ID != young.ID || q[2].ID != low.ID {
+		t.Fatalf("queue order: %v %v", ids(q), err)
+	}
+	if n, err := s.QueuePosition(ctx, low); err != nil || n != 2 {
+		t.Fatalf("position of the low job: %d %v", n, err)
+	}
+	var claimed jobs.Job
+	err = s.InTx(ctx, func(tx jobs.Tx) error {
+		n, err := tx.CountQueued(ctx, "m-photo")
+		if err != nil || n != 3 {
+			return fmt.Errorf("queue length %d %v", n, err)
+		}
+		if claimed, err = tx.ClaimQueued(ctx, "m-photo"); err != nil {
+			return err
+		}
+		claimed.Status = jobs.InProgress
+		return tx.UpdateJob(ctx, claimed)
+	})
+	if err != nil || claimed.ID != old.ID {
+		t.Fatalf("claim: %s %v", claimed.ID, err)
+	}
+	err = s.InTx(ctx, func(tx jobs.Tx) error {
+		next, err := tx.ClaimQueued(ctx, "m-photo")
+		if err == nil && next.ID != young.ID {
+			return fmt.Errorf("second claim %s, want %s", next.ID, young.ID)
+		}
+		if _, err := tx.ClaimQueued(ctx, "m-none"); !errors.Is(err, jobs.ErrNotFound) {
+			return fmt.Errorf("empty queue: %v", err)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := s.Overdue(ctx, by.Add(time.Second), 10)
+	if err != nil || len(over) != 1 || over[0].ID != young.ID {
+		t.Fatalf("overdue: %v %v", ids(over), err)
+	}
+}
+
+// JOB / crash recovery: a lease that ran out is stale; a heartbeat by its owner extends it and
+// reports a cancellation asked meanwhile; another owner's heartbeat does nothing.
+func testLeases(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_l", auth.Pro, 100)
+	j := newJob("acct_l", "photo", "run", jobs.InProgress, t0)
+	until := t0.Add(15 * time.Second)
+	j.LeaseOwner, j.LeaseUntil, j.CancelAsked = "proc_a", &until, true
+	if err := insert(t, db, j); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stale(ctx, until, 10); err != nil || len(st) != 0 {
+		t.Fatalf("stale at the lease's end: %v %v", ids(st), err)
+	}
+	if st, err := s.Stale(ctx, until.Add(time.Millisecond), 10); err != nil || len(st) != 1 {
+		t.Fatalf("stale after: %v %v", ids(st), err)
+	}
+	if c, err := s.Heartbeat(ctx, "proc_b", []string{j.RequestID}, until.Add(time.Hour)); err != nil || len(c) != 0 {
+		t.Fatalf("another owner's heartbeat: %v %v", c, err)
+	}
+	c, err := s.Heartbeat(ctx, "proc_a", []string{j.RequestID}, until.Add(time.Minute))
+	if err != nil || !reflect.DeepEqual(c, []string{j.RequestID}) {
+		t.Fatalf("heartbeat: %v %v", c, err)
+	}
+	if st, _ := s.Stale(ctx, until.Add(time.Second), 10); len(st) != 0 {
+		t.Fatalf("still stale after the heartbeat: %v", ids(st))
+	}
+	if err := s.AppendProgress(ctx, j.RequestID, []jobs.LogLine{{Message: "half", Level: "info", Source: "runner", Timestamp: t0}}, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.JobByRequest(ctx, j.RequestID)
+	if got.Progress != 0.5 || len(got.Logs) != 1 {
+		t.Fatalf("progress: %+v", got)
+	}
+}
+
+// The in-flight count reads only unsettled jobs, whatever the history.
+func testInFlight(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_i", auth.Pro, 100)
+	var js []jobs.Job
+	for i, st := range []jobs.QueueStatus{jobs.Completed, jobs.InQueue, jobs.Completed, jobs.InProgress, jobs.Completed} {
+		js = append(js, newJob("acct_i", "photo", fmt.Sprint("k", i), st, t0))
+	}
+	if err := insert(t, db, js...); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err := s.InTx(ctx, func(tx jobs.Tx) error {
+		var err error
+		n, err = tx.CountInFlight(ctx, "acct_i")
+		return err
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("in flight %d %v, want 2", n, err)
+	}
+}
+
+// A job's charge and settlement through the ledger, in the job's transaction: the balance equals
+// the sum of entries, the key's spend follows, and the usage rollup counts the charge and the
+// refund per key, model and day.
+func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_r", auth.Pro, 1000)
+	if err := db.InsertKey(ctx, key("rollupkey001", "acct_r", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
+	l := db.Ledger(func() time.Time { return t0 })
+	run := func(jobID string, quote ledger.Credits, done float64, at time.Time) {
+		t.Helper()
+		err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
+			a, err := l.Open(ctx, tx, "acct_r", at)
+			if err != nil {
+				return err
+			}
+			j := ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: jobID, Model: "image-4b", Quote: quote}
+			c, err := l.Charge(ctx, tx, a, j, at)
+			if err != nil {
+				return err
+			}
+			_, err = l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: at}, at)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("photo_1", 100, 1, t0)
+	run("photo_2", 50, 0.5, t0.Add(time.Hour))
+	run("photo_3", 40, 0, t0.AddDate(0, 0, 1))
+	a, _ := db.Account(ctx, "acct_r")
+	sum, err := db.LedgerSum(ctx, "acct_r")
+	if err != nil || a.Balance != 1000-100-25 || sum != a.Balance {
+		t.Fatalf("balance %d, ledger sum %d (%v), want 875", a.Balance, sum, err)
+	}
+	k, _ := db.Key(ctx, "rollupkey001")
+	if k.SpentIn(t0) != 125 {
+		t.Fatalf("key spend %d, want 125", k.SpentIn(t0))
+	}
+	month := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	got, err := db.Usage(ctx, "acct_r", month, month.AddDate(0, 1, 0))
+	want := []sqlstore.UsageRow{{KeyID: "rollupkey001", Charged: 190, Refunded: 65, Jobs: 3}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("usage %+v %v, want %+v", got, err, want)
+	}
+	// One day of the window: the rollup is read by day.
+	got, err = db.Usage(ctx, "acct_r", t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
+	if err != nil || !reflect.DeepEqual(got, []sqlstore.UsageRow{{KeyID: "rollupkey001", Charged: 150, Refunded: 25, Jobs: 2}}) {
+		t.Fatalf("usage of one day %+v %v", got, err)
+	}
+}
+
+var (
+	sqliteFullScan = regexp.MustCompile(`^SCAN (jobs|ledger_entries|usage_daily|accounts|api_keys)$`)
+	pgSeqScan      = regexp.MustCompile(`Seq Scan on (jobs|ledger_entries|usage_daily|accounts|api_keys)\b`)
+)
+
+// The hot queries (submit, settle, claim, stale leases, overdue jobs, listing, usage) read
+// through indexes on both databases: SQLite's plan never scans a table whole, and PostgreSQL's,
+// with sequential scans priced out, still has no sequential scan (so an index serves it).
+func testPlans(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	for _, name := range sqlstore.HotQueries() {
+		plan, err := db.Explain(ctx, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(plan) == 0 {
+			t.Fatalf("%s: empty plan", name)
+		}
+		for _, line := range plan {
+			if sqliteFullScan.MatchString(line) || pgSeqScan.MatchString(line) {
+				t.Errorf("%s reads a whole table: %v", name, plan)
+			}
+		}
+		if name == "submit: in-flight count" && !regexp.MustCompile(`jobs_in_flight`).MatchString(fmt.Sprint(plan)) {
+			t.Errorf("the in-flight count does not read the partial index of unsettled jobs: %v", plan)
+		}
+		t.Logf("%s: %v", name, plan)
+	}
+}
+
+func ids(js []jobs.Job) []string {
+	out := make([]string, len(js))
+	for i, j := range js {
+		out[i] = j.ID
+	}
+	return out
+}
