@@ -30,11 +30,13 @@ func Document(cat *catalog.Catalog, opts ...DocOption) []byte {
 	parts := cat.OpenAPIComponents()
 	paths := oaAccountPaths(cat)
 	maps.Copy(paths, oaChatPaths(cat))
+	maps.Copy(paths, oaStudioPaths())
 	for k, v := range parts.Paths {
 		paths[k] = v
 	}
 	schemas := oaAccountSchemas(cat)
 	maps.Copy(schemas, oaChatSchemas(cat))
+	maps.Copy(schemas, oaStudioSchemas())
 	for k, v := range parts.Schemas {
 		if _, ok := schemas[k]; !ok {
 			schemas[k] = v
@@ -42,6 +44,7 @@ func Document(cat *catalog.Catalog, opts ...DocOption) []byte {
 	}
 	security := map[string]any{}
 	maps.Copy(security, parts.SecuritySchemes)
+	maps.Copy(security, oaStudioSecuritySchemes())
 	if _, ok := security["bearer"]; !ok {
 		security["bearer"] = map[string]any{"type": "http", "scheme": "bearer"}
 	}
@@ -59,7 +62,7 @@ func Document(cat *catalog.Catalog, opts ...DocOption) []byte {
 		"tags": []any{
 			map[string]any{"name": "account"}, map[string]any{"name": "catalogue"}, map[string]any{"name": "jobs"},
 			map[string]any{"name": "uploads"}, map[string]any{"name": "webhooks"}, map[string]any{"name": "keys"},
-			map[string]any{"name": "chat"},
+			map[string]any{"name": "chat"}, map[string]any{"name": "studio"},
 		},
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
