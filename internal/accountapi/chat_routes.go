@@ -234,23 +234,8 @@ func turnBody(t *chat.Turn, out chat.Outcome) map[string]any {
 // as it is written, then the settled turn (object chat.turn), then "data: [DONE]". A refusal
 // after the 200 arrives as {"error": ...} inside the stream.
 func (h *Handler) streamTurn(w http.ResponseWriter, r *http.Request, t *chat.Turn) error {
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(v any) {
-		var buf bytes.Buffer
-		buf.WriteString("data: ")
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(v)
-		buf.WriteString("\n")
-		_, _ = w.Write(buf.Bytes())
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	ev := httpapi.EventStream(w)
+	send := ev.Send
 	sendErr := func(err error) {
 		e, ok := apierr.As(err)
 		if !ok {
@@ -281,10 +266,7 @@ func (h *Handler) streamTurn(w http.ResponseWriter, r *http.Request, t *chat.Tur
 		return nil
 	}
 	send(turnBody(t, out))
-	_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	if fl != nil {
-		fl.Flush()
-	}
+	ev.Done()
 	return nil
 }
 

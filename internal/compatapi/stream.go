@@ -1,12 +1,11 @@
 package compatapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/chat"
+	"github.com/modelexec/modelexec/internal/httpapi"
 )
 
 // chunker builds the protocol's stream chunks of one call.
@@ -75,28 +74,9 @@ func (c textChunks) usage(u catalog.Usage, _ string) any {
 // (spec 02), and a finished call ends with its finish chunk, its usage when asked, and
 // "data: [DONE]".
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call, withUsage bool, c chunker) error {
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
 	setCallHeaders(w, call)
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(v any) {
-		if v == nil {
-			return
-		}
-		var buf bytes.Buffer
-		buf.WriteString("data: ")
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(v)
-		buf.WriteString("\n")
-		_, _ = w.Write(buf.Bytes())
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	ev := httpapi.EventStream(w)
+	send := ev.Send
 	send(c.first())
 	streamed := false
 	if !call.Job.Settled() {
@@ -132,9 +112,6 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call
 	if withUsage {
 		send(c.usage(out.Usage, out.FinishReason))
 	}
-	_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	if fl != nil {
-		fl.Flush()
-	}
+	ev.Done()
 	return nil
 }

@@ -128,6 +128,8 @@ type Store interface {
 	Stale(ctx context.Context, now time.Time, limit int) ([]Job, error)
 	// Overdue returns queued jobs whose StartBy passed.
 	Overdue(ctx context.Context, now time.Time, limit int) ([]Job, error)
+	// CountWaiting counts the jobs waiting for a slot, every model together.
+	CountWaiting(ctx context.Context) (int, error)
 	// QueuePosition counts jobs ahead of j in its model's queue.
 	QueuePosition(ctx context.Context, j Job) (int, error)
 	// Heartbeat extends the leases of the given running jobs held by owner and returns the

@@ -54,19 +54,8 @@ func (s *Service) Running() int {
 	return n
 }
 
-// QueueDepth counts the jobs waiting for a slot, every model of the catalogue together (one
-// indexed count per model, in one read transaction).
+// QueueDepth counts the jobs waiting for a slot, every model together: one read, outside any
+// write transaction (a scrape must not queue behind, or hold up, the writers).
 func (s *Service) QueueDepth(ctx context.Context) (int, error) {
-	total := 0
-	err := s.store.InTx(ctx, func(tx Tx) error {
-		for _, m := range s.catalog.Models() {
-			n, err := tx.CountQueued(ctx, m.Slug)
-			if err != nil {
-				return err
-			}
-			total += n
-		}
-		return nil
-	})
-	return total, err
+	return s.store.CountWaiting(ctx)
 }

@@ -23,6 +23,7 @@ const (
 	// named there (countInFlightSQL).
 	qCountInFlight = `SELECT count(*) FROM jobs WHERE account_id = $1 AND status <> 'COMPLETED'`
 	qCountQueued   = `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`
+	qCountWaiting  = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
 	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
 	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
 	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
@@ -48,6 +49,7 @@ var hot = map[string]struct {
 	"submit: key":                {qKey, []any{"key"}},
 	"submit: in-flight count":    {qCountInFlight, []any{"acct"}},
 	"submit: queue length":       {qCountQueued, []any{"model"}},
+	"metrics: queue depth":       {qCountWaiting, nil},
 	"submit: idempotency read":   {qJobByIdempotencyKey, []any{"acct", "k"}},
 	"settle: job by request":     {qJobByRequest, []any{"req"}},
 	"claim: head of the queue":   {qClaimQueued, []any{"model"}},

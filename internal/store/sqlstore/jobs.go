@@ -149,6 +149,14 @@ func (tx *Tx) CountQueued(ctx context.Context, model string) (int, error) {
 	return n, err
 }
 
+// CountWaiting counts the jobs waiting for a slot, every model together (one read of the
+// waiting jobs' partial index, outside any write transaction).
+func (s Jobs) CountWaiting(ctx context.Context) (int, error) {
+	var n int
+	err := s.sql.QueryRowContext(ctx, qCountWaiting).Scan(&n)
+	return n, err
+}
+
 func (tx *Tx) InsertEvent(ctx context.Context, e jobs.Event) error {
 	_, err := tx.q.ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (account_id, id) DO NOTHING`,
