@@ -87,6 +87,11 @@ type Store interface {
 type Principal struct {
 	Account Account
 	Key     KeyRecord
+	// Unconfirmed says the account's and the key's standing come from the cache, at most
+	// cacheTTL old (AuthenticateSpend): whatever the request is answered must confirm them
+	// first. A charge does so in its own transaction (the ledger reads the key with the
+	// account it locks and refuses with the same codes); any other answer calls Confirm.
+	Unconfirmed bool
 }
 
 // Service authenticates keys and manages accounts and keys.
@@ -97,8 +102,10 @@ type Service struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	// cache holds recent lookups for read-only requests only: a revocation reaches reads
-	// within cacheTTL (KEY-26) and spending, writing or downloading requests at once (KEY-25).
+	// cache holds recent lookups. Read-only requests are answered from it: a revocation
+	// reaches reads within cacheTTL (KEY-26). Spending requests use it too, unconfirmed: the
+	// charge's transaction or Confirm sees a revocation at once (KEY-25). Writes that spend
+	// nothing and downloads always read afresh.
 	mu    sync.Mutex
 	cache map[string]cached
 }
@@ -143,60 +150,110 @@ func (s *Service) Parse(raw string) (ParsedKey, error) {
 // answered from a cache at most cacheTTL old.
 func (s *Service) Authenticate(ctx context.Context, pk ParsedKey, readOnly bool) (Principal, error) {
 	now := s.now()
-	var p Principal
-	hit := false
 	if readOnly {
-		s.mu.Lock()
-		c, ok := s.cache[pk.ID]
-		s.mu.Unlock()
-		if ok && now.Sub(c.at) < cacheTTL && s.hasher.Equal(pk.Secret, c.p.Key.SecretHash) {
-			p, hit = c.p, true
+		if p, ok := s.cached(pk, now); ok {
+			return p, Standing(p.Account, p.Key, now, true)
 		}
 	}
-	if !hit {
-		k, err := s.store.Key(ctx, pk.ID)
-		if errors.Is(err, ErrNotFound) {
-			// Spend the same HMAC as a wrong secret would, so timing tells an unknown id
-			// from a known one no better than the answer does.
-			_ = s.hasher.Equal(pk.Secret, unknownKeyHash)
-			return Principal{}, apierr.New(apierr.InvalidAPIKey)
-		}
-		if err != nil {
-			return Principal{}, fmt.Errorf("auth: read key: %w", err)
-		}
-		if !s.hasher.Equal(pk.Secret, k.SecretHash) {
-			return Principal{}, apierr.New(apierr.InvalidAPIKey)
-		}
-		a, err := s.store.Account(ctx, k.AccountID)
-		if err != nil {
-			return Principal{}, fmt.Errorf("auth: read account: %w", err)
-		}
-		p = Principal{Account: a, Key: k}
-		s.mu.Lock()
-		if len(s.cache) > 100_000 {
-			clear(s.cache)
-		}
-		s.cache[pk.ID] = cached{p: p, at: now}
-		s.mu.Unlock()
+	p, err := s.lookup(ctx, pk, now)
+	if err != nil {
+		return Principal{}, err
 	}
-	switch p.Account.Status {
+	if err := Standing(p.Account, p.Key, now, readOnly); err != nil {
+		return Principal{}, err
+	}
+	return p, nil
+}
+
+// AuthenticateSpend is Authenticate for a request that spends credits (a submit): a cached
+// principal in good standing comes back Unconfirmed, and the request's charge confirms it in
+// its transaction, so the hot path reads neither the key nor the account here. A cached
+// principal whose standing refuses is read afresh before it is refused: a refusal is never
+// older than the request.
+func (s *Service) AuthenticateSpend(ctx context.Context, pk ParsedKey) (Principal, error) {
+	now := s.now()
+	if p, ok := s.cached(pk, now); ok && Standing(p.Account, p.Key, now, false) == nil {
+		p.Unconfirmed = true
+		return p, nil
+	}
+	return s.Authenticate(ctx, pk, false)
+}
+
+// Confirm reads p's key and account afresh and answers the refusal their standing calls for
+// (nil when they stand), for an answer to an Unconfirmed principal that no charge confirmed:
+// a refusal of a later check, or an idempotent replay.
+func (s *Service) Confirm(ctx context.Context, p Principal) error {
+	fresh, err := s.Fresh(ctx, p)
+	if err != nil {
+		return err
+	}
+	return Standing(fresh.Account, fresh.Key, s.now(), false)
+}
+
+// Standing is the first part of check 6 of spec 02, in its order: the account's status
+// (banned, suspended, then limited unless readOnly: account_limited without its bucket, which
+// the caller adds), then the key's own status (revoked, expired).
+func Standing(a Account, k KeyRecord, now time.Time, readOnly bool) error {
+	switch a.Status {
 	case Banned:
-		return Principal{}, apierr.New(apierr.AccountBanned)
+		return apierr.New(apierr.AccountBanned)
 	case Suspended:
-		return Principal{}, apierr.New(apierr.AccountSuspended)
+		return apierr.New(apierr.AccountSuspended)
 	case Limited:
 		// Spec 02 check 6 orders account_limited before the key's own status; the caller
 		// (httpapi.Gate) names the bucket.
 		if !readOnly {
-			return Principal{}, apierr.New(apierr.AccountLimited)
+			return apierr.New(apierr.AccountLimited)
 		}
 	}
-	switch p.Key.Status(now) {
+	switch k.Status(now) {
 	case KeyRevoked:
-		return Principal{}, apierr.New(apierr.KeyRevoked)
+		return apierr.New(apierr.KeyRevoked)
 	case KeyExpired:
-		return Principal{}, apierr.New(apierr.KeyExpired)
+		return apierr.New(apierr.KeyExpired)
 	}
+	return nil
+}
+
+// cached answers the principal cached for pk when it is younger than cacheTTL and pk's secret
+// matches it.
+func (s *Service) cached(pk ParsedKey, now time.Time) (Principal, bool) {
+	s.mu.Lock()
+	c, ok := s.cache[pk.ID]
+	s.mu.Unlock()
+	if ok && now.Sub(c.at) < cacheTTL && s.hasher.Equal(pk.Secret, c.p.Key.SecretHash) {
+		return c.p, true
+	}
+	return Principal{}, false
+}
+
+// lookup reads pk's key and account from the store and caches them: unknown key or wrong
+// secret → invalid_api_key (one answer for both, so a guessed id learns nothing).
+func (s *Service) lookup(ctx context.Context, pk ParsedKey, now time.Time) (Principal, error) {
+	k, err := s.store.Key(ctx, pk.ID)
+	if errors.Is(err, ErrNotFound) {
+		// Spend the same HMAC as a wrong secret would, so timing tells an unknown id
+		// from a known one no better than the answer does.
+		_ = s.hasher.Equal(pk.Secret, unknownKeyHash)
+		return Principal{}, apierr.New(apierr.InvalidAPIKey)
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: read key: %w", err)
+	}
+	if !s.hasher.Equal(pk.Secret, k.SecretHash) {
+		return Principal{}, apierr.New(apierr.InvalidAPIKey)
+	}
+	a, err := s.store.Account(ctx, k.AccountID)
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: read account: %w", err)
+	}
+	p := Principal{Account: a, Key: k}
+	s.mu.Lock()
+	if len(s.cache) > 100_000 {
+		clear(s.cache)
+	}
+	s.cache[pk.ID] = cached{p: p, at: now}
+	s.mu.Unlock()
 	return p, nil
 }
 

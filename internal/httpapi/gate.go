@@ -72,7 +72,15 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 			return err
 		}
 		if p != nil {
-			r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+			ctx := context.WithValue(r.Context(), principalKey, p)
+			if p.Unconfirmed {
+				// An error the handler answers before a charge confirmed the principal
+				// (jobs.Service.Submit clears Unconfirmed) confirms it first (WriteError).
+				ctx = context.WithValue(ctx, confirmKey, confirmer(func(w http.ResponseWriter, r *http.Request) error {
+					return g.refuse(w, r, p, route.Bucket, nil)
+				}))
+			}
+			r = r.WithContext(ctx)
 		}
 		h.ServeHTTP(w, r)
 		return nil
@@ -128,8 +136,17 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 		g.limited(bucket)
 		return nil, apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
 	}
-	// 6. Account status, key validity, plan and rate bucket.
-	p, err := g.Auth.Authenticate(r.Context(), pk, bucket == ratelimit.Read)
+	// 6. Account status, key validity, plan and rate bucket. A spending request may be let
+	// through on a cached principal (Unconfirmed): its charge confirms it in its transaction,
+	// and any refusal answered before that is confirmed first (refuse below, WriteError), so
+	// a revoked key or a banned account is answered as such at once and in the spec's order.
+	// Writes that spend nothing and downloads read the key and the account afresh.
+	var p auth.Principal
+	if bucket == ratelimit.Generate {
+		p, err = g.Auth.AuthenticateSpend(r.Context(), pk)
+	} else {
+		p, err = g.Auth.Authenticate(r.Context(), pk, bucket == ratelimit.Read)
+	}
 	if err != nil {
 		g.anonymousHeaders(w, r, now)
 		if e, ok := apierr.As(err); ok && e.Code == apierr.AccountLimited {
@@ -143,21 +160,53 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	}
 	if g.Pacer != nil {
 		if err := g.Admit(w, r, &p, bucket, 1); err != nil {
-			return nil, err
+			return nil, g.refuse(w, r, &p, bucket, err)
 		}
 	}
 	// 7. Scope, last.
 	if route.Scope != nil {
 		req, err := route.Scope(r)
 		if err != nil {
-			return nil, err
+			return nil, g.refuse(w, r, &p, bucket, err)
 		}
 		if !req.Satisfied(p.Key.Scopes) {
-			return nil, req.Refuse(p.Key.Scopes)
+			return nil, g.refuse(w, r, &p, bucket, req.Refuse(p.Key.Scopes))
 		}
 	}
 	return &p, nil
 }
+
+// refuse answers err for a principal that passed check 6, unless the principal is unconfirmed
+// and its standing, read afresh, refuses first.
+func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, p *auth.Principal, bucket ratelimit.Bucket, err error) error {
+	if !p.Unconfirmed {
+		return err
+	}
+	if e := g.confirm(w, r, p, bucket); e != nil {
+		return e
+	}
+	return err
+}
+
+// confirm reads an unconfirmed principal's key and account afresh and answers the refusal of
+// check 6 their standing calls for, with the headers of a refusal at that step; nil when they
+// stand.
+func (g *Gate) confirm(w http.ResponseWriter, r *http.Request, p *auth.Principal, bucket ratelimit.Bucket) error {
+	err := g.Auth.Confirm(r.Context(), *p)
+	if err == nil {
+		return nil
+	}
+	if e, ok := apierr.As(err); ok {
+		g.anonymousHeaders(w, r, g.Now())
+		if e.Code == apierr.AccountLimited {
+			e.With("bucket", string(bucket))
+		}
+	}
+	return err
+}
+
+// confirmer confirms an unconfirmed principal before an error is answered (WriteError).
+type confirmer func(w http.ResponseWriter, r *http.Request) error
 
 // Admit takes cost from the caller's bucket and sets the rate headers from the answer. The
 // asset-list route calls it a second time for egress; the headers show the last admission.

@@ -31,6 +31,7 @@ const (
 	surfaceKey
 	principalKey
 	keyIDKey
+	confirmKey
 )
 
 // keyIDSlot is filled by the gate once a presented key's public id is known, so the access
@@ -141,6 +142,13 @@ func withRequestID(b []byte, id string) []byte {
 // catalogued error is written with its row; anything else is logged and answered internal,
 // never echoed.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	if c, ok := r.Context().Value(confirmKey).(confirmer); ok && r.Context().Err() == nil {
+		// The caller's principal came from the gate's cache and no charge confirmed it: a
+		// revoked key or a closed account is refused as such, before any later refusal.
+		if e := c(w, r); e != nil {
+			err = e
+		}
+	}
 	e, ok := apierr.As(err)
 	if !ok {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {

@@ -150,6 +150,14 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	// A key the service minted has never been seen: no need to look it up.
 	if !minted {
 		if prev, err := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); err == nil {
+			// A replay takes no transaction: a principal the gate took from its cache is
+			// confirmed here, so a revoked key replays nothing (KEY-25).
+			if p.Unconfirmed {
+				if err := s.ledger.Standing(ctx, p.Account.ID, p.Key.ID, now); err != nil {
+					return SubmitResult{}, err
+				}
+				p.Unconfirmed = false
+			}
 			return SubmitResult{Job: prev, Replayed: true}, nil
 		} else if !errors.Is(err, ErrNotFound) {
 			return SubmitResult{}, apierr.New(apierr.JobReadFailed).Wrap(err)
@@ -183,7 +191,9 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 				claimed = false
 			}
 		}()
-		a, err := s.ledger.Open(ctx, tx, p.Account.ID, now)
+		// The key is read with the account: its standing is confirmed here, and its ceiling
+		// and spend are judged as they stand, not as the gate's cache saw them.
+		a, k, err := s.ledger.OpenFor(ctx, tx, p.Account.ID, p.Key.ID, now)
 		if err != nil {
 			return err
 		}
@@ -196,7 +206,7 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 				return apierr.New(apierr.TooManyJobs, "limit", limit, "plan", string(a.Plan), "tier", nil)
 			}
 		}
-		cov, err := s.ledger.Decide(ctx, tx, a, p.Key, m.Slug, ledger.Credits(q.Credits), r.CoveredOnly, now)
+		cov, err := s.ledger.Decide(ctx, tx, a, k, m.Slug, ledger.Credits(q.Credits), r.CoveredOnly, now)
 		if err != nil {
 			return err
 		}
@@ -262,6 +272,9 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		}
 		return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
 	}
+	// The transaction confirmed the caller's standing (ledger.OpenFor): what is answered from
+	// here on needs no other confirmation.
+	p.Unconfirmed = false
 	res.Job, res.Warnings = job, warnings
 	if claimed {
 		if err := s.start(job); err != nil {

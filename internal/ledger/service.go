@@ -36,6 +36,35 @@ func (s *Service) Open(ctx context.Context, tx Tx, accountID string, now time.Ti
 	return s.grantAllowanceDue(ctx, tx, a, now)
 }
 
+// OpenFor is Open for a caller's request that may spend: it reads the caller's key with the
+// account it locks, in the same statement, and refuses a caller whose standing no longer
+// allows spending with the codes and in the order of spec 02 check 6 (account_banned,
+// account_suspended, account_limited, key_revoked, key_expired). The gate may have answered
+// the key from a cache (auth.Principal.Unconfirmed): this is where a revocation, a ban or an
+// expiry is seen at once (KEY-25), and where the key's ceiling and spend are read as they
+// stand for Decide. It answers the account and the key.
+func (s *Service) OpenFor(ctx context.Context, tx Tx, accountID, keyID string, now time.Time) (auth.Account, auth.KeyRecord, error) {
+	a, k, err := tx.LedgerLockAccountKey(ctx, accountID, keyID)
+	if err != nil {
+		return a, k, err
+	}
+	if err := auth.Standing(a, k, now, false); err != nil {
+		return a, k, err
+	}
+	a, err = s.grantAllowanceDue(ctx, tx, a, now)
+	return a, k, err
+}
+
+// Standing refuses, as OpenFor does, a caller whose account or key no longer allows spending,
+// for an answer that takes no transaction (an idempotent replay of an unconfirmed principal).
+func (s *Service) Standing(ctx context.Context, accountID, keyID string, now time.Time) error {
+	a, k, err := s.store.LedgerStanding(ctx, accountID, keyID)
+	if err != nil {
+		return err
+	}
+	return auth.Standing(a, k, now, false)
+}
+
 func (s *Service) grantAllowanceDue(ctx context.Context, tx Tx, a auth.Account, now time.Time) (auth.Account, error) {
 	if !a.AllowanceDue(now) {
 		return a, nil

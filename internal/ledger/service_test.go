@@ -76,7 +76,24 @@ func (m *memStore) LedgerAccount(ctx context.Context, id string) (auth.Account, 
 	return a, nil
 }
 
+func (m *memStore) LedgerStanding(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
+	return accountKey(m.st, accountID, keyID)
+}
+
+func accountKey(st memState, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
+	a, ok := st.accounts[accountID]
+	k, kok := st.keys[keyID]
+	if !ok || !kok || k.AccountID != accountID {
+		return auth.Account{}, auth.KeyRecord{}, ledger.ErrNotFound
+	}
+	return a, k, nil
+}
+
 type memTx struct{ st memState }
+
+func (tx *memTx) LedgerLockAccountKey(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
+	return accountKey(tx.st, accountID, keyID)
+}
 
 func (tx *memTx) LedgerLockAccount(ctx context.Context, id string) (auth.Account, error) {
 	a, ok := tx.st.accounts[id]

@@ -27,6 +27,9 @@ type Store interface {
 	LedgerBalanceSum(ctx context.Context, accountID string) (int64, error)
 	// LedgerAccount reads one account outside a transaction.
 	LedgerAccount(ctx context.Context, id string) (auth.Account, error)
+	// LedgerStanding reads an account and one of its keys outside a transaction, in one
+	// statement (ErrNotFound when the key is not the account's).
+	LedgerStanding(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error)
 }
 
 // Tx is the ledger's view of one store transaction. The jobs engine's transaction offers it
@@ -34,6 +37,9 @@ type Store interface {
 type Tx interface {
 	// LedgerLockAccount reads the account and holds its row until the transaction ends.
 	LedgerLockAccount(ctx context.Context, id string) (auth.Account, error)
+	// LedgerLockAccountKey is LedgerLockAccount that also reads one of the account's keys in
+	// the same statement (ErrNotFound when the key is not the account's).
+	LedgerLockAccountKey(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error)
 	// LedgerApply writes e, moves the balance by e.Amount and counts a charge or refund in the
 	// usage rollup, and returns the new balance. A debit (negative amount) that would leave the
 	// balance below floor changes nothing and answers ErrInsufficient; pass math.MinInt64 for

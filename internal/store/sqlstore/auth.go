@@ -75,6 +75,41 @@ func scanKey(row interface{ Scan(...any) error }) (auth.KeyRecord, error) {
 	return k, nil
 }
 
+// qAccountKey reads an account and one of its keys in one row.
+var qAccountKey = `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
+	` FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.id = $1 AND k.id = $2`
+
+// prefixed qualifies each column of a column list with p.
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i := range parts {
+		parts[i] = p + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scanAccountKey scans a row of qAccountKey.
+func scanAccountKey(row interface{ Scan(...any) error }) (auth.Account, auth.KeyRecord, error) {
+	var a auth.Account
+	var k auth.KeyRecord
+	var plan, status, scopes, mode string
+	var created, kCreated, expires int64
+	var passOnly int
+	var revoked sql.NullInt64
+	if err := row.Scan(&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &a.AllowancePeriod, &created, &passOnly, &a.PassCount,
+		&k.ID, &k.AccountID, &k.SecretHash, &scopes, &kCreated, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support, &k.SpentPeriod, &k.Spent); err != nil {
+		if isNoRows(err) {
+			return a, k, auth.ErrNotFound
+		}
+		return a, k, err
+	}
+	a.Plan, a.Status, a.CreatedAt, a.PassOnly = auth.Plan(plan), auth.Status(status), fromMicros(created), passOnly == 1
+	k.Scopes = auth.ParseStored(scopes)
+	k.CreatedAt, k.ExpiresAt, k.RevokedAt = fromMicros(kCreated), fromMicros(expires), timePtr(revoked)
+	k.Ceiling.Mode = auth.CeilingMode(mode)
+	return a, k, nil
+}
+
 func (db *DB) InsertKey(ctx context.Context, k auth.KeyRecord, maxLive int, now time.Time) error {
 	return db.InTx(ctx, func(tx *Tx) error {
 		// Lock the account row so two concurrent mints cannot both pass the count.

@@ -63,6 +63,20 @@ func (tx *Tx) LedgerLockAccount(ctx context.Context, id string) (auth.Account, e
 	return tx.accountForUpdate(ctx, id)
 }
 
+// LedgerLockAccountKey reads and locks the account and reads one of its keys, in one statement.
+func (tx *Tx) LedgerLockAccountKey(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
+	lock := ""
+	if tx.dialect == Postgres {
+		lock = " FOR UPDATE OF a"
+	}
+	return scanAccountKey(tx.q.QueryRowContext(ctx, qAccountKey+lock, accountID, keyID))
+}
+
+// LedgerStanding reads an account and one of its keys in one statement.
+func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
+	return scanAccountKey(db.sql.QueryRowContext(ctx, qAccountKey, accountID, keyID))
+}
+
 // LedgerApply moves the balance and records the entry, and counts charges and refunds in the
 // usage rollup, all in the caller's transaction: the balance always equals the sum of entries,
 // and the rollup the sum of charges and refunds.
