@@ -78,41 +78,35 @@ func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth
 }
 
 // LedgerApply moves the balance and records the entry, and counts charges and refunds in the
-// usage rollup, all in the caller's transaction: the balance always equals the sum of entries,
-// and the rollup the sum of charges and refunds.
+// usage rollup, all in the caller's transaction and in one statement: the balance always
+// equals the sum of entries, and the rollup the sum of charges and refunds. On SQLite the
+// statement inserts the entry with the balance it leaves, guarded by the floor, and the
+// trigger ledger_entries_apply (migration 00070) moves the balance and the rollup with it;
+// on PostgreSQL the three are data-modifying parts of one statement.
 func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
 	if tx.dialect == Postgres {
 		return tx.ledgerApplyOneTrip(ctx, e, floor)
 	}
 	var bal int64
-	err := tx.q.QueryRowContext(ctx, `UPDATE accounts SET balance = balance + $1 WHERE id = $2 AND balance + $1 >= $3 RETURNING balance`,
-		int64(e.Amount), e.AccountID, floor).Scan(&bal)
+	err := tx.q.QueryRowContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
+ SELECT id, $2, $3, $4, $5, $6, balance + $6, $7, $8 FROM accounts WHERE id = $1 AND balance + $6 >= $9 RETURNING balance`,
+		e.AccountID, e.KeyID, e.JobID, e.Model, string(e.Kind), int64(e.Amount), auth.Period(e.At), micros(e.At), floor).Scan(&bal)
 	if isNoRows(err) {
-		if floor == math.MinInt64 {
-			return 0, ledger.ErrNotFound
-		}
-		if _, err := tx.accountForUpdate(ctx, e.AccountID); err != nil {
-			return 0, err
-		}
-		return 0, ledger.ErrInsufficient
+		return 0, tx.refused(ctx, e.AccountID, floor)
 	}
-	if err != nil {
-		return 0, err
-	}
-	if _, err := tx.q.ExecContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, kind, amount, balance, period, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.AccountID, e.KeyID, e.JobID, string(e.Kind), int64(e.Amount), bal, auth.Period(e.At), micros(e.At)); err != nil {
-		return 0, err
-	}
-	charged, refunded, jobs, counted := rollupOf(e)
-	if !counted {
-		return bal, nil
-	}
-	day := micros(e.At) / dayMicros * dayMicros
-	_, err = tx.q.ExecContext(ctx, `INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs) VALUES ($1, $2, $3, $4, $5, $6, $7)
- ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
- refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs`,
-		e.AccountID, day, e.KeyID, e.Model, charged, refunded, jobs)
 	return bal, err
+}
+
+// refused says why a guarded movement changed nothing: no such account, or a balance below
+// the floor.
+func (tx *Tx) refused(ctx context.Context, accountID string, floor int64) error {
+	if floor == math.MinInt64 {
+		return ledger.ErrNotFound
+	}
+	if _, err := tx.accountForUpdate(ctx, accountID); err != nil {
+		return err
+	}
+	return ledger.ErrInsufficient
 }
 
 // rollupOf is what an entry adds to the usage rollup: charges and refunds count, grants and
@@ -135,8 +129,8 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
 	err := tx.q.QueryRowContext(ctx, `WITH b AS (
    UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),
  e AS (
-   INSERT INTO ledger_entries (account_id, key_id, job_id, kind, amount, balance, period, created_at)
-   SELECT $2::text, $4::text, $5::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
+   INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
+   SELECT $2::text, $4::text, $5::text, $10::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
  u AS (
    INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
    SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
@@ -146,13 +140,7 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
 		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
 		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted).Scan(&bal)
 	if isNoRows(err) {
-		if floor == math.MinInt64 {
-			return 0, ledger.ErrNotFound
-		}
-		if _, err := tx.accountForUpdate(ctx, e.AccountID); err != nil {
-			return 0, err
-		}
-		return 0, ledger.ErrInsufficient
+		return 0, tx.refused(ctx, e.AccountID, floor)
 	}
 	return bal, err
 }
