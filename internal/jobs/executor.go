@@ -173,6 +173,7 @@ func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause er
 	st.logs = append([]LogLine(nil), rj.logs...)
 	rj.mu.Unlock()
 	st.metrics = res.Metrics
+	st.balance = rj.job.BalanceAfter
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.settle(ctx, rj.job.RequestID, st); err != nil {
@@ -190,6 +191,7 @@ type settlement struct {
 	done    float64
 	logs    []LogLine
 	metrics map[string]float64
+	balance *int64 // the balance the job's charge left, when this process charged it
 }
 
 // settle closes a job exactly once: the charge settles at or below the quote, the rest is
@@ -225,12 +227,18 @@ func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, ou
 	if j.StartedAt != nil {
 		started = *j.StartedAt
 	}
-	charged, err := s.ledger.Settle(ctx, tx, ledger.Settlement{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model},
+	closed, err := s.ledger.Settle(ctx, tx, ledger.Settlement{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model},
 		Reserved: ledger.Credits(j.Reserved), Done: done, StartedAt: started}, now)
 	if err != nil {
 		return err
 	}
-	charge := int64(charged)
+	charge := int64(closed.Charged)
+	if closed.Balance != nil {
+		b := int64(*closed.Balance)
+		j.BalanceAfter = &b
+	} else {
+		j.BalanceAfter = st.balance // the charge was the job's last movement
+	}
 	j.Status, j.Outcome, j.Charged = Completed, st.outcome, charge
 	j.ErrorCode, j.ErrorMessage, j.ErrorDetail = st.code, st.message, st.detail
 	if st.outcome == Succeeded {

@@ -72,6 +72,11 @@ type Job struct {
 	CreatedAt      time.Time
 	StartedAt      *time.Time
 	FinishedAt     *time.Time
+	// BalanceAfter is the account's balance right after the job's last credit movement (its
+	// charge, or the refund of its settlement), known to the process that charged and settled
+	// it, for a request held until the job settles (credits_remaining, JOB-15); nil on a job
+	// read from the store.
+	BalanceAfter *int64 `json:"-"`
 }
 
 // LogLine is one element of `logs` (spec: "not shown"; designed after fal's queue logs).

@@ -353,6 +353,8 @@ func (s *Service) charge(ctx context.Context, tx Tx, a auth.Account, j *Job, now
 	if c.Reserved > 0 {
 		j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
 	}
+	bal := int64(c.Balance)
+	j.BalanceAfter = &bal
 	lease := now.Add(s.cfg.LeaseTTL)
 	j.Status, j.StartedAt, j.LeaseOwner, j.LeaseUntil = InProgress, &now, s.cfg.Owner, &lease
 	j.Attempts++

@@ -190,24 +190,36 @@ type Settlement struct {
 	StartedAt time.Time // the key's spend is given back in the month it was taken
 }
 
+// Closed is what Settle did.
+type Closed struct {
+	Charged Credits // what the job costs, at most what was reserved
+	// Balance is the account's balance the refund left; nil when nothing was refunded (the
+	// job's last movement was then its charge).
+	Balance *Credits
+}
+
 // Settle keeps what the work done costs, never above what was reserved, refunds the rest and
-// gives it back to the key's spend; it answers the credits charged.
-func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Time) (Credits, error) {
+// gives it back to the key's spend.
+func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Time) (Closed, error) {
 	charge, refund := Settle(int64(st.Reserved), st.Done)
+	out := Closed{Charged: Credits(charge)}
 	if refund > 0 {
-		if _, err := tx.LedgerApply(ctx, Entry{AccountID: st.AccountID, KeyID: st.KeyID, JobID: st.JobID, Model: st.Model, Kind: Refund,
-			Amount: Credits(refund), At: now}, math.MinInt64); err != nil {
-			return 0, err
+		bal, err := tx.LedgerApply(ctx, Entry{AccountID: st.AccountID, KeyID: st.KeyID, JobID: st.JobID, Model: st.Model, Kind: Refund,
+			Amount: Credits(refund), At: now}, math.MinInt64)
+		if err != nil {
+			return Closed{}, err
 		}
 		period := now
 		if !st.StartedAt.IsZero() {
 			period = st.StartedAt
 		}
 		if _, err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
-			return 0, err
+			return Closed{}, err
 		}
+		b := Credits(bal)
+		out.Balance = &b
 	}
-	return Credits(charge), nil
+	return out, nil
 }
 
 // CreateAccount opens an account; a non-zero opening balance is written as a grant entry. An

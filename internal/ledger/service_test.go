@@ -278,9 +278,9 @@ func TestSettleRefundsTheRest(t *testing.T) {
 		if _, err := l.Charge(ctx, tx, a, j, now); err != nil {
 			return err
 		}
-		charged, err := l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: 40, Done: 0.25, StartedAt: now}, now)
-		if charged != 10 {
-			t.Errorf("charged %d, want 10", charged)
+		closed, err := l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: 40, Done: 0.25, StartedAt: now}, now)
+		if closed.Charged != 10 || closed.Balance == nil || *closed.Balance != 90 {
+			t.Errorf("closed %+v, want 10 charged and a balance of 90", closed)
 		}
 		return err
 	})

@@ -137,7 +137,11 @@ func (h *Queue) submit() http.Handler {
 				if err != nil && r.Context().Err() == nil {
 					return err
 				}
-				f.Balance = h.balance(r, p)
+				if j.Settled() && j.BalanceAfter != nil {
+					f.Balance = *j.BalanceAfter // the settlement of this process said it: no read
+				} else {
+					f.Balance = h.balance(r, p)
+				}
 			}
 		}
 		pos := 0

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
@@ -24,13 +26,22 @@ func (s WebhookOutbox) Pending(ctx context.Context, limit int) ([]webhooks.Outbo
 	})
 }
 
+// MarkFannedOut marks the events in one statement (the relay hands up to its batch at once).
 func (s WebhookOutbox) MarkFannedOut(ctx context.Context, seqs []int64) error {
-	return s.InTx(ctx, func(tx *Tx) error {
-		for _, seq := range seqs {
-			if _, err := tx.q.ExecContext(ctx, `UPDATE events SET fanned_out = 1 WHERE seq = $1`, seq); err != nil {
-				return err
-			}
-		}
+	if len(seqs) == 0 {
 		return nil
-	})
+	}
+	var q strings.Builder
+	args := make([]any, len(seqs))
+	q.WriteString(`UPDATE events SET fanned_out = 1 WHERE seq IN (`)
+	for i, seq := range seqs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("$" + strconv.Itoa(i+1))
+		args[i] = seq
+	}
+	q.WriteString(")")
+	_, err := s.sql.ExecContext(ctx, q.String(), args...)
+	return err
 }
