@@ -66,6 +66,7 @@ type Service struct {
 
 	broker *broker
 	seats  *Seats
+	finals *finals // recently settled jobs (settled.go)
 
 	recorder Recorder // nil: settled jobs are logged only
 
@@ -95,7 +96,7 @@ type runningJob struct {
 // New wires the service. Call Run to start the background loops.
 func New(store Store, cat *catalog.Catalog, reg runners.Registry, env EnvFunc, seats *Seats, now func() time.Time, log *slog.Logger, cfg Config) *Service {
 	return &Service{store: store, ledger: ledger.New(store, now), catalog: cat, runners: reg, env: env, now: now, log: log, cfg: cfg, seats: seats,
-		rand: randomUint32, broker: newBroker(), slots: map[string]int{}, running: map[string]*runningJob{},
+		rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
 		base: context.Background(), wake: make(chan struct{}, 1)}
 }
 
@@ -405,6 +406,12 @@ func joinLoc(loc []string) string {
 // Get reads a job by request id for its own account (not_found otherwise, the same answer
 // as a missing one).
 func (s *Service) Get(ctx context.Context, accountID, requestID string) (Job, error) {
+	if j, ok := s.finals.get(requestID); ok {
+		if j.AccountID != accountID {
+			return Job{}, apierr.New(apierr.NotFound)
+		}
+		return j, nil
+	}
 	j, err := s.store.JobByRequest(ctx, requestID)
 	if errors.Is(err, ErrNotFound) || (err == nil && j.AccountID != accountID) {
 		return Job{}, apierr.New(apierr.NotFound)
@@ -412,6 +419,7 @@ func (s *Service) Get(ctx context.Context, accountID, requestID string) (Job, er
 	if err != nil {
 		return Job{}, apierr.New(apierr.JobReadFailed).Wrap(err)
 	}
+	s.finals.keep(j)
 	return s.live(j), nil
 }
 

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/runners"
@@ -14,15 +15,16 @@ import (
 // to its waiters: no read at all.
 
 // keepSettled records the job as its settlement committed it, for the waiters of a job that
-// runs in this process.
+// runs in this process and for later reads (finals).
 func (s *Service) keepSettled(requestID string, j Job) {
+	j = asStored(j)
+	s.finals.keep(j)
 	s.mu.Lock()
 	rj := s.running[requestID]
 	s.mu.Unlock()
 	if rj == nil {
 		return
 	}
-	j = asStored(j)
 	rj.mu.Lock()
 	rj.settled = &j
 	rj.mu.Unlock()
@@ -88,4 +90,52 @@ func (s *Service) waitRunning(ctx context.Context, accountID, requestID string, 
 		}
 		return j, !j.Settled(), true, nil
 	}
+}
+
+// A settled job never changes again (COMPLETED is final, and nothing rewrites or deletes a
+// settled row), so a read of one may be answered from memory: the status poll that sees
+// COMPLETED and the result read that follows it read nothing when this process settled the
+// job or read it settled before. The memory is bounded: the most recent settledKept jobs.
+const settledKept = 4096
+
+// finals holds recently settled jobs by request id, oldest evicted first.
+type finals struct {
+	mu    sync.Mutex
+	jobs  map[string]Job
+	order []string // ring of request ids, next is the slot to evict and reuse
+	next  int
+}
+
+func newFinals() *finals {
+	return &finals{jobs: make(map[string]Job), order: make([]string, 0, settledKept)}
+}
+
+// get answers the settled job with request id id, if kept.
+func (f *finals) get(id string) (Job, bool) {
+	f.mu.Lock()
+	j, ok := f.jobs[id]
+	f.mu.Unlock()
+	return j, ok
+}
+
+// keep remembers j, which must be settled and as a read answers it.
+func (f *finals) keep(j Job) {
+	if !j.Settled() {
+		return
+	}
+	j.BalanceAfter = nil // known to the request that waited on the job, not to later reads
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.jobs[j.RequestID]; ok {
+		f.jobs[j.RequestID] = j
+		return
+	}
+	if len(f.order) < settledKept {
+		f.order = append(f.order, j.RequestID)
+	} else {
+		delete(f.jobs, f.order[f.next])
+		f.order[f.next] = j.RequestID
+		f.next = (f.next + 1) % settledKept
+	}
+	f.jobs[j.RequestID] = j
 }

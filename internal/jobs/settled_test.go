@@ -50,3 +50,30 @@ func TestWaitTakesTheSettlementFromTheRun(t *testing.T) {
 		}
 	}
 }
+
+// THR: a settled job is final, so reading it again (the status poll that sees COMPLETED, the
+// result read after it) reads nothing from the database; another account still reads
+// not_found.
+func TestSettledJobReadFromMemory(t *testing.T) {
+	e := newEngine(t, storetest.OpenSQLite(t))
+	ctx := context.Background()
+	m, _ := e.cat.Model("image-4b")
+	res, err := e.js.Submit(ctx, jobs.SubmitRequest{Principal: e.p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.js.Drain()
+	s0, _ := e.db.Stats()
+	for range 3 {
+		j, err := e.js.Get(ctx, e.p.Account.ID, res.Job.RequestID)
+		if err != nil || !j.Settled() || j.Outcome != jobs.Succeeded {
+			t.Fatalf("read %+v %v", j, err)
+		}
+	}
+	if s1, _ := e.db.Stats(); s1 != s0 {
+		t.Fatalf("reads of a settled job took %d statements, want 0", s1-s0)
+	}
+	if _, err := e.js.Get(ctx, "acct_other", res.Job.RequestID); err == nil {
+		t.Fatal("another account read the job")
+	}
+}
