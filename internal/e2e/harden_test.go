@@ -253,6 +253,13 @@ func (t faultTx) InsertEvent(ctx context.Context, e jobs.Event) error {
 	return t.Tx.InsertEvent(ctx, e)
 }
 
+func (t faultTx) CloseJob(ctx context.Context, j jobs.Job, e *jobs.Event) error {
+	if e != nil && t.f.failEvent.Load() {
+		return errInjected
+	}
+	return t.Tx.CloseJob(ctx, j, e)
+}
+
 // TestERR_JobRecordFailedAndSettleFailed proves the two server-side rows where they arise: a
 // charged submit whose job cannot be recorded answers 500 job_record_failed with the charge
 // reversed (the same transaction) and a resend under the same key succeeds, charged once; a

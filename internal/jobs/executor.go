@@ -254,14 +254,14 @@ func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, ou
 	}
 	j.Progress = done
 	j.FinishedAt, j.LeaseOwner, j.LeaseUntil = &now, "", nil
-	if err := tx.UpdateJob(ctx, *j); err != nil {
-		return err
-	}
 	// Chat turns send no event: the request that paid for the turn answers it (spec 02 "Events").
+	var ev *Event
 	if j.Product != catalog.ProductChat {
-		if err := tx.InsertEvent(ctx, eventOf(*j, now)); err != nil {
-			return err
-		}
+		e := eventOf(*j, now)
+		ev = &e
+	}
+	if err := tx.CloseJob(ctx, *j, ev); err != nil {
+		return err
 	}
 	*out = *j
 	return nil

@@ -156,6 +156,9 @@ type Tx interface {
 	InsertJob(ctx context.Context, j Job) error
 	// UpdateJob writes j's state over a job not yet settled (ErrSettled otherwise).
 	UpdateJob(ctx context.Context, j Job) error
+	// CloseJob is UpdateJob of a settled job followed, when ev is not nil, by InsertEvent of
+	// its event, in one round trip where the store can.
+	CloseJob(ctx context.Context, j Job, ev *Event) error
 	// CountInFlight counts the account's unsettled jobs (reading only those).
 	CountInFlight(ctx context.Context, accountID string) (int, error)
 	CountQueued(ctx context.Context, model string) (int, error)

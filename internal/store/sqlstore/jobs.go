@@ -105,16 +105,50 @@ func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
 	return err
 }
 
-func (tx *Tx) UpdateJob(ctx context.Context, j jobs.Job) error {
-	a := jobArgs(j)
-	// Everything but the key (account_id, id) and the immutable columns; a settled job is never
-	// written again.
-	res, err := tx.q.ExecContext(ctx, `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
+// qUpdateJob writes everything but the key (account_id, id) and the immutable columns; a
+// settled job is never written again.
+const qUpdateJob = `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
  reserved = $6, charged = $7, coverage = $8, start_by = $9, provider_job_id = $10, dispatched = $11, cancel_asked = $12, result = $13,
  logs = $14, metrics = $15, progress = $16, lease_owner = $17, lease_until = $18, attempts = $19, started_at = $20, finished_at = $21
- WHERE account_id = $22 AND id = $23 AND status <> 'COMPLETED'`,
-		a[8], a[9], a[10], a[11], a[12], a[14], a[15], a[16], a[18], a[20], a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29],
-		a[31], a[32], j.AccountID, j.ID)
+ WHERE account_id = $22 AND id = $23 AND status <> 'COMPLETED'`
+
+func updateJobArgs(j jobs.Job) []any {
+	a := jobArgs(j)
+	return []any{a[8], a[9], a[10], a[11], a[12], a[14], a[15], a[16], a[18], a[20], a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29],
+		a[31], a[32], j.AccountID, j.ID}
+}
+
+// CloseJob writes the settled job and its outbox event. On PostgreSQL both are one statement
+// (one round trip): the event is inserted only when the update took, and the count of updated
+// rows says whether it did.
+func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
+	if tx.dialect != Postgres || ev == nil {
+		if err := tx.UpdateJob(ctx, j); err != nil {
+			return err
+		}
+		if ev == nil {
+			return nil
+		}
+		return tx.InsertEvent(ctx, *ev)
+	}
+	var n int
+	err := tx.q.QueryRowContext(ctx, `WITH u AS (`+qUpdateJob+` RETURNING 1),
+ e AS (INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
+   SELECT $24::text, $25::text, $26::text, $27::text, $28::text, $29::text, $30::text, $31::text, $32::bigint, $33::bigint, $34::text, $35::bigint FROM u
+   ON CONFLICT (account_id, id) DO NOTHING)
+ SELECT count(*) FROM u`, append(updateJobArgs(j), ev.AccountID, ev.ID, ev.JobID, ev.RequestID, ev.Type, ev.Product, string(ev.Status), ev.ErrorCode,
+		ev.Charged, ev.Reserved, ev.Webhook, micros(ev.CreatedAt))...).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return jobs.ErrSettled
+	}
+	return nil
+}
+
+func (tx *Tx) UpdateJob(ctx context.Context, j jobs.Job) error {
+	res, err := tx.q.ExecContext(ctx, qUpdateJob, updateJobArgs(j)...)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("ClaimsInQueueOrder", func(t *testing.T) { testClaims(t, open(t)) })
 	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
 	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
+	t.Run("CloseJobWritesJobAndEvent", func(t *testing.T) { testCloseJob(t, open(t)) })
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
 	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
 }
@@ -107,6 +108,39 @@ func testJobReads(t *testing.T, db *sqlstore.DB) {
 	list, err := s.ListJobs(ctx, "acct_j", t0.Add(time.Hour), 10)
 	if err != nil || len(list) != 1 || list[0].ID != j.ID {
 		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+// A settlement writes the settled job and its outbox event together (one statement on
+// PostgreSQL); a second settlement of the same job answers ErrSettled and writes no event.
+func testCloseJob(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_c", auth.Pro, 100)
+	j := newJob("acct_c", "photo", "close-1", jobs.InProgress, t0)
+	if err := insert(t, db, j); err != nil {
+		t.Fatal(err)
+	}
+	done := t0.Add(time.Minute)
+	j.Status, j.Outcome, j.Charged, j.FinishedAt = jobs.Completed, jobs.Succeeded, 7, &done
+	ev := jobs.Event{ID: "evt_" + j.ID + "_succeeded", AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID, Type: "job.succeeded",
+		Product: j.Product, Status: jobs.Succeeded, Charged: 7, Reserved: 10, CreatedAt: done}
+	closeJob := func() error {
+		return s.InTx(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, j, &ev) })
+	}
+	if err := closeJob(); err != nil {
+		t.Fatal(err)
+	}
+	if err := closeJob(); !errors.Is(err, jobs.ErrSettled) {
+		t.Fatalf("second settlement: %v, want ErrSettled", err)
+	}
+	got, err := s.JobByRequest(ctx, j.RequestID)
+	if err != nil || !got.Settled() || got.Charged != 7 {
+		t.Fatalf("settled job: %+v %v", got, err)
+	}
+	evs, err := sqlstore.WebhookOutbox{DB: db}.Pending(ctx, 10)
+	if err != nil || len(evs) != 1 || evs[0].ID != ev.ID || evs[0].Charged != 7 || evs[0].Reserved != 10 || !evs[0].CreatedAt.Equal(done) {
+		t.Fatalf("outbox: %+v %v", evs, err)
 	}
 }
 
