@@ -176,7 +176,7 @@ func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause er
 	st.balance = rj.job.BalanceAfter
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.settle(ctx, rj.job.RequestID, st); err != nil {
+	if err := s.settleRun(ctx, rj, st, errors.Is(cause, errCancelAsked)); err != nil {
 		s.log.Error("settle failed; the lease will run out and the job runs again", "request_id", rj.job.RequestID, "err", err)
 	}
 }
@@ -212,6 +212,30 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 	if err == nil && settled.RequestID != "" {
 		s.keepSettled(requestID, settled)
 		s.broker.publish(requestID)
+		s.settled(settled)
+	}
+	return err
+}
+
+// settleRun is settle for a run of this process, from the job as the run holds it: the job's
+// row is not read again. What the run started from is what the row holds (the run charged and
+// started it, or read it to take it over), apart from columns the settlement overwrites (lease,
+// logs, progress) and the cancel flag, passed in; the write is guarded by the job not being
+// settled yet (ErrSettled), in the transaction that moves the credits, so a job settled
+// elsewhere meanwhile is settled once.
+func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, cancelAsked bool) error {
+	var settled Job
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		j := rj.job
+		j.CancelAsked = j.CancelAsked || cancelAsked
+		return s.settleTx(ctx, tx, &j, st, &settled)
+	})
+	if errors.Is(err, ErrSettled) {
+		return nil // settled twice notifies once
+	}
+	if err == nil {
+		s.keepSettled(settled.RequestID, settled)
+		s.broker.publish(settled.RequestID)
 		s.settled(settled)
 	}
 	return err

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
@@ -33,9 +34,20 @@ func (s *Service) keepSettled(requestID string, j Job) {
 // asStored gives the job as a read from the store would: times at the store's precision, in
 // UTC, and the documents the runner returned as JSON values (a read decodes them from JSON).
 func asStored(j Job) Job {
-	if j.FinishedAt != nil {
-		t := j.FinishedAt.Truncate(time.Microsecond).UTC()
-		j.FinishedAt = &t
+	micros := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		v := t.Truncate(time.Microsecond).UTC()
+		return &v
+	}
+	j.FinishedAt, j.StartedAt, j.StartBy, j.LeaseUntil = micros(j.FinishedAt), micros(j.StartedAt), micros(j.StartBy), micros(j.LeaseUntil)
+	j.CreatedAt = *micros(&j.CreatedAt)
+	if j.Coverage != nil {
+		var c ledger.Coverage
+		if b, err := json.Marshal(j.Coverage); err == nil && json.Unmarshal(b, &c) == nil {
+			j.Coverage = &c
+		}
 	}
 	if j.Result != nil {
 		var r runners.Result
