@@ -245,7 +245,7 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 			res.Balance = a.Balance
 			return tx.InsertJob(ctx, job)
 		}
-		bal, err := s.charge(ctx, tx, a, &job, now)
+		bal, err := s.charge(ctx, tx, a, &job, now, true)
 		if err != nil {
 			return err
 		}
@@ -326,7 +326,7 @@ func (s *Service) handOff(ctx context.Context, tx Tx, a auth.Account, job *Job, 
 		job.StartBy = &t
 	}
 	if !job.Coverage.Covered() {
-		bal, err := s.charge(ctx, tx, a, job, now)
+		bal, err := s.charge(ctx, tx, a, job, now, true)
 		if err != nil {
 			return 0, err
 		}
@@ -340,13 +340,20 @@ func (s *Service) handOff(ctx context.Context, tx Tx, a auth.Account, job *Job, 
 
 // charge takes the job's quote through the ledger (a pass's use, or credits within the key's
 // ceiling and the balance) and moves the job to IN_PROGRESS under this process's lease. a is
-// the account as ledger.Open returned it in this transaction.
-func (s *Service) charge(ctx context.Context, tx Tx, a auth.Account, j *Job, now time.Time) (int64, error) {
+// the account as ledger.Open returned it in this transaction. submit says the transaction
+// commits nothing when the charge is refused (a submit's), which lets the ledger move the
+// debit and the key's spend together (ledger.Service.ChargeFor); a queued job charged at its
+// turn commits its failure instead.
+func (s *Service) charge(ctx context.Context, tx Tx, a auth.Account, j *Job, now time.Time, submit bool) (int64, error) {
 	quote := ledger.Credits(j.Quoted)
 	if j.Reserved != 0 {
 		quote = 0 // charged already (a job taken over after a crash is not charged twice)
 	}
-	c, err := s.ledger.Charge(ctx, tx, a, ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model,
+	take := s.ledger.Charge
+	if submit {
+		take = s.ledger.ChargeFor
+	}
+	c, err := take(ctx, tx, a, ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model,
 		Quote: quote, Coverage: j.Coverage}, now)
 	if err != nil {
 		return 0, err

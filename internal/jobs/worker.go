@@ -233,7 +233,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			if err != nil {
 				return err
 			}
-			if _, err := s.charge(ctx, tx, a, &j, now); err != nil {
+			if _, err := s.charge(ctx, tx, a, &j, now, false); err != nil {
 				e, ok := apierr.As(err)
 				if !ok || (e.Code != apierr.InsufficientCredits && e.Code != apierr.KeyCreditCeiling) {
 					return err

@@ -182,6 +182,32 @@ func (s *Service) Charge(ctx context.Context, tx Tx, a auth.Account, j Job, now 
 	return Charged{Reserved: j.Quote, Balance: Credits(bal)}, nil
 }
 
+// ChargeFor is Charge for a submit, whose transaction commits nothing when it is refused: the
+// debit and the key's spend move in one statement (one round trip on PostgreSQL), and the
+// key's ceiling is judged on the spend that statement answers. A refusal for the ceiling comes
+// after both moved, so the caller's transaction must end on it (a refused submit rolls back);
+// a job charged at its turn in the queue goes through Charge, which gives the spend back.
+func (s *Service) ChargeFor(ctx context.Context, tx Tx, a auth.Account, j Job, now time.Time) (Charged, error) {
+	if j.Coverage.Covered() || j.Quote <= 0 {
+		return s.Charge(ctx, tx, a, j, now)
+	}
+	if a.Balance < int64(j.Quote) {
+		return Charged{}, apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance)
+	}
+	bal, k, err := tx.LedgerChargeKey(ctx, Entry{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.JobID, Model: j.Model, Kind: Charge,
+		Amount: -j.Quote, At: now}, auth.Period(now), 0)
+	if errors.Is(err, ErrInsufficient) {
+		return Charged{}, apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance)
+	}
+	if err != nil {
+		return Charged{}, err
+	}
+	if err := auth.CheckSpend(k.Ceiling, a.MonthlyAllowance, k.SpentIn(now)-int64(j.Quote), int64(j.Quote)); err != nil {
+		return Charged{}, err
+	}
+	return Charged{Reserved: j.Quote, Balance: Credits(bal)}, nil
+}
+
 // Settlement closes a job's credits.
 type Settlement struct {
 	Job

@@ -134,6 +134,15 @@ func (tx *memTx) LedgerKeySpend(ctx context.Context, keyID, period string, delta
 	return k, nil
 }
 
+func (tx *memTx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period string, floor int64) (int64, auth.KeyRecord, error) {
+	bal, err := tx.LedgerApply(ctx, e, floor)
+	if err != nil {
+		return 0, auth.KeyRecord{}, err
+	}
+	k, err := tx.LedgerKeySpend(ctx, e.KeyID, period, -int64(e.Amount))
+	return bal, k, err
+}
+
 func (tx *memTx) LedgerPasses(ctx context.Context, accountID string) ([]ledger.Pass, error) {
 	var out []ledger.Pass
 	for _, p := range tx.st.passes {
@@ -217,6 +226,39 @@ func code(err error) apierr.Code {
 		return e.Code
 	}
 	return ""
+}
+
+// JOB-05 / CEIL: a submit's charge (ChargeFor) takes the quote and adds it to the key's spend
+// together, judges the ceiling on the spend it moved, and a refusal, which the submit's
+// transaction ends on, leaves neither moved.
+func TestChargeForMovesDebitAndSpendTogether(t *testing.T) {
+	ctx := context.Background()
+	m, l := setup(t, 100, auth.Ceiling{Mode: auth.Fixed, Amount: 50})
+	charge := func(q ledger.Credits) (ledger.Charged, error) {
+		var c ledger.Charged
+		err := m.LedgerTx(ctx, func(tx ledger.Tx) error {
+			a, _, err := l.OpenFor(ctx, tx, "acct", "key", now)
+			if err != nil {
+				return err
+			}
+			c, err = l.ChargeFor(ctx, tx, a, ledger.Job{AccountID: "acct", KeyID: "key", JobID: "photo_1", Model: "m", Quote: q}, now)
+			return err // a refused submit commits nothing
+		})
+		return c, err
+	}
+	c, err := charge(30)
+	if err != nil || c.Reserved != 30 || c.Balance != 70 || m.st.keys["key"].Spent != 30 {
+		t.Fatalf("charge 30: %+v %v spent %d", c, err, m.st.keys["key"].Spent)
+	}
+	if _, err := charge(25); code(err) != apierr.KeyCreditCeiling {
+		t.Fatalf("past the ceiling: %v", err)
+	}
+	if _, err := charge(71); code(err) != apierr.InsufficientCredits {
+		t.Fatalf("beyond the balance: %v", err)
+	}
+	if m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 {
+		t.Fatalf("a refusal moved spend %d / balance %d", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance)
+	}
 }
 
 // JOB-05 / CEIL: a charge takes the quote, adds it to the key's spend, and a refusal (ceiling or

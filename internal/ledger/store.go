@@ -48,6 +48,11 @@ type Tx interface {
 	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
 	// it changed) and returns the key as it now stands.
 	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error)
+	// LedgerChargeKey is LedgerApply of the charge e guarded by floor, with the key's spend in
+	// period raised by the charge, in one statement where the store can: the spend moves only
+	// if the debit does (ErrInsufficient, nothing changed, otherwise). It answers the new
+	// balance and the key as it now stands.
+	LedgerChargeKey(ctx context.Context, e Entry, period string, floor int64) (int64, auth.KeyRecord, error)
 	// LedgerPasses lists the account's passes and promotions.
 	LedgerPasses(ctx context.Context, accountID string) ([]Pass, error)
 	// LedgerUsePass takes one use of a pass with uses left (an unlimited one is untouched).

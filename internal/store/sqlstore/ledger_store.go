@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"math"
 	"strings"
 	"time"
@@ -144,6 +145,53 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
 	}
 	return bal, err
 }
+
+// LedgerChargeKey debits a charge and raises the key's spend: on PostgreSQL one statement whose
+// key update runs only when the guarded balance update took a row; on SQLite the two writes of
+// LedgerApply and LedgerKeySpend (no round trips to save there).
+func (tx *Tx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period string, floor int64) (int64, auth.KeyRecord, error) {
+	if tx.dialect != Postgres {
+		bal, err := tx.LedgerApply(ctx, e, floor)
+		if err != nil {
+			return 0, auth.KeyRecord{}, err
+		}
+		k, err := tx.LedgerKeySpend(ctx, e.KeyID, period, -int64(e.Amount))
+		return bal, k, err
+	}
+	charged, refunded, jobs, counted := rollupOf(e)
+	row := tx.q.QueryRowContext(ctx, `WITH b AS (
+   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),
+ k AS (
+   UPDATE api_keys SET spent = CASE WHEN spent_period = $15::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $15::text
+   WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),
+ e AS (
+   INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
+   SELECT $2::text, $4::text, $5::text, $10::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
+ u AS (
+   INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
+   SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
+   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs)
+ SELECT b.balance, `+prefixed("k.", keyCols)+` FROM b, k`,
+		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
+		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, period)
+	var bal int64
+	k, err := scanKey(balanceThen{row: row, bal: &bal})
+	if errors.Is(err, auth.ErrNotFound) {
+		// No row: the balance was below the floor (or the key is gone, which a locked
+		// account's own key never is).
+		return 0, auth.KeyRecord{}, tx.refused(ctx, e.AccountID, floor)
+	}
+	return bal, k, err
+}
+
+// balanceThen scans a leading balance column into bal and the rest as the wrapped scanner does.
+type balanceThen struct {
+	row interface{ Scan(...any) error }
+	bal *int64
+}
+
+func (b balanceThen) Scan(dest ...any) error { return b.row.Scan(append([]any{b.bal}, dest...)...) }
 
 // LedgerKeySpend adds delta to the key's spend in period and returns the key. A charge starts
 // a new period afresh; a refund given back after the period changed has nothing left to lower

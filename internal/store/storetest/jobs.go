@@ -273,16 +273,28 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 	run := func(jobID string, quote ledger.Credits, done float64, at time.Time) {
 		t.Helper()
 		err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
-			a, err := l.Open(ctx, tx, "acct_r", at)
-			if err != nil {
-				return err
-			}
+			// The first job is charged as a submit is (the key read with the account, debit
+			// and spend in one statement); the others as a queued job at its turn.
 			j := ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: jobID, Model: "image-4b", Quote: quote}
-			c, err := l.Charge(ctx, tx, a, j, at)
-			if err != nil {
-				return err
+			var c ledger.Charged
+			if jobID == "photo_1" {
+				a, _, err := l.OpenFor(ctx, tx, "acct_r", "rollupkey001", at)
+				if err != nil {
+					return err
+				}
+				if c, err = l.ChargeFor(ctx, tx, a, j, at); err != nil {
+					return err
+				}
+			} else {
+				a, err := l.Open(ctx, tx, "acct_r", at)
+				if err != nil {
+					return err
+				}
+				if c, err = l.Charge(ctx, tx, a, j, at); err != nil {
+					return err
+				}
 			}
-			_, err = l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: at}, at)
+			_, err := l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: at}, at)
 			return err
 		})
 		if err != nil {
@@ -311,6 +323,17 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 	got, err = db.Usage(ctx, "acct_r", t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
 	if err != nil || !reflect.DeepEqual(got, []sqlstore.UsageRow{{KeyID: "rollupkey001", Charged: 150, Refunded: 25, Jobs: 2}}) {
 		t.Fatalf("usage of one day %+v %v", got, err)
+	}
+	// A submit's debit beyond the balance moves neither the balance nor the key's spend.
+	err = db.LedgerTx(ctx, func(tx ledger.Tx) error {
+		_, _, err := tx.LedgerChargeKey(ctx, ledger.Entry{AccountID: "acct_r", KeyID: "rollupkey001", JobID: "photo_4", Model: "image-4b",
+			Kind: ledger.Charge, Amount: -876, At: t0}, auth.Period(t0), 0)
+		return err
+	})
+	a, _ = db.Account(ctx, "acct_r")
+	k, _ = db.Key(ctx, "rollupkey001")
+	if !errors.Is(err, ledger.ErrInsufficient) || a.Balance != 875 || k.SpentIn(t0) != 125 {
+		t.Fatalf("debit beyond the balance: %v, balance %d, spend %d", err, a.Balance, k.SpentIn(t0))
 	}
 }
 
