@@ -82,7 +82,7 @@ func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth
 // usage rollup, all in the caller's transaction and in one statement: the balance always
 // equals the sum of entries, and the rollup the sum of charges and refunds. On SQLite the
 // statement inserts the entry with the balance it leaves, guarded by the floor, and the
-// trigger ledger_entries_apply (migration 00070) moves the balance and the rollup with it;
+// trigger ledger_entries_apply (migration 00080) moves the balance and the rollup with it;
 // on PostgreSQL the three are data-modifying parts of one statement.
 func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
 	if tx.dialect == Postgres {
