@@ -27,6 +27,9 @@ type Handler struct {
 	Auth     *auth.Service
 	Ledger   *ledger.Service
 	Catalog  *catalog.Catalog
+	// Directory lists accounts for the operator pages (the store; nil: the list says it is
+	// not available).
+	Directory AccountDirectory
 	// Secret keys the CSRF tokens (the deployment secret).
 	Secret []byte
 	// Secure marks cookies Secure: the console's public URL is https.
@@ -81,6 +84,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
 	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
+	h.operatorRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound

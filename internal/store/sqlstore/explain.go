@@ -58,6 +58,7 @@ var hot = map[string]struct {
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
 	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+	"console: accounts page":     {qAccountsPage, []any{int64(1 << 62), "acct", 50}},
 }
 
 // HotQueries lists the names Explain accepts.
