@@ -58,3 +58,19 @@ type Tx interface {
 	// LedgerRevokeKeys stamps every live key of the account revoked at `at`; it returns how many.
 	LedgerRevokeKeys(ctx context.Context, accountID string, at time.Time) (int, error)
 }
+
+// UsageStore is the read side of the usage rollup the ledger writes with each charge and
+// refund (one row per account, UTC day, key and model). Reads take whole UTC days: from and to
+// are day starts (Usage rounds them). Only this package calls it: every other package reads
+// usage through Usage.
+type UsageStore interface {
+	// LedgerUsageByKey sums the rollup of accountID over [from, to) per key, ordered by key id;
+	// an account without spend answers an empty, non-nil list.
+	LedgerUsageByKey(ctx context.Context, accountID string, from, to time.Time) ([]KeyUsage, error)
+	// LedgerUsageDayCount counts the rollup rows of accountID over [from, to).
+	LedgerUsageDayCount(ctx context.Context, accountID string, from, to time.Time) (int64, error)
+	// LedgerUsageDays hands fn the rollup rows of accountID over [from, to) in (day, key,
+	// model) order, at most limit of them, one at a time as the database returns them; an
+	// error from fn stops the read and is returned.
+	LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(DayUsage) error) error
+}

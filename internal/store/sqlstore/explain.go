@@ -29,6 +29,11 @@ const (
 	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
  FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
  GROUP BY key_id ORDER BY key_id`
+	// qUsageDayCount and qUsageDays read one range of usage_daily's primary key (account_id, day,
+	// key_id, model), in its order: no sort, and a bounded read.
+	qUsageDayCount = `SELECT count(*) FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3`
+	qUsageDays     = `SELECT day, key_id, model, jobs, charged, refunded FROM usage_daily
+ WHERE account_id = $1 AND day >= $2 AND day < $3 ORDER BY day, key_id, model LIMIT $4`
 	qAccount = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
 	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
 )
@@ -58,6 +63,8 @@ var hot = map[string]struct {
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
 	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+	"usage: export count":        {qUsageDayCount, []any{"acct", int64(0), int64(1)}},
+	"usage: export rows":         {qUsageDays, []any{"acct", int64(0), int64(1), int64(100000)}},
 }
 
 // HotQueries lists the names Explain accepts.

@@ -2,47 +2,76 @@ package sqlstore
 
 import (
 	"context"
+	"math"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
-// UsageRow is one key's spend in a window, read from the ledger: Charged is the credits its
-// charges took (a positive number), Refunded what refunds gave back, Jobs how many distinct
-// jobs were charged.
-//
-// It is an alias of an unnamed struct on purpose: accountapi declares the same shape for its
-// UsageReader port, and Go treats the two as one type, so *DB satisfies that port without the
-// HTTP layer importing the store or the store importing the HTTP layer.
-type UsageRow = struct {
-	KeyID    string
-	Charged  int64
-	Refunded int64
-	Jobs     int64
-}
+// This file is the read side of the usage rollup (usage_daily), which the ledger's adapter
+// (ledger_store.go) writes in the transaction of each charge and refund. Every read here takes
+// one account's rows over a window of days: one range of the rollup's primary key
+// (account_id, day, key_id, model), so it costs the window's rows, not the account's history.
 
-// Usage sums the charges and refunds of accountID written in [from, to), grouped by the key
-// that caused them, ordered by key id. It reads the usage rollup (one row per account, UTC day,
-// key and model, written with each entry), so it costs the window's days, not the account's
-// history; the window is taken in whole UTC days (the windows served are calendar months).
-// Grants and allowances are not spend and are left out. A refund counts in the day it was
-// written, which may differ from its charge's.
-func (db *DB) Usage(ctx context.Context, accountID string, from, to time.Time) ([]UsageRow, error) {
-	first := micros(from) / dayMicros * dayMicros
-	end := (micros(to) + dayMicros - 1) / dayMicros * dayMicros
-	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, first, end)
+var _ ledger.UsageStore = (*DB)(nil)
+
+// LedgerUsageByKey sums the charges and refunds of accountID over [from, to) per key that
+// caused them, ordered by key id. Grants and allowances are not spend and are not in the
+// rollup. A refund counts in the day it was written, which may differ from its charge's.
+func (db *DB) LedgerUsageByKey(ctx context.Context, accountID string, from, to time.Time) ([]ledger.KeyUsage, error) {
+	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, dayStart(from), dayEnd(to))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []UsageRow{}
+	out := []ledger.KeyUsage{}
 	for rows.Next() {
-		var r UsageRow
+		var r ledger.KeyUsage
 		if err := rows.Scan(&r.KeyID, &r.Charged, &r.Refunded, &r.Jobs); err != nil {
 			return nil, err
-		}
-		if r.Charged == 0 && r.Refunded == 0 && r.Jobs == 0 {
-			continue
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
 }
+
+// LedgerUsageDayCount counts the rollup rows of accountID over [from, to): what an export of
+// the window would hold.
+func (db *DB) LedgerUsageDayCount(ctx context.Context, accountID string, from, to time.Time) (int64, error) {
+	var n int64
+	err := db.sql.QueryRowContext(ctx, qUsageDayCount, accountID, dayStart(from), dayEnd(to)).Scan(&n)
+	return n, err
+}
+
+// LedgerUsageDays hands fn the rollup rows of accountID over [from, to) in primary-key order
+// (day, key, model), at most limit of them (limit <= 0: all), scanning one at a time.
+func (db *DB) LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(ledger.DayUsage) error) error {
+	lim := int64(limit)
+	if limit <= 0 {
+		lim = math.MaxInt64
+	}
+	rows, err := db.sql.QueryContext(ctx, qUsageDays, accountID, dayStart(from), dayEnd(to), lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			r   ledger.DayUsage
+			day int64
+		)
+		if err := rows.Scan(&day, &r.KeyID, &r.Model, &r.Jobs, &r.Charged, &r.Refunded); err != nil {
+			return err
+		}
+		r.Day = fromMicros(day)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// dayStart and dayEnd widen [from, to) to whole UTC days in the rollup's unit (microseconds
+// since the epoch): the day holding from, and the end of the day holding the instant before to.
+func dayStart(from time.Time) int64 { return micros(from) / dayMicros * dayMicros }
+func dayEnd(to time.Time) int64     { return (micros(to) + dayMicros - 1) / dayMicros * dayMicros }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// RunUsage is the conformance suite of the usage read (per-key spend in a window, ACC-14).
+// RunUsage is the conformance suite of the usage reads: per-key spend in a window (ACC-14) and
+// the rollup's rows per day, key and model that the export streams (ACC-15).
 func RunUsage(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("UsageByKeyInWindow", func(t *testing.T) { testUsage(t, open(t)) })
+	t.Run("UsageDaysInWindow", func(t *testing.T) { testUsageDays(t, open(t)) })
 }
 
 func testUsage(t *testing.T, db *sqlstore.DB) {
@@ -43,23 +46,92 @@ func testUsage(t *testing.T, db *sqlstore.DB) {
 	add("acct_u", "key_b", "music_0", ledger.Charge, -100, from.Add(-time.Microsecond)) // last month: out
 	add("acct_v", "key_c", "photo_1", ledger.Charge, -50, from.Add(time.Hour))          // another account
 
-	got, err := db.Usage(ctx, "acct_u", from, to)
+	got, err := db.LedgerUsageByKey(ctx, "acct_u", from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sqlstore.UsageRow{
+	want := []ledger.KeyUsage{
 		{KeyID: "key_a", Charged: 30, Refunded: 24, Jobs: 2},
 		{KeyID: "key_b", Charged: 7, Refunded: 0, Jobs: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage = %+v, want %+v", got, want)
 	}
-	got, err = db.Usage(ctx, "acct_u", from.AddDate(0, -1, 0), from)
-	if err != nil || !reflect.DeepEqual(got, []sqlstore.UsageRow{{KeyID: "key_b", Charged: 100, Jobs: 1}}) {
+	got, err = db.LedgerUsageByKey(ctx, "acct_u", from.AddDate(0, -1, 0), from)
+	if err != nil || !reflect.DeepEqual(got, []ledger.KeyUsage{{KeyID: "key_b", Charged: 100, Jobs: 1}}) {
 		t.Fatalf("last month = %+v, %v", got, err)
 	}
-	got, err = db.Usage(ctx, "acct_none", from, to)
+	got, err = db.LedgerUsageByKey(ctx, "acct_none", from, to)
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("no entries = %#v, %v (want an empty, non-nil list)", got, err)
+	}
+}
+
+func testUsageDays(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_d", auth.Pro, 1000)
+	NewAccount(t, db, "acct_e", auth.Pro, 1000)
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	add := func(acct, key, model string, kind ledger.Kind, amount int64, at time.Time) {
+		t.Helper()
+		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: "j", Model: model, Kind: kind,
+				Amount: ledger.Credits(amount), At: at}, math.MinInt64)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d2 := from.AddDate(0, 0, 1)
+	add("acct_d", "key_b", "photo", ledger.Charge, -10, d2.Add(time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Charge, -5, d2.Add(2*time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Charge, -5, d2.Add(3*time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Refund, 5, d2.Add(4*time.Hour))
+	add("acct_d", "key_a", "music", ledger.Charge, -30, d2.Add(5*time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Charge, -8, from)                          // first instant: in
+	add("acct_d", "key_a", "photo", ledger.Charge, -9, to.Add(-time.Microsecond))     // last instant: in
+	add("acct_d", "key_a", "photo", ledger.Charge, -100, to)                          // next month: out
+	add("acct_d", "key_a", "photo", ledger.Charge, -100, from.Add(-time.Microsecond)) // last month: out
+	add("acct_d", "", "", ledger.Grant, 500, d2)                                      // not spend
+	add("acct_e", "key_c", "photo", ledger.Charge, -50, d2)                           // another account
+
+	read := func(acct string, limit int) []ledger.DayUsage {
+		t.Helper()
+		var out []ledger.DayUsage
+		if err := db.LedgerUsageDays(ctx, acct, from, to, limit, func(r ledger.DayUsage) error { out = append(out, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := []ledger.DayUsage{
+		{Day: from, KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 8},
+		{Day: d2, KeyID: "key_a", Model: "music", Jobs: 1, Charged: 30},
+		{Day: d2, KeyID: "key_a", Model: "photo", Jobs: 2, Charged: 10, Refunded: 5},
+		{Day: d2, KeyID: "key_b", Model: "photo", Jobs: 1, Charged: 10},
+		{Day: to.AddDate(0, 0, -1), KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 9},
+	}
+	if got := read("acct_d", 0); !reflect.DeepEqual(got, want) {
+		t.Fatalf("days = %+v, want %+v", got, want)
+	}
+	if got := read("acct_d", 2); !reflect.DeepEqual(got, want[:2]) {
+		t.Fatalf("days limited to 2 = %+v", got)
+	}
+	if n, err := db.LedgerUsageDayCount(ctx, "acct_d", from, to); err != nil || n != int64(len(want)) {
+		t.Fatalf("count = %d %v, want %d", n, err, len(want))
+	}
+	if n, err := db.LedgerUsageDayCount(ctx, "acct_none", from, to); err != nil || n != 0 {
+		t.Fatalf("count of an account without spend = %d %v", n, err)
+	}
+	if got := read("acct_none", 0); len(got) != 0 {
+		t.Fatalf("days of an account without spend = %+v", got)
+	}
+	// An error from the callback stops the read and comes back.
+	stop := errors.New("stop")
+	calls := 0
+	err := db.LedgerUsageDays(ctx, "acct_d", from, to, 0, func(ledger.DayUsage) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("callback error: %v after %d calls", err, calls)
 	}
 }
