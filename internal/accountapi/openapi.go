@@ -217,8 +217,8 @@ func oaAccountPaths(cat *catalog.Catalog) map[string]any {
 				oaQueryParam("granularity", "day (the default and only value): one row per UTC day, key and model.", oaEnum("day")),
 			}, map[string]any{"200": map[string]any{
 				"description": "CSV (RFC 4180), attachment usage-<account>-<window>.csv. Header row date,key_id,model,jobs,credits_charged,credits_refunded,credits_net; rows ordered by date, key_id, model. Text cells starting with = + - @ are prefixed with a single quote.",
-				"headers": map[string]any{"Content-Disposition": map[string]any{"description": `attachment; filename="usage-<account>-<window>.csv"`, "schema": oaStr()}},
-				"content": map[string]any{"text/csv": map[string]any{"schema": map[string]any{"type": "string", "contentMediaType": "text/csv"}}},
+				"headers":     map[string]any{"Content-Disposition": map[string]any{"description": `attachment; filename="usage-<account>-<window>.csv"`, "schema": oaStr()}},
+				"content":     map[string]any{"text/csv": map[string]any{"schema": map[string]any{"type": "string", "contentMediaType": "text/csv"}}},
 			}}, oaKeyed...)},
 		"/v1/uploads": map[string]any{"post": oaWithBody(oaOperation("createUpload", "uploads", "A signed URL to PUT bytes to, and the path to send as input; scope: the write scope of the target product.", oaBearer, nil,
 			map[string]any{"201": oaOk("The upload: PUT the bytes to upload_url with the headers given; read_url is a signed GET link any url input takes. Both valid 15 minutes.", "Upload")}, oaKeyed...), "UploadRequest")},
