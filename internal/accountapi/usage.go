@@ -68,19 +68,34 @@ func (h *Handler) usage() http.Handler {
 	})
 }
 
-// usageCSVHeader is the export's first row.
-var usageCSVHeader = []string{"date", "key_id", "model", "jobs", "credits_charged", "credits_refunded", "credits_net"}
+// usageCSVHeader and usageLinesCSVHeader are the first rows of the export at its two
+// granularities.
+var (
+	usageCSVHeader      = []string{"date", "key_id", "model", "jobs", "credits_charged", "credits_refunded", "credits_net"}
+	usageLinesCSVHeader = []string{"time", "key_id", "model", "job_id", "kind", "credits_charged", "credits_refunded"}
+)
 
-// usageExport serves GET /v1/usage/export: the window's spend as one CSV file, one row per UTC
-// day, key and model, in that order (the rollup's own order: no sort, no buffering).
+// exportGranularities are the export's `granularity` values, for the refusal's `allowed`.
+var exportGranularities = []string{"day", "job"}
+
+// usageExport serves GET /v1/usage/export: the window's spend as one CSV file.
+//
+// With granularity=day (the default) it has one row per UTC day, key and model, in that order
+// (the rollup's own order: no sort):
 //
 //	date,key_id,model,jobs,credits_charged,credits_refunded,credits_net
 //	2026-11-21,key_…,image-lite,2,30,24,6
 //
+// With granularity=job it lists the ledger's lines instead, one per charge or refund, in the
+// order they were written:
+//
+//	time,key_id,model,job_id,kind,credits_charged,credits_refunded
+//	2026-11-21T10:00:00.000000Z,key_…,image-lite,job_…,charge,15,0
+//
 // It takes the windows of GET /v1/usage and refuses them alike. A window holding more rows than
 // one file is refused with 413 export_too_large (carrying `window`) before any row is written:
 // the rows are counted first. The rows are then written as the database hands them over, so
-// the export holds one row in memory, not the file. A net can be negative on a day that gave
+// the export holds one row in memory, not the file. A day's net can be negative when it gave
 // back an earlier day's charge.
 func (h *Handler) usageExport() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
@@ -89,37 +104,67 @@ func (h *Handler) usageExport() http.Handler {
 		}
 		p := httpapi.Principal(r)
 		q := r.URL.Query()
-		if g := q.Get("granularity"); g != "" && g != "day" {
-			return apierr.Newf(apierr.InvalidInput, "granularity %q is not offered: the export has one row per day, key and model (day).", g).
-				With("granularity", g).With("allowed", []string{"day"})
+		granularity := q.Get("granularity")
+		if granularity != "" && granularity != "day" && granularity != "job" {
+			return apierr.Newf(apierr.InvalidInput,
+				"granularity %q is not offered: send day (one row per day, key and model) or job (one row per charge or refund).", granularity).
+				With("granularity", granularity).With("allowed", exportGranularities)
 		}
 		win, err := ledger.ParseWindow(q.Get("window"), h.Now())
 		if err != nil {
 			return err
 		}
-		exp, err := h.Usage.Export(r.Context(), p.Account.ID, win)
-		if err != nil {
-			return err
+		// Counted (and refused when too large) before any byte of the file is written.
+		var each func(cw *csv.Writer) error
+		name := exportFilename(p.Account.ID, win.Name, "")
+		if granularity == "job" {
+			exp, err := h.Usage.ExportLines(r.Context(), p.Account.ID, win)
+			if err != nil {
+				return err
+			}
+			name = exportFilename(p.Account.ID, win.Name, "-jobs")
+			each = func(cw *csv.Writer) error {
+				_ = cw.Write(usageLinesCSVHeader)
+				rec := make([]string, len(usageLinesCSVHeader))
+				return exp.Each(r.Context(), func(l ledger.UsageLine) error {
+					rec[0] = l.At.Format("2006-01-02T15:04:05.000000Z")
+					rec[1] = csvText(l.KeyID)
+					rec[2] = csvText(l.Model)
+					rec[3] = csvText(l.JobID)
+					rec[4] = csvText(string(l.Kind))
+					rec[5] = strconv.FormatInt(int64(l.Charged), 10)
+					rec[6] = strconv.FormatInt(int64(l.Refunded), 10)
+					return cw.Write(rec)
+				})
+			}
+		} else {
+			exp, err := h.Usage.Export(r.Context(), p.Account.ID, win)
+			if err != nil {
+				return err
+			}
+			each = func(cw *csv.Writer) error {
+				_ = cw.Write(usageCSVHeader)
+				rec := make([]string, len(usageCSVHeader))
+				return exp.Each(r.Context(), func(u ledger.DayUsage) error {
+					rec[0] = u.Day.Format(time.DateOnly)
+					rec[1] = csvText(u.KeyID)
+					rec[2] = csvText(u.Model)
+					rec[3] = strconv.FormatInt(u.Jobs, 10)
+					rec[4] = strconv.FormatInt(int64(u.Charged), 10)
+					rec[5] = strconv.FormatInt(int64(u.Refunded), 10)
+					rec[6] = strconv.FormatInt(int64(u.Net()), 10)
+					return cw.Write(rec)
+				})
+			}
 		}
 		hd := w.Header()
 		hd.Set("Content-Type", "text/csv; charset=utf-8")
-		hd.Set("Content-Disposition", `attachment; filename="`+exportFilename(p.Account.ID, win.Name)+`"`)
+		hd.Set("Content-Disposition", `attachment; filename="`+name+`"`)
 		hd.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
 		bw := bufio.NewWriterSize(w, 32<<10)
 		cw := csv.NewWriter(bw)
-		_ = cw.Write(usageCSVHeader)
-		rec := make([]string, len(usageCSVHeader))
-		err = exp.Each(r.Context(), func(u ledger.DayUsage) error {
-			rec[0] = u.Day.Format(time.DateOnly)
-			rec[1] = csvText(u.KeyID)
-			rec[2] = csvText(u.Model)
-			rec[3] = strconv.FormatInt(u.Jobs, 10)
-			rec[4] = strconv.FormatInt(int64(u.Charged), 10)
-			rec[5] = strconv.FormatInt(int64(u.Refunded), 10)
-			rec[6] = strconv.FormatInt(int64(u.Net()), 10)
-			return cw.Write(rec)
-		})
+		err = each(cw)
 		cw.Flush()
 		if err == nil {
 			err = cw.Error()
@@ -149,9 +194,9 @@ func csvText(s string) string {
 	return s
 }
 
-// exportFilename is usage-<account>-<window>.csv, keeping only characters that need no
-// quoting in a Content-Disposition header.
-func exportFilename(accountID, window string) string {
+// exportFilename is usage-<account>-<window><suffix>.csv, keeping only characters that need
+// no quoting in a Content-Disposition header.
+func exportFilename(accountID, window, suffix string) string {
 	clean := func(s string) string {
 		return strings.Map(func(r rune) rune {
 			if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
@@ -160,5 +205,5 @@ func exportFilename(accountID, window string) string {
 			return '_'
 		}, s)
 	}
-	return "usage-" + clean(accountID) + "-" + clean(window) + ".csv"
+	return "usage-" + clean(accountID) + "-" + clean(window) + suffix + ".csv"
 }

@@ -21,8 +21,8 @@ import (
 
 var exportHeader = "date,key_id,model,jobs,credits_charged,credits_refunded,credits_net"
 
-// exportCSV fetches an export and parses it, checking it is a CSV attachment named after the
-// account and the window.
+// exportCSV fetches a day export and parses it, checking it is a CSV attachment named after
+// the account and the window.
 func (e *accEnv) exportCSV(key, account, window string) [][]string {
 	e.t.Helper()
 	path := "/v1/usage/export"
@@ -31,21 +31,28 @@ func (e *accEnv) exportCSV(key, account, window string) [][]string {
 	} else {
 		window = "month"
 	}
+	return e.fetchCSV(path, key, "usage-"+account+"-"+window+".csv", exportHeader)
+}
+
+// fetchCSV fetches path and parses the CSV attachment it answers, checking its file name and
+// header row; it answers the rows after the header.
+func (e *accEnv) fetchCSV(path, key, filename, header string) [][]string {
+	e.t.Helper()
 	a := e.get(path, key)
 	if a.status != 200 {
-		e.t.Fatalf("export %s: %d %s", window, a.status, a.raw)
+		e.t.Fatalf("%s: %d %s", path, a.status, a.raw)
 	}
 	if ct := a.header.Get("Content-Type"); ct != "text/csv; charset=utf-8" {
 		e.t.Fatalf("Content-Type %q", ct)
 	}
-	if cd, want := a.header.Get("Content-Disposition"), `attachment; filename="usage-`+account+`-`+window+`.csv"`; cd != want {
+	if cd, want := a.header.Get("Content-Disposition"), `attachment; filename="`+filename+`"`; cd != want {
 		e.t.Fatalf("Content-Disposition %q, want %q", cd, want)
 	}
 	recs, err := csv.NewReader(strings.NewReader(string(a.raw))).ReadAll()
 	if err != nil {
 		e.t.Fatalf("export is not CSV: %v\n%s", err, a.raw)
 	}
-	if len(recs) == 0 || strings.Join(recs[0], ",") != exportHeader {
+	if len(recs) == 0 || strings.Join(recs[0], ",") != header {
 		e.t.Fatalf("export header: %s", a.raw)
 	}
 	return recs[1:]
@@ -152,8 +159,43 @@ func TestACC15_UsageExportCSV(t *testing.T) {
 		if rows := e.exportCSV(quiet, "acct_exp_quiet", "12m"); len(rows) != 0 {
 			t.Fatalf("an account without spend exported %v", rows)
 		}
-		// Only granularity=day is offered.
+		// granularity=day is the default; granularity=job lists the ledger's lines: each
+		// charge and refund with its job and model, adding up to the same figures.
 		e.want(e.get("/v1/usage/export?granularity=day", key1), 200, "")
+		lines := e.fetchCSV("/v1/usage/export?granularity=job", key1, "usage-acct_exp-month-jobs.csv",
+			"time,key_id,model,job_id,kind,credits_charged,credits_refunded")
+		type line struct{ key, job, kind string }
+		seen := map[line]int64{}
+		var lch, lref int64
+		prev := ""
+		for _, l := range lines {
+			if len(l) != 7 || l[2] != "image-lite" || l[0] < prev || !strings.HasPrefix(l[0], "2026-11-") {
+				t.Fatalf("job line %v (after %s)", l, prev)
+			}
+			prev = l[0]
+			seen[line{l[1], l[3], l[4]}] += atoi(t, l[5]) + atoi(t, l[6])
+			lch, lref = lch+atoi(t, l[5]), lref+atoi(t, l[6])
+		}
+		wantLines := map[line]int64{
+			{k1, a1.ID, "charge"}: a1.Charged, {k1, a2.ID, "charge"}: a2.Charged,
+			{k2, failed.ID, "charge"}: failed.Reserved, {k2, failed.ID, "refund"}: failed.Reserved,
+			{k2, b1.ID, "charge"}: b1.Charged,
+		}
+		if len(lines) != len(wantLines) || len(seen) != len(wantLines) {
+			t.Fatalf("job lines %v, want %v", lines, wantLines)
+		}
+		for l, v := range wantLines {
+			if seen[l] != v {
+				t.Fatalf("job line %+v = %d, want %d (lines %v)", l, seen[l], v, lines)
+			}
+		}
+		if lch != ch || lref != ref {
+			t.Fatalf("job lines add up to %d/%d, the day rows to %d/%d", lch, lref, ch, ref)
+		}
+		if l := e.fetchCSV("/v1/usage/export?granularity=job&window=12m", other, "usage-acct_exp_other-12m-jobs.csv",
+			"time,key_id,model,job_id,kind,credits_charged,credits_refunded"); len(l) != 1 || l[0][3] != theirs.ID {
+			t.Fatalf("other account's job lines = %v", l)
+		}
 		a := e.get("/v1/usage/export?granularity=hour", key1)
 		e.want(a, 400, "invalid_input")
 		if a.body["granularity"] != "hour" {
@@ -213,6 +255,12 @@ func TestACC15_ExportTooLarge(t *testing.T) {
 		e.clock.Set(time.Date(2026, 11, 4, 9, 0, 0, 0, time.UTC))
 		e.settle(e.submit(key, "image-lite", `{"positivePrompt":"day four"}`, "b4"))
 		e.exportRefused("/v1/usage/export", key, 413, "export_too_large", "month")
+		// Per job, November's three lines fit no file of two rows either, while October's one does.
+		e.exportRefused("/v1/usage/export?granularity=job", key, 413, "export_too_large", "month")
+		if l := e.fetchCSV("/v1/usage/export?granularity=job&window=last_month", key, "usage-acct_big-last_month-jobs.csv",
+			"time,key_id,model,job_id,kind,credits_charged,credits_refunded"); len(l) != 1 {
+			t.Fatalf("last_month job lines = %v", l)
+		}
 		// Windows past twelve months are too big to read at all; a name that is no window is 400.
 		for _, w := range []string{"13m", "24m"} {
 			e.exportRefused("/v1/usage/export?window="+w, key, 413, "usage_window_too_large", w)

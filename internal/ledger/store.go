@@ -73,4 +73,10 @@ type UsageStore interface {
 	// model) order, at most limit of them, one at a time as the database returns them; an
 	// error from fn stops the read and is returned.
 	LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(DayUsage) error) error
+	// LedgerUsageLineCount counts the charge and refund entries of accountID's keys written in
+	// [from, to).
+	LedgerUsageLineCount(ctx context.Context, accountID string, from, to time.Time) (int64, error)
+	// LedgerUsageLines hands fn those entries in the order they were written, at most limit
+	// of them, one at a time; an error from fn stops the read and is returned.
+	LedgerUsageLines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(UsageLine) error) error
 }

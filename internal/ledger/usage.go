@@ -35,6 +35,17 @@ type DayUsage struct {
 // Net is what the row's jobs cost once refunds are given back.
 func (u DayUsage) Net() Credits { return u.Charged - u.Refunded }
 
+// UsageLine is one charge or refund entry of a job: the export's per-job granularity.
+type UsageLine struct {
+	At       time.Time
+	KeyID    string
+	Model    string // "" when the job is no longer on record
+	JobID    string
+	Kind     Kind    // Charge or Refund
+	Charged  Credits // what a charge took (positive); 0 on a refund
+	Refunded Credits // what a refund gave back; 0 on a charge
+}
+
 // MaxUsageMonths is the longest window usage is read over: twelve calendar months.
 const MaxUsageMonths = 12
 
@@ -143,25 +154,63 @@ func (e *Export) Each(ctx context.Context, fn func(DayUsage) error) error {
 	return e.store.LedgerUsageDays(ctx, e.accountID, e.from, e.to, e.limit, fn)
 }
 
-// Export prepares the window's rows for one file. It counts them first, so a window past the
-// row limit is refused with 413 export_too_large (carrying `window`) before anything is
-// written; the rows are then read as they are sent (Each), never held together.
+// Export prepares the window's rollup rows (one per day, key and model) for one file. It
+// counts them first, so a window past the row limit is refused with 413 export_too_large
+// (carrying `window`) before anything is written; the rows are then read as they are sent
+// (Each), never held together.
 func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export, error) {
+	from, to := days(w)
+	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageDayCount(ctx, accountID, from, to) })
+	if err != nil {
+		return nil, err
+	}
+	return &Export{Rows: n, store: u.store, accountID: accountID, from: from, to: to, limit: limit}, nil
+}
+
+// LineExport is an export of a window's charge and refund entries, ready to stream.
+type LineExport struct {
+	Rows int64 // entries counted when it was prepared
+
+	store     UsageStore
+	accountID string
+	from, to  time.Time
+	limit     int
+}
+
+// Each hands fn every entry of the export in the order they were written, read as it goes
+// (bounded by the row limit, like Export.Each).
+func (e *LineExport) Each(ctx context.Context, fn func(UsageLine) error) error {
+	return e.store.LedgerUsageLines(ctx, e.accountID, e.from, e.to, e.limit, fn)
+}
+
+// ExportLines prepares the window's charge and refund entries, one per line, for one file:
+// the export's per-job granularity. It is refused like Export past the row limit.
+func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*LineExport, error) {
+	from, to := days(w)
+	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageLineCount(ctx, accountID, from, to) })
+	if err != nil {
+		return nil, err
+	}
+	return &LineExport{Rows: n, store: u.store, accountID: accountID, from: from, to: to, limit: limit}, nil
+}
+
+// fits counts an export's rows and refuses it with export_too_large past the row limit; it
+// answers the count and the limit the read is bounded by.
+func (u *Usage) fits(w Window, count func() (int64, error)) (int64, int, error) {
 	limit := u.MaxExportRows
 	if limit <= 0 {
 		limit = DefaultExportRows
 	}
-	from, to := days(w)
-	n, err := u.store.LedgerUsageDayCount(ctx, accountID, from, to)
+	n, err := count()
 	if err != nil {
-		return nil, fmt.Errorf("usage export count: %w", err)
+		return 0, 0, fmt.Errorf("usage export count: %w", err)
 	}
 	if n > int64(limit) {
-		return nil, apierr.Newf(apierr.ExportTooLarge,
+		return 0, 0, apierr.Newf(apierr.ExportTooLarge,
 			"The usage export would exceed one file (%d rows, at most %d): pick a smaller window, such as month or last_month.", n, limit).
 			With("window", w.Name).With("rows", n).With("max_rows", limit)
 	}
-	return &Export{Rows: n, store: u.store, accountID: accountID, from: from, to: to, limit: limit}, nil
+	return n, limit, nil
 }
 
 // days widens a window to whole UTC days, the rollup's grain (the windows served are calendar

@@ -34,6 +34,19 @@ const (
 	qUsageDayCount = `SELECT count(*) FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3`
 	qUsageDays     = `SELECT day, key_id, model, jobs, charged, refunded FROM usage_daily
  WHERE account_id = $1 AND day >= $2 AND day < $3 ORDER BY day, key_id, model LIMIT $4`
+	// qUsageLineCount and qUsageLines read an account's charge and refund entries in a window
+	// through ledger_entries_key (key_id, created_at), one range per key of the account (its
+	// keys through api_keys_account). The account is named through its keys only: a condition
+	// on ledger_entries.account_id would let a planner without statistics walk the account's
+	// whole history through ledger_entries_account instead. Every charge and refund carries the
+	// key that caused it. The order across keys costs a sort of the window's entries, which the
+	// count has bounded first.
+	qUsageLineCount = `SELECT count(*) FROM ledger_entries
+ WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = $1) AND created_at >= $2 AND created_at < $3 AND kind IN ('charge', 'refund')`
+	qUsageLines = `SELECT e.created_at, e.key_id, COALESCE(j.model, ''), e.job_id, e.kind, e.amount
+ FROM ledger_entries e LEFT JOIN jobs j ON j.account_id = e.account_id AND j.id = e.job_id
+ WHERE e.key_id IN (SELECT id FROM api_keys WHERE account_id = $1) AND e.created_at >= $2 AND e.created_at < $3 AND e.kind IN ('charge', 'refund')
+ ORDER BY e.created_at, e.id LIMIT $4`
 	qAccount = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
 	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
 )
@@ -65,6 +78,8 @@ var hot = map[string]struct {
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
 	"usage: export count":        {qUsageDayCount, []any{"acct", int64(0), int64(1)}},
 	"usage: export rows":         {qUsageDays, []any{"acct", int64(0), int64(1), int64(100000)}},
+	"usage: export lines count":  {qUsageLineCount, []any{"acct", int64(0), int64(1)}},
+	"usage: export lines":        {qUsageLines, []any{"acct", int64(0), int64(1), int64(100000)}},
 }
 
 // HotQueries lists the names Explain accepts.

@@ -71,6 +71,50 @@ func (db *DB) LedgerUsageDays(ctx context.Context, accountID string, from, to ti
 	return rows.Err()
 }
 
+// LedgerUsageLineCount counts the charge and refund entries of accountID's keys written in
+// [from, to): what a per-job export of the window would hold.
+func (db *DB) LedgerUsageLineCount(ctx context.Context, accountID string, from, to time.Time) (int64, error) {
+	var n int64
+	err := db.sql.QueryRowContext(ctx, qUsageLineCount, accountID, dayStart(from), dayEnd(to)).Scan(&n)
+	return n, err
+}
+
+// LedgerUsageLines hands fn the charge and refund entries of accountID's keys written in
+// [from, to), in the order they were written, at most limit of them (limit <= 0: all), each
+// with its job's model.
+func (db *DB) LedgerUsageLines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(ledger.UsageLine) error) error {
+	lim := int64(limit)
+	if limit <= 0 {
+		lim = math.MaxInt64
+	}
+	rows, err := db.sql.QueryContext(ctx, qUsageLines, accountID, dayStart(from), dayEnd(to), lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			l      ledger.UsageLine
+			at     int64
+			kind   string
+			amount int64
+		)
+		if err := rows.Scan(&at, &l.KeyID, &l.Model, &l.JobID, &kind, &amount); err != nil {
+			return err
+		}
+		l.At, l.Kind = fromMicros(at), ledger.Kind(kind)
+		if l.Kind == ledger.Charge {
+			l.Charged = ledger.Credits(-amount)
+		} else {
+			l.Refunded = ledger.Credits(amount)
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // dayStart and dayEnd widen [from, to) to whole UTC days in the rollup's unit (microseconds
 // since the epoch): the day holding from, and the end of the day holding the instant before to.
 func dayStart(from time.Time) int64 { return micros(from) / dayMicros * dayMicros }

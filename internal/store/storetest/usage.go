@@ -18,6 +18,7 @@ import (
 func RunUsage(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("UsageByKeyInWindow", func(t *testing.T) { testUsage(t, open(t)) })
 	t.Run("UsageDaysInWindow", func(t *testing.T) { testUsageDays(t, open(t)) })
+	t.Run("UsageLinesInWindow", func(t *testing.T) { testUsageLines(t, open(t)) })
 }
 
 func testUsage(t *testing.T, db *sqlstore.DB) {
@@ -133,5 +134,64 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	err := db.LedgerUsageDays(ctx, "acct_d", from, to, 0, func(ledger.DayUsage) error { calls++; return stop })
 	if !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("callback error: %v after %d calls", err, calls)
+	}
+}
+
+func testUsageLines(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_l", auth.Pro, 1000)
+	NewAccount(t, db, "acct_m", auth.Pro, 1000)
+	for _, k := range []struct{ id, acct string }{{"linekey00001", "acct_l"}, {"linekey00002", "acct_l"}, {"linekey00003", "acct_m"}} {
+		if err := db.InsertKey(ctx, key(k.id, k.acct, t0.AddDate(1, 0, 0)), 25, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
+		t.Helper()
+		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Model: "photo", Kind: kind,
+				Amount: ledger.Credits(amount), At: at}, math.MinInt64)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := func(n int) time.Time { return from.Add(time.Duration(n) * time.Hour) }
+	add("acct_l", "linekey00002", "job_2", ledger.Charge, -20, h(2))
+	add("acct_l", "linekey00001", "job_1", ledger.Charge, -10, h(1))
+	add("acct_l", "linekey00001", "job_1", ledger.Refund, 4, h(3))
+	add("acct_l", "", "", ledger.Grant, 500, h(4))                                         // not spend
+	add("acct_l", "linekey00001", "job_0", ledger.Charge, -7, from.Add(-time.Microsecond)) // last month: out
+	add("acct_l", "linekey00001", "job_9", ledger.Charge, -7, to)                          // next month: out
+	add("acct_m", "linekey00003", "job_x", ledger.Charge, -50, h(1))                       // another account
+
+	read := func(limit int) []ledger.UsageLine {
+		t.Helper()
+		var out []ledger.UsageLine
+		if err := db.LedgerUsageLines(ctx, "acct_l", from, to, limit, func(l ledger.UsageLine) error { out = append(out, l); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// No job rows stand behind these entries: the model is empty (the join finds none).
+	want := []ledger.UsageLine{
+		{At: h(1), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Charge, Charged: 10},
+		{At: h(2), KeyID: "linekey00002", JobID: "job_2", Kind: ledger.Charge, Charged: 20},
+		{At: h(3), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Refund, Refunded: 4},
+	}
+	if got := read(0); !reflect.DeepEqual(got, want) {
+		t.Fatalf("lines = %+v, want %+v", got, want)
+	}
+	if got := read(2); !reflect.DeepEqual(got, want[:2]) {
+		t.Fatalf("lines limited to 2 = %+v", got)
+	}
+	if n, err := db.LedgerUsageLineCount(ctx, "acct_l", from, to); err != nil || n != 3 {
+		t.Fatalf("line count = %d %v, want 3", n, err)
+	}
+	if n, err := db.LedgerUsageLineCount(ctx, "acct_none", from, to); err != nil || n != 0 {
+		t.Fatalf("line count of an account without keys = %d %v", n, err)
 	}
 }
