@@ -22,6 +22,7 @@ import (
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/server"
@@ -131,6 +132,7 @@ type accEnv struct {
 	cat    *catalog.Catalog
 	runner *fakeRunner
 	srv    *httptest.Server
+	usage  *ledger.Usage
 }
 
 // newAccEnv wires the account API like serve.go build(): catalogue, blob store and signer,
@@ -159,7 +161,7 @@ func newAccEnvConfig(t *testing.T, db *sqlstore.DB, edit func(*server.Config)) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.cat, e.jobs = srv.Catalog(), srv.Jobs()
+	e.cat, e.jobs, e.usage = srv.Catalog(), srv.Jobs(), srv.Usage()
 	t.Cleanup(func() {
 		select {
 		case <-e.runner.release:

@@ -86,8 +86,8 @@ var exportGranularities = []string{"day", "job"}
 //	date,key_id,model,jobs,credits_charged,credits_refunded,credits_net
 //	2026-11-21,key_…,image-lite,2,30,24,6
 //
-// With granularity=job it lists the ledger's lines instead, one per charge or refund, in the
-// order they were written:
+// With granularity=job it lists the ledger's lines instead, one per charge or refund, key by
+// key (in key id order) and each key's in the order they were written:
 //
 //	time,key_id,model,job_id,kind,credits_charged,credits_refunded
 //	2026-11-21T10:00:00.000000Z,key_…,image-lite,job_…,charge,15,0
@@ -95,7 +95,8 @@ var exportGranularities = []string{"day", "job"}
 // It takes the windows of GET /v1/usage and refuses them alike. A window holding more rows than
 // one file is refused with 413 export_too_large (carrying `window`) before any row is written:
 // the rows are counted first. The rows are then written as the database hands them over, so
-// the export holds one row in memory, not the file. A day's net can be negative when it gave
+// the export holds a page of rows in memory (ledger.Usage.PageRows), never the file, and no
+// database connection is held while the client reads. A day's net can be negative when it gave
 // back an earlier day's charge.
 func (h *Handler) usageExport() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {

@@ -75,6 +75,7 @@ func atoi(t *testing.T, s string) int64 {
 func TestACC15_UsageExportCSV(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
 		e := newAccEnv(t, db)
+		e.usage.PageRows = 2 // every read below takes several pages
 		key1 := e.account("acct_exp")
 		m2, err := e.svc.Mint(context.Background(), auth.MintParams{AccountID: "acct_exp"})
 		if err != nil {
@@ -169,10 +170,11 @@ func TestACC15_UsageExportCSV(t *testing.T) {
 		var lch, lref int64
 		prev := ""
 		for _, l := range lines {
-			if len(l) != 7 || l[2] != "image-lite" || l[0] < prev || !strings.HasPrefix(l[0], "2026-11-") {
+			// Key by key, each key's lines in the order written.
+			if len(l) != 7 || l[2] != "image-lite" || l[1]+l[0] < prev || !strings.HasPrefix(l[0], "2026-11-") {
 				t.Fatalf("job line %v (after %s)", l, prev)
 			}
-			prev = l[0]
+			prev = l[1] + l[0]
 			seen[line{l[1], l[3], l[4]}] += atoi(t, l[5]) + atoi(t, l[6])
 			lch, lref = lch+atoi(t, l[5]), lref+atoi(t, l[6])
 		}

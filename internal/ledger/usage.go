@@ -37,6 +37,7 @@ func (u DayUsage) Net() Credits { return u.Charged - u.Refunded }
 
 // UsageLine is one charge or refund entry of a job: the export's per-job granularity.
 type UsageLine struct {
+	EntryID  int64 // the entry's id: with At, where the next page of lines resumes
 	At       time.Time
 	KeyID    string
 	Model    string // "" when the job is no longer on record
@@ -107,7 +108,13 @@ type Usage struct {
 	// MaxExportRows is the most rows one export holds; past it Export refuses with
 	// export_too_large. Zero means DefaultExportRows.
 	MaxExportRows int
+	// PageRows is how many rows one statement reads while streaming (0: DefaultPageRows).
+	PageRows int
 }
+
+// DefaultPageRows is how many rows a streaming read takes per statement: enough to make the
+// round trips cheap, few enough that memory holds a page, never the file.
+const DefaultPageRows = 1000
 
 // NewUsage wires the usage reads over the store.
 func NewUsage(store UsageStore) *Usage { return &Usage{store: store} }
@@ -130,28 +137,108 @@ func (u *Usage) ByKey(ctx context.Context, accountID string, w Window) ([]KeyUsa
 }
 
 // Days hands fn the account's rollup rows in the window in (day, key, model) order, at most
-// limit of them (limit <= 0: no limit), without holding them: a chart sums what it needs.
+// limit of them (limit <= 0: no limit), a page at a time: a chart sums what it needs.
 func (u *Usage) Days(ctx context.Context, accountID string, w Window, limit int, fn func(DayUsage) error) error {
 	from, to := days(w)
-	return u.store.LedgerUsageDays(ctx, accountID, from, to, limit, fn)
+	return u.days(ctx, accountID, from, to, limit, fn)
+}
+
+func (u *Usage) days(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(DayUsage) error) error {
+	var after *DayUsage
+	_, err := u.pages(limit, func(size int) (int, error) {
+		rows, err := u.store.LedgerUsageDays(ctx, accountID, from, to, after, size)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return 0, err
+			}
+		}
+		if len(rows) > 0 {
+			after = &rows[len(rows)-1]
+		}
+		return len(rows), nil
+	})
+	return err
+}
+
+// lines hands fn the charge and refund entries of the account's keys in the window, key by key
+// (in key id order), each key's in the order they were written, at most limit of them.
+func (u *Usage) lines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(UsageLine) error) error {
+	keys, err := u.store.LedgerUsageKeys(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		var after *UsageLine
+		n, err := u.pages(limit, func(size int) (int, error) {
+			rows, err := u.store.LedgerUsageLines(ctx, k, from, to, after, size)
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range rows {
+				if err := fn(r); err != nil {
+					return 0, err
+				}
+			}
+			if len(rows) > 0 {
+				after = &rows[len(rows)-1]
+			}
+			return len(rows), nil
+		})
+		if err != nil {
+			return err
+		}
+		if limit > 0 {
+			if limit -= n; limit <= 0 {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// pages calls read with page sizes until a page comes back short or limit rows were read
+// (limit <= 0: no limit), and answers how many were.
+func (u *Usage) pages(limit int, read func(size int) (int, error)) (int, error) {
+	page := u.PageRows
+	if page <= 0 {
+		page = DefaultPageRows
+	}
+	total := 0
+	for {
+		size := page
+		if limit > 0 && limit-total < size {
+			size = limit - total
+		}
+		if size <= 0 {
+			return total, nil
+		}
+		n, err := read(size)
+		total += n
+		if err != nil || n < size {
+			return total, err
+		}
+	}
 }
 
 // Export is an export the window fits in, ready to stream.
 type Export struct {
 	Rows int64 // rows counted when it was prepared
 
-	store     UsageStore
+	u         *Usage
 	accountID string
 	from, to  time.Time
 	limit     int
 }
 
-// Each hands fn every row of the export in (day, key, model) order, read as it goes.
+// Each hands fn every row of the export in (day, key, model) order, a page at a time.
 func (e *Export) Each(ctx context.Context, fn func(DayUsage) error) error {
 	// The read is bounded by the row limit, not the count: a row written between the count
 	// and the read (a new key or model today) is included, and the file still never exceeds
 	// one file.
-	return e.store.LedgerUsageDays(ctx, e.accountID, e.from, e.to, e.limit, fn)
+	return e.u.days(ctx, e.accountID, e.from, e.to, e.limit, fn)
 }
 
 // Export prepares the window's rollup rows (one per day, key and model) for one file. It
@@ -164,23 +251,23 @@ func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export
 	if err != nil {
 		return nil, err
 	}
-	return &Export{Rows: n, store: u.store, accountID: accountID, from: from, to: to, limit: limit}, nil
+	return &Export{Rows: n, u: u, accountID: accountID, from: from, to: to, limit: limit}, nil
 }
 
 // LineExport is an export of a window's charge and refund entries, ready to stream.
 type LineExport struct {
 	Rows int64 // entries counted when it was prepared
 
-	store     UsageStore
+	u         *Usage
 	accountID string
 	from, to  time.Time
 	limit     int
 }
 
-// Each hands fn every entry of the export in the order they were written, read as it goes
-// (bounded by the row limit, like Export.Each).
+// Each hands fn every entry of the export, key by key in key id order and each key's in the
+// order they were written, a page at a time (bounded by the row limit, like Export.Each).
 func (e *LineExport) Each(ctx context.Context, fn func(UsageLine) error) error {
-	return e.store.LedgerUsageLines(ctx, e.accountID, e.from, e.to, e.limit, fn)
+	return e.u.lines(ctx, e.accountID, e.from, e.to, e.limit, fn)
 }
 
 // ExportLines prepares the window's charge and refund entries, one per line, for one file:
@@ -191,7 +278,7 @@ func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*L
 	if err != nil {
 		return nil, err
 	}
-	return &LineExport{Rows: n, store: u.store, accountID: accountID, from: from, to: to, limit: limit}, nil
+	return &LineExport{Rows: n, u: u, accountID: accountID, from: from, to: to, limit: limit}, nil
 }
 
 // fits counts an export's rows and refuses it with export_too_large past the row limit; it

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/ledger"
@@ -43,32 +42,33 @@ func (db *DB) LedgerUsageDayCount(ctx context.Context, accountID string, from, t
 	return n, err
 }
 
-// LedgerUsageDays hands fn the rollup rows of accountID over [from, to) in primary-key order
-// (day, key, model), at most limit of them (limit <= 0: all), scanning one at a time.
-func (db *DB) LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(ledger.DayUsage) error) error {
-	lim := int64(limit)
-	if limit <= 0 {
-		lim = math.MaxInt64
+// LedgerUsageDays answers up to limit rollup rows of accountID over [from, to) in
+// primary-key order (day, key, model), after the row `after` (nil: from the start).
+func (db *DB) LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, after *ledger.DayUsage, limit int) ([]ledger.DayUsage, error) {
+	// The first page starts just before the window's first day, so every row of that day is
+	// after it.
+	start, key, model := dayStart(from)-1, "", ""
+	if after != nil {
+		start, key, model = max(micros(after.Day), start), after.KeyID, after.Model
 	}
-	rows, err := db.sql.QueryContext(ctx, qUsageDays, accountID, dayStart(from), dayEnd(to), lim)
+	rows, err := db.sql.QueryContext(ctx, qUsageDays, accountID, start, dayEnd(to), key, model, limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
+	out := make([]ledger.DayUsage, 0, min(limit, 1024))
 	for rows.Next() {
 		var (
 			r   ledger.DayUsage
 			day int64
 		)
 		if err := rows.Scan(&day, &r.KeyID, &r.Model, &r.Jobs, &r.Charged, &r.Refunded); err != nil {
-			return err
+			return nil, err
 		}
 		r.Day = fromMicros(day)
-		if err := fn(r); err != nil {
-			return err
-		}
+		out = append(out, r)
 	}
-	return rows.Err()
+	return out, rows.Err()
 }
 
 // LedgerUsageLineCount counts the charge and refund entries of accountID's keys written in
@@ -79,19 +79,39 @@ func (db *DB) LedgerUsageLineCount(ctx context.Context, accountID string, from, 
 	return n, err
 }
 
-// LedgerUsageLines hands fn the charge and refund entries of accountID's keys written in
-// [from, to), in the order they were written, at most limit of them (limit <= 0: all), each
-// with its job's model.
-func (db *DB) LedgerUsageLines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(ledger.UsageLine) error) error {
-	lim := int64(limit)
-	if limit <= 0 {
-		lim = math.MaxInt64
-	}
-	rows, err := db.sql.QueryContext(ctx, qUsageLines, accountID, dayStart(from), dayEnd(to), lim)
+// LedgerUsageKeys lists the ids of every key accountID ever had, revoked ones too.
+func (db *DB) LedgerUsageKeys(ctx context.Context, accountID string) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx, qUsageKeys, accountID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// LedgerUsageLines answers up to limit charge and refund entries of keyID written in
+// [from, to), in the order they were written, after the entry `after` (nil: from the start),
+// each with its job's model.
+func (db *DB) LedgerUsageLines(ctx context.Context, keyID string, from, to time.Time, after *ledger.UsageLine, limit int) ([]ledger.UsageLine, error) {
+	// Entry ids start at 1: the first page takes every entry from the window's first instant.
+	start, id := dayStart(from), int64(0)
+	if after != nil {
+		start, id = max(micros(after.At), start), after.EntryID
+	}
+	rows, err := db.sql.QueryContext(ctx, qUsageLines, keyID, start, dayEnd(to), id, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]ledger.UsageLine, 0, min(limit, 1024))
 	for rows.Next() {
 		var (
 			l      ledger.UsageLine
@@ -99,8 +119,8 @@ func (db *DB) LedgerUsageLines(ctx context.Context, accountID string, from, to t
 			kind   string
 			amount int64
 		)
-		if err := rows.Scan(&at, &l.KeyID, &l.Model, &l.JobID, &kind, &amount); err != nil {
-			return err
+		if err := rows.Scan(&l.EntryID, &at, &l.KeyID, &l.Model, &l.JobID, &kind, &amount); err != nil {
+			return nil, err
 		}
 		l.At, l.Kind = fromMicros(at), ledger.Kind(kind)
 		if l.Kind == ledger.Charge {
@@ -108,11 +128,9 @@ func (db *DB) LedgerUsageLines(ctx context.Context, accountID string, from, to t
 		} else {
 			l.Refunded = ledger.Credits(amount)
 		}
-		if err := fn(l); err != nil {
-			return err
-		}
+		out = append(out, l)
 	}
-	return rows.Err()
+	return out, rows.Err()
 }
 
 // dayStart and dayEnd widen [from, to) to whole UTC days in the rollup's unit (microseconds

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -98,13 +97,25 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	add("acct_d", "", "", ledger.Grant, 500, d2)                                      // not spend
 	add("acct_e", "key_c", "photo", ledger.Charge, -50, d2)                           // another account
 
-	read := func(acct string, limit int) []ledger.DayUsage {
+	// read pages through the window, size rows at a time, each page resuming after the last.
+	read := func(acct string, size int) []ledger.DayUsage {
 		t.Helper()
 		var out []ledger.DayUsage
-		if err := db.LedgerUsageDays(ctx, acct, from, to, limit, func(r ledger.DayUsage) error { out = append(out, r); return nil }); err != nil {
-			t.Fatal(err)
+		var after *ledger.DayUsage
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+			rows, err := db.LedgerUsageDays(ctx, acct, from, to, after, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rows...)
+			if len(rows) < size {
+				return out
+			}
+			after = &rows[len(rows)-1]
 		}
-		return out
 	}
 	want := []ledger.DayUsage{
 		{Day: from, KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 8},
@@ -113,11 +124,13 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 		{Day: d2, KeyID: "key_b", Model: "photo", Jobs: 1, Charged: 10},
 		{Day: to.AddDate(0, 0, -1), KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 9},
 	}
-	if got := read("acct_d", 0); !reflect.DeepEqual(got, want) {
-		t.Fatalf("days = %+v, want %+v", got, want)
+	for _, size := range []int{1, 2, 3, 100} {
+		if got := read("acct_d", size); !reflect.DeepEqual(got, want) {
+			t.Fatalf("days in pages of %d = %+v, want %+v", size, got, want)
+		}
 	}
-	if got := read("acct_d", 2); !reflect.DeepEqual(got, want[:2]) {
-		t.Fatalf("days limited to 2 = %+v", got)
+	if rows, err := db.LedgerUsageDays(ctx, "acct_d", from, to, nil, 2); err != nil || !reflect.DeepEqual(rows, want[:2]) {
+		t.Fatalf("first page of 2 = %+v %v", rows, err)
 	}
 	if n, err := db.LedgerUsageDayCount(ctx, "acct_d", from, to); err != nil || n != int64(len(want)) {
 		t.Fatalf("count = %d %v, want %d", n, err, len(want))
@@ -125,15 +138,8 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	if n, err := db.LedgerUsageDayCount(ctx, "acct_none", from, to); err != nil || n != 0 {
 		t.Fatalf("count of an account without spend = %d %v", n, err)
 	}
-	if got := read("acct_none", 0); len(got) != 0 {
+	if got := read("acct_none", 10); len(got) != 0 {
 		t.Fatalf("days of an account without spend = %+v", got)
-	}
-	// An error from the callback stops the read and comes back.
-	stop := errors.New("stop")
-	calls := 0
-	err := db.LedgerUsageDays(ctx, "acct_d", from, to, 0, func(ledger.DayUsage) error { calls++; return stop })
-	if !errors.Is(err, stop) || calls != 1 {
-		t.Fatalf("callback error: %v after %d calls", err, calls)
 	}
 }
 
@@ -162,34 +168,58 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 	h := func(n int) time.Time { return from.Add(time.Duration(n) * time.Hour) }
 	add("acct_l", "linekey00002", "job_2", ledger.Charge, -20, h(2))
 	add("acct_l", "linekey00001", "job_1", ledger.Charge, -10, h(1))
-	add("acct_l", "linekey00001", "job_1", ledger.Refund, 4, h(3))
+	add("acct_l", "linekey00001", "job_1", ledger.Refund, 4, h(1)) // the same instant: written order
+	add("acct_l", "linekey00001", "job_3", ledger.Charge, -3, h(3))
 	add("acct_l", "", "", ledger.Grant, 500, h(4))                                         // not spend
 	add("acct_l", "linekey00001", "job_0", ledger.Charge, -7, from.Add(-time.Microsecond)) // last month: out
 	add("acct_l", "linekey00001", "job_9", ledger.Charge, -7, to)                          // next month: out
 	add("acct_m", "linekey00003", "job_x", ledger.Charge, -50, h(1))                       // another account
 
-	read := func(limit int) []ledger.UsageLine {
+	read := func(keyID string, size int) []ledger.UsageLine {
 		t.Helper()
 		var out []ledger.UsageLine
-		if err := db.LedgerUsageLines(ctx, "acct_l", from, to, limit, func(l ledger.UsageLine) error { out = append(out, l); return nil }); err != nil {
-			t.Fatal(err)
+		var after *ledger.UsageLine
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+			rows, err := db.LedgerUsageLines(ctx, keyID, from, to, after, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rows...)
+			if len(rows) < size {
+				return out
+			}
+			after = &rows[len(rows)-1]
 		}
-		return out
+	}
+	if keys, err := db.LedgerUsageKeys(ctx, "acct_l"); err != nil || !reflect.DeepEqual(keys, []string{"linekey00001", "linekey00002"}) {
+		t.Fatalf("keys = %v %v", keys, err)
 	}
 	// No job rows stand behind these entries: the model is empty (the join finds none).
-	want := []ledger.UsageLine{
+	want1 := []ledger.UsageLine{
 		{At: h(1), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Charge, Charged: 10},
-		{At: h(2), KeyID: "linekey00002", JobID: "job_2", Kind: ledger.Charge, Charged: 20},
-		{At: h(3), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Refund, Refunded: 4},
+		{At: h(1), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Refund, Refunded: 4},
+		{At: h(3), KeyID: "linekey00001", JobID: "job_3", Kind: ledger.Charge, Charged: 3},
 	}
-	if got := read(0); !reflect.DeepEqual(got, want) {
-		t.Fatalf("lines = %+v, want %+v", got, want)
+	for _, size := range []int{1, 2, 10} {
+		got := read("linekey00001", size)
+		for i := range got {
+			if got[i].EntryID == 0 {
+				t.Fatalf("line %d has no entry id", i)
+			}
+			got[i].EntryID = 0
+		}
+		if !reflect.DeepEqual(got, want1) {
+			t.Fatalf("lines in pages of %d = %+v, want %+v", size, got, want1)
+		}
 	}
-	if got := read(2); !reflect.DeepEqual(got, want[:2]) {
-		t.Fatalf("lines limited to 2 = %+v", got)
+	if got := read("linekey00002", 10); len(got) != 1 || got[0].Charged != 20 || !got[0].At.Equal(h(2)) {
+		t.Fatalf("second key's lines = %+v", got)
 	}
-	if n, err := db.LedgerUsageLineCount(ctx, "acct_l", from, to); err != nil || n != 3 {
-		t.Fatalf("line count = %d %v, want 3", n, err)
+	if n, err := db.LedgerUsageLineCount(ctx, "acct_l", from, to); err != nil || n != 4 {
+		t.Fatalf("line count = %d %v, want 4", n, err)
 	}
 	if n, err := db.LedgerUsageLineCount(ctx, "acct_none", from, to); err != nil || n != 0 {
 		t.Fatalf("line count of an account without keys = %d %v", n, err)
