@@ -100,9 +100,11 @@ func ParseWindow(name string, now time.Time) (Window, error) {
 // DefaultExportRows is how many rows one usage export may hold: "one file".
 const DefaultExportRows = 100_000
 
-// Usage reads what an account spent, from the rollup the ledger writes in the transaction of
-// each charge and refund: per key for GET /v1/usage, per day, key and model for the export and
-// the console's charts. Every read is bounded by its window (at most twelve months of days).
+// Usage reads what an account spent: from the rollup the ledger writes in the transaction of
+// each charge and refund, per key for GET /v1/usage and per day, key and model for the export
+// and the console's charts; from the charge and refund entries themselves for the per-job
+// export. Every read is bounded by its window (at most twelve months), an export also by its
+// row limit, and the long ones are read in pages.
 type Usage struct {
 	store UsageStore
 	// MaxExportRows is the most rows one export holds; past it Export refuses with
