@@ -116,6 +116,9 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 		Catalogue: func(h catalog.Hosts) (*catalog.Catalog, error) { return loadCatalogue(c.Catalogue, h) }})
 }
 
+// devConsoleEmail is the development account's console user.
+const devConsoleEmail = "dev@localhost"
+
 // devBootstrap creates the development account on first start and prints a fresh key and a
 // working curl line; later starts say where the account is.
 func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, svc *auth.Service, p *plans.Plans) error {
@@ -144,5 +147,10 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 	}
 	fmt.Fprintf(e.stdout, "Development account %s (plan pro, 10000 credits)\nAPI key (shown once): %s\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/me\n", a.ID, m.Key, m.Key, base)
 	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint --data %s --account %s\n", c.Data, a.ID)
+	pw := randomPassword()
+	if _, err := consoleSessions(db).CreateUser(ctx, auth.NewUser{AccountID: a.ID, Email: devConsoleEmail, Password: pw}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Web console: %s/console/ — sign in as %s with password %s (shown once)\n", base, devConsoleEmail, pw)
 	return nil
 }

@@ -22,6 +22,8 @@ const (
 	AccountSurface Surface = iota
 	QueueSurface
 	SyncSurface
+	// ConsoleSurface is the web console (HTML pages on the account API host).
+	ConsoleSurface
 )
 
 type ctxKey int

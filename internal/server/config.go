@@ -147,6 +147,10 @@ type Config struct {
 	// is refused with export_too_large (0: ledger.DefaultExportRows).
 	UsageExportRows int
 
+	// PasswordCost is bcrypt's work factor for console passwords (0: the library's default;
+	// tests lower it).
+	PasswordCost int
+
 	// Listeners, by surface ("api", "queue", "sync"), replace the listen addresses (tests
 	// bind 127.0.0.1:0 first so the public URLs are known before the catalogue is built).
 	Listeners map[Role]net.Listener

@@ -21,6 +21,7 @@ import (
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/console"
 	"github.com/modelexec/modelexec/internal/fetch"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
@@ -50,6 +51,7 @@ type Server struct {
 	jobs     *jobs.Service
 	account  *accountapi.Handler
 	usage    *ledger.Usage
+	console  *console.Handler // nil without a deployment secret or the API role
 	bucket   *blobs.Bucket
 	ownsBkt  bool
 	handlers map[Role]http.Handler
@@ -224,7 +226,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	if roles[RoleAPI] {
-		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
+		s.console = s.wireConsole(d, cat)
+		s.handlers[RoleAPI] = withConsole(withCogHooks(acct.Routes(), cogs), s.console, d.Log)
 	}
 	if roles[RoleQueue] {
 		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit,
