@@ -29,8 +29,9 @@ const (
 	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
  FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
  GROUP BY key_id ORDER BY key_id`
-	qAccount = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
-	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
+	qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`
+	qAccount          = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
+	qKey              = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
 )
 
 func countInFlightSQL(d Dialect) string {
@@ -58,6 +59,7 @@ var hot = map[string]struct {
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
 	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+	"console: recent deliveries": {qRecentDeliveries, []any{"wh", 20}},
 }
 
 // HotQueries lists the names Explain accepts.
