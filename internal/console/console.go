@@ -36,7 +36,8 @@ type Handler struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 
-	pages map[string]*template.Template
+	pages    map[string]*template.Template
+	throttle signInThrottle
 }
 
 // The cookies of the console.
