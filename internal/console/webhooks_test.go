@@ -39,7 +39,11 @@ const whSecret = "console-webhooks-test-secret-0123456789"
 var trustTestCert = sync.OnceValue(func() error {
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer srv.Close()
-	f := filepath.Join(os.TempDir(), "modelexec-console-test-roots.pem")
+	dir, err := os.MkdirTemp("", "modelexec-console-roots")
+	if err != nil {
+		return err
+	}
+	f := filepath.Join(dir, "roots.pem")
 	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(f, pemBytes, 0o600); err != nil {
 		return err
@@ -53,10 +57,10 @@ type hookReceiver struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	echo bool
-	got  []received
+	got  []whReceived
 }
 
-type received struct {
+type whReceived struct {
 	Header http.Header
 	Body   []byte
 }
@@ -68,7 +72,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		rc.mu.Lock()
 		echo := rc.echo
 		if r.Header.Get(webhooks.HeaderEvent) != webhooks.EventChallenge {
-			rc.got = append(rc.got, received{Header: r.Header.Clone(), Body: body})
+			rc.got = append(rc.got, whReceived{Header: r.Header.Clone(), Body: body})
 		}
 		rc.mu.Unlock()
 		if r.Header.Get(webhooks.HeaderEvent) == webhooks.EventChallenge {
@@ -92,10 +96,10 @@ func (rc *hookReceiver) URL() string { return rc.srv.URL + "/hooks/modelexec" }
 
 func (rc *hookReceiver) setEcho(on bool) { rc.mu.Lock(); rc.echo = on; rc.mu.Unlock() }
 
-func (rc *hookReceiver) events() []received {
+func (rc *hookReceiver) events() []whReceived {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return append([]received(nil), rc.got...)
+	return append([]whReceived(nil), rc.got...)
 }
 
 // whFixture is the whole server's account API host with the console, and users of two accounts.
@@ -127,17 +131,17 @@ func newWHFixture(t *testing.T) *whFixture {
 	return f
 }
 
-// browser is a signed-in person: a cookie jar, following redirects like a browser.
-type browser struct {
+// whBrowser is a signed-in person: a cookie jar, following redirects like a browser.
+type whBrowser struct {
 	t    *testing.T
 	base string
 	c    *http.Client
 	csrf string
 }
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+var whCSRFField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func (f *whFixture) signIn(t *testing.T, account, email string) *browser {
+func (f *whFixture) signIn(t *testing.T, account, email string) *whBrowser {
 	t.Helper()
 	storetest.NewAccount(t, f.db, account, auth.Pro, 100000)
 	const pw = "a long test passphrase"
@@ -145,23 +149,23 @@ func (f *whFixture) signIn(t *testing.T, account, email string) *browser {
 		t.Fatal(err)
 	}
 	jar, _ := cookiejar.New(nil)
-	b := &browser{t: t, base: f.api.URL, c: &http.Client{Jar: jar}}
+	b := &whBrowser{t: t, base: f.api.URL, c: &http.Client{Jar: jar}}
 	_, page := b.get("/console/sign-in")
-	_, page = b.post("/console/sign-in", url.Values{"email": {email}, "password": {pw}, "csrf": {csrfOf(t, page)}})
-	b.csrf = csrfOf(t, page)
+	_, page = b.post("/console/sign-in", url.Values{"email": {email}, "password": {pw}, "csrf": {whCSRFOf(t, page)}})
+	b.csrf = whCSRFOf(t, page)
 	return b
 }
 
-func csrfOf(t *testing.T, page string) string {
+func whCSRFOf(t *testing.T, page string) string {
 	t.Helper()
-	m := csrfField.FindStringSubmatch(page)
+	m := whCSRFField.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no csrf field in the page:\n%s", page)
 	}
 	return html.UnescapeString(m[1])
 }
 
-func (b *browser) do(req *http.Request) (int, string) {
+func (b *whBrowser) do(req *http.Request) (int, string) {
 	b.t.Helper()
 	res, err := b.c.Do(req)
 	if err != nil {
@@ -172,19 +176,19 @@ func (b *browser) do(req *http.Request) (int, string) {
 	return res.StatusCode, string(body)
 }
 
-func (b *browser) get(path string) (int, string) {
+func (b *whBrowser) get(path string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
 	return b.do(req)
 }
 
-func (b *browser) post(path string, form url.Values) (int, string) {
+func (b *whBrowser) post(path string, form url.Values) (int, string) {
 	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return b.do(req)
 }
 
 // submit posts a form of the page with the session's CSRF token.
-func (b *browser) submit(path string, form url.Values) (int, string) {
+func (b *whBrowser) submit(path string, form url.Values) (int, string) {
 	if form == nil {
 		form = url.Values{}
 	}
@@ -192,18 +196,18 @@ func (b *browser) submit(path string, form url.Values) (int, string) {
 	return b.post(path, form)
 }
 
-var endpointID = regexp.MustCompile(`data-webhook="(wh_[a-z0-9]+)"`)
+var whEndpointID = regexp.MustCompile(`data-webhook="(wh_[a-z0-9]+)"`)
 
-func endpointIDs(page string) []string {
+func whEndpointIDs(page string) []string {
 	var out []string
-	for _, m := range endpointID.FindAllStringSubmatch(page, -1) {
+	for _, m := range whEndpointID.FindAllStringSubmatch(page, -1) {
 		out = append(out, m[1])
 	}
 	return out
 }
 
-// section is the part of the page about one endpoint.
-func section(t *testing.T, page, id string) string {
+// whSection is the part of the page about one endpoint.
+func whSection(t *testing.T, page, id string) string {
 	t.Helper()
 	i := strings.Index(page, `data-webhook="`+id+`"`)
 	if i < 0 {
@@ -257,12 +261,12 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(page, "registered and verified") {
 		t.Fatalf("add answered %d:\n%s", status, page)
 	}
-	ids := endpointIDs(page)
+	ids := whEndpointIDs(page)
 	if len(ids) != 1 {
 		t.Fatalf("endpoints on the page: %v", ids)
 	}
 	id := ids[0]
-	sec := section(t, page, id)
+	sec := whSection(t, page, id)
 	for _, want := range []string{`<span class="badge active status">active</span>`, "verified", rc.URL(), "photo, music", "No deliveries yet."} {
 		if !strings.Contains(sec, html.EscapeString(want)) && !strings.Contains(sec, want) {
 			t.Errorf("endpoint section lacks %q:\n%s", want, sec)
@@ -288,7 +292,7 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 	if err := json.Unmarshal(ev.Body, &env); err != nil || env.Type != webhooks.EventTest || env.Account != "acct_hooks" || *env.WebhookID != id {
 		t.Fatalf("test envelope %s (%v)", ev.Body, err)
 	}
-	sec = section(t, page, id)
+	sec = whSection(t, page, id)
 	dlv := ev.Header.Get(webhooks.HeaderDelivery)
 	row := sec[strings.Index(sec, `data-delivery="`+dlv+`"`):]
 	row = row[:strings.Index(row, "</tr>")]
@@ -299,7 +303,7 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 	}
 
 	status, page = b.submit("/console/webhooks/"+id+"/delete", nil)
-	if status != http.StatusOK || !strings.Contains(page, "Endpoint "+id+" deleted") || len(endpointIDs(page)) != 0 {
+	if status != http.StatusOK || !strings.Contains(page, "Endpoint "+id+" deleted") || len(whEndpointIDs(page)) != 0 {
 		t.Fatalf("delete answered %d:\n%s", status, page)
 	}
 	if status, _ := b.submit("/console/webhooks/"+id+"/delete", nil); status != http.StatusNotFound {
@@ -320,8 +324,8 @@ func TestWH13_WH20_ConsolePendingExcerptAndRechallenge(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(page, "registered but not verified") {
 		t.Fatalf("add answered %d:\n%s", status, page)
 	}
-	id := endpointIDs(page)[0]
-	sec := section(t, page, id)
+	id := whEndpointIDs(page)[0]
+	sec := whSection(t, page, id)
 	for _, want := range []string{`<span class="badge pending status">pending</span>`, "every product", "did not contain data.nonce",
 		`<code class="verification-reason">nonce_not_echoed</code>`, `HTTP <span class="verification-status">200</span>`,
 		html.EscapeString("<html>hello, no nonce here</html>")} {
@@ -341,7 +345,7 @@ func TestWH13_WH20_ConsolePendingExcerptAndRechallenge(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(page, "passed the challenge and is active") {
 		t.Fatalf("re-challenge answered %d:\n%s", status, page)
 	}
-	sec = section(t, page, id)
+	sec = whSection(t, page, id)
 	if !strings.Contains(sec, `<span class="badge active status">active</span>`) || strings.Contains(sec, "data-verification") {
 		t.Fatalf("after re-challenge:\n%s", sec)
 	}
@@ -358,8 +362,8 @@ func TestWH01_ConsoleURLRules(t *testing.T) {
 			t.Errorf("%s answered %d:\n%s", u, status, page)
 		}
 	}
-	if _, page := b.get("/console/webhooks"); len(endpointIDs(page)) != 0 {
-		t.Fatalf("a refused URL was registered: %v", endpointIDs(page))
+	if _, page := b.get("/console/webhooks"); len(whEndpointIDs(page)) != 0 {
+		t.Fatalf("a refused URL was registered: %v", whEndpointIDs(page))
 	}
 }
 
@@ -371,7 +375,7 @@ func TestWH10_ConsoleWebhooksAccountIsolation(t *testing.T) {
 	rc := newHookReceiver(t)
 	owner := f.signIn(t, "acct_owner", "owner@example.com")
 	_, page := owner.submit("/console/webhooks", url.Values{"url": {rc.URL()}})
-	id := endpointIDs(page)[0]
+	id := whEndpointIDs(page)[0]
 
 	other := f.signIn(t, "acct_other", "other@example.com")
 	if _, page := other.get("/console/webhooks"); strings.Contains(page, id) {
@@ -385,7 +389,7 @@ func TestWH10_ConsoleWebhooksAccountIsolation(t *testing.T) {
 	if status, _ := owner.post("/console/webhooks/"+id+"/delete", url.Values{}); status != http.StatusForbidden {
 		t.Errorf("delete without the form token answered %d", status)
 	}
-	if _, page := owner.get("/console/webhooks"); len(endpointIDs(page)) != 1 || len(rc.events()) != 0 {
-		t.Fatalf("the endpoint changed: %v, %d events", endpointIDs(page), len(rc.events()))
+	if _, page := owner.get("/console/webhooks"); len(whEndpointIDs(page)) != 1 || len(rc.events()) != 0 {
+		t.Fatalf("the endpoint changed: %v, %d events", whEndpointIDs(page), len(rc.events()))
 	}
 }
