@@ -109,7 +109,7 @@ type whFixture struct {
 	sessions *auth.Sessions
 }
 
-func newWHFixture(t *testing.T) *whFixture {
+func newWHFixture(t *testing.T, mutate ...func(*server.Config)) *whFixture {
 	t.Helper()
 	if err := trustTestCert(); err != nil {
 		t.Fatal(err)
@@ -122,6 +122,9 @@ func newWHFixture(t *testing.T) *whFixture {
 	t.Cleanup(f.api.Close)
 	cfg := server.Config{Roles: server.Roles{server.RoleAPI: true}, Secret: whSecret, NoRateLimits: true, PublicURLAPI: f.api.URL,
 		WebhookAllowPrivate: "127.0.0.1", PasswordCost: 4}
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: as, Bucket: blobs.NewMemory(), Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -391,5 +394,39 @@ func TestWH10_ConsoleWebhooksAccountIsolation(t *testing.T) {
 	}
 	if _, page := owner.get("/console/webhooks"); len(whEndpointIDs(page)) != 1 || len(rc.events()) != 0 {
 		t.Fatalf("the endpoint changed: %v, %d events", whEndpointIDs(page), len(rc.events()))
+	}
+}
+
+var whsecShown = regexp.MustCompile(`<code id="whsec" class="secret">(whsec_[^<]+)</code>`)
+
+// Proves in the console WH-43: under the earlier signing scheme the endpoint's whsec_ secret is
+// shown on the answer to the registration and to a re-challenge only, never on the page
+// itself, and the test event is signed v1 under it.
+func TestWH43_ConsoleShowsSecretOnceUnderHMAC(t *testing.T) {
+	f := newWHFixture(t, func(c *server.Config) { c.WebhookScheme = webhooks.SchemeHMAC })
+	rc := newHookReceiver(t)
+	b := f.signIn(t, "acct_hmac", "dee@example.com")
+	status, page := b.submit("/console/webhooks", url.Values{"url": {rc.URL()}})
+	m := whsecShown.FindStringSubmatch(page)
+	if status != http.StatusOK || m == nil || !strings.Contains(page, "registered and verified") {
+		t.Fatalf("add under HMAC answered %d:\n%s", status, page)
+	}
+	secret := m[1]
+	id := whEndpointIDs(page)[0]
+	if _, page := b.get("/console/webhooks"); strings.Contains(page, secret) || strings.Contains(page, `id="whsec"`) {
+		t.Fatal("the secret is shown again on the page")
+	}
+	if _, page := b.submit("/console/webhooks/"+id+"/challenge", nil); !strings.Contains(page, secret) {
+		t.Fatal("a re-challenge does not show the secret")
+	}
+	if status, _ := b.submit("/console/webhooks/"+id+"/test", nil); status != http.StatusOK {
+		t.Fatalf("test event answered %d", status)
+	}
+	evs := rc.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d events", len(evs))
+	}
+	if err := webhooks.VerifyV1(evs[0].Header.Get(webhooks.HeaderSignature), evs[0].Body, secret, time.Now(), 5*time.Minute); err != nil {
+		t.Fatalf("v1 signature of the test event: %v", err)
 	}
 }
