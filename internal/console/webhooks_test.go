@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +66,7 @@ type whReceived struct {
 	Body   []byte
 }
 
-func newHookReceiver(t *testing.T) *hookReceiver {
+func newHookReceiver(t testing.TB) *hookReceiver {
 	rc := &hookReceiver{echo: true}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -109,7 +110,7 @@ type whFixture struct {
 	sessions *auth.Sessions
 }
 
-func newWHFixture(t *testing.T, mutate ...func(*server.Config)) *whFixture {
+func newWHFixture(t testing.TB, mutate ...func(*server.Config)) *whFixture {
 	t.Helper()
 	if err := trustTestCert(); err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func newWHFixture(t *testing.T, mutate ...func(*server.Config)) *whFixture {
 
 // whBrowser is a signed-in person: a cookie jar, following redirects like a browser.
 type whBrowser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	c    *http.Client
 	csrf string
@@ -144,7 +145,7 @@ type whBrowser struct {
 
 var whCSRFField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func (f *whFixture) signIn(t *testing.T, account, email string) *whBrowser {
+func (f *whFixture) signIn(t testing.TB, account, email string) *whBrowser {
 	t.Helper()
 	storetest.NewAccount(t, f.db, account, auth.Pro, 100000)
 	const pw = "a long test passphrase"
@@ -159,7 +160,7 @@ func (f *whFixture) signIn(t *testing.T, account, email string) *whBrowser {
 	return b
 }
 
-func whCSRFOf(t *testing.T, page string) string {
+func whCSRFOf(t testing.TB, page string) string {
 	t.Helper()
 	m := whCSRFField.FindStringSubmatch(page)
 	if m == nil {
@@ -428,5 +429,35 @@ func TestWH43_ConsoleShowsSecretOnceUnderHMAC(t *testing.T) {
 	}
 	if err := webhooks.VerifyV1(evs[0].Header.Get(webhooks.HeaderSignature), evs[0].Body, secret, time.Now(), 5*time.Minute); err != nil {
 		t.Fatalf("v1 signature of the test event: %v", err)
+	}
+}
+
+// BenchmarkConsoleWebhooksPage renders the webhooks page of an account whose endpoint has
+// 10,000 deliveries: the page reads each endpoint's latest through an index, so its time does
+// not follow the history (a benchmark, not a timed test).
+func BenchmarkConsoleWebhooksPage(b *testing.B) {
+	f := newWHFixture(b)
+	rc := newHookReceiver(b)
+	br := f.signIn(b, "acct_bench", "bench@example.com")
+	_, page := br.submit("/console/webhooks", url.Values{"url": {rc.URL()}})
+	id := whEndpointIDs(page)[0]
+	store := sqlstore.Webhooks{DB: f.db}
+	start := time.Now().Add(-48 * time.Hour)
+	for i := 0; i < 10000; i += 500 {
+		var batch []webhooks.NewDelivery
+		for j := i; j < i+500; j++ {
+			ev := "evt_photo_bench" + strconv.Itoa(j) + "_succeeded"
+			batch = append(batch, webhooks.NewDelivery{ID: webhooks.DeliveryID(id, ev), EndpointID: id, Account: "acct_bench",
+				EventID: ev, EventType: webhooks.EventJobSucceeded, JobID: "photo_bench" + strconv.Itoa(j), Body: []byte(`{}`)})
+		}
+		if _, err := store.EnqueueDeliveries(context.Background(), webhooks.EnqueueParams{Now: start.Add(time.Duration(i) * time.Second), Deliveries: batch}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if status, _ := br.get("/console/webhooks"); status != http.StatusOK {
+			b.Fatalf("page answered %d", status)
+		}
 	}
 }
