@@ -29,10 +29,12 @@ const (
 	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
  FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
  GROUP BY key_id ORDER BY key_id`
-	qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`
-	qAccount          = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
-	qKey              = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
+	qAccount = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
+	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
 )
+
+// qRecentDeliveries is the console's read of an endpoint's latest deliveries.
+const qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`
 
 func countInFlightSQL(d Dialect) string {
 	if d == SQLite {
