@@ -56,6 +56,9 @@ const (
 	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
 )
 
+// qRecentDeliveries is the console's read of an endpoint's latest deliveries.
+const qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`
+
 func countInFlightSQL(d Dialect) string {
 	if d == SQLite {
 		return strings.Replace(qCountInFlight, "FROM jobs", "FROM jobs INDEXED BY jobs_in_flight", 1)
@@ -86,6 +89,7 @@ var hot = map[string]struct {
 	"usage: export lines count":  {qUsageLineCount, []any{"acct", int64(0), int64(1)}},
 	"usage: export keys":         {qUsageKeys, []any{"acct"}},
 	"usage: export lines":        {qUsageLines, []any{"key", int64(0), int64(1), int64(0), 1000}},
+	"console: recent deliveries": {qRecentDeliveries, []any{"wh", 20}},
 }
 
 // HotQueries lists the names Explain accepts.
