@@ -18,6 +18,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
 // Handler serves the console. Every dependency is a field set by the server's constructor;
@@ -27,6 +28,9 @@ type Handler struct {
 	Auth     *auth.Service
 	Ledger   *ledger.Service
 	Catalog  *catalog.Catalog
+	// Webhooks registers, challenges, tests and lists webhook endpoints (nil: the deployment
+	// delivers none, and the webhooks page says so).
+	Webhooks *webhooks.Service
 	// Directory lists accounts for the operator pages (the store; nil: the list says it is
 	// not available).
 	Directory AccountDirectory
@@ -39,7 +43,8 @@ type Handler struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 
-	pages map[string]*template.Template
+	pages    map[string]*template.Template
+	throttle signInThrottle
 }
 
 // The cookies of the console.
@@ -84,6 +89,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
 	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
+	h.webhookRoutes(mux)
 	h.operatorRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
