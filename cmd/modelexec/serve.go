@@ -129,7 +129,7 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		return nil
 	}
 	now := utcNow()
-	a := auth.Account{ID: newID("acct_"), Plan: auth.Pro, Status: auth.Live, Balance: 10000,
+	a := auth.Account{ID: auth.NewID("acct_"), Plan: auth.Pro, Status: auth.Live, Balance: 10000,
 		MonthlyAllowance: p.MonthlyAllowance(auth.Pro), AllowancePeriod: auth.Period(now), CreatedAt: now.Add(-48 * time.Hour)}
 	if err := db.CreateAccount(ctx, a); err != nil {
 		return err

@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -159,11 +157,7 @@ func (s *Sessions) CreateUser(ctx context.Context, n NewUser) (User, error) {
 	if err != nil {
 		return User{}, fmt.Errorf("auth: hash password: %w", err)
 	}
-	id, err := randomID("usr_")
-	if err != nil {
-		return User{}, err
-	}
-	u := User{ID: id, AccountID: n.AccountID, Email: email, Operator: n.Operator, PasswordHash: string(hash), CreatedAt: s.now()}
+	u := User{ID: NewID("usr_"), AccountID: n.AccountID, Email: email, Operator: n.Operator, PasswordHash: string(hash), CreatedAt: s.now()}
 	if err := s.store.InsertUser(ctx, u); err != nil {
 		return User{}, err
 	}
@@ -242,13 +236,4 @@ func (s *Sessions) SignOut(ctx context.Context, token string) error {
 // Users lists an account's console users.
 func (s *Sessions) Users(ctx context.Context, accountID string) ([]User, error) {
 	return s.store.Users(ctx, accountID)
-}
-
-// randomID is prefix plus 16 random base64url characters.
-func randomID(prefix string) (string, error) {
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b), nil
 }

@@ -256,16 +256,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, v *viewer, err er
 		h.renderError(w, r, v, pe.status, pe.msg)
 	default:
 		if e, ok := apierr.As(err); ok {
-			en := e.Entry()
-			status := en.Status
-			if e.Status != 0 {
-				status = e.Status
-			}
-			msg := e.Message
-			if msg == "" {
-				msg = en.Message
-			}
-			h.renderError(w, r, v, status, msg)
+			h.renderError(w, r, v, e.HTTPStatus(), e.Text())
 			return
 		}
 		if errors.Is(err, context.Canceled) {

@@ -134,11 +134,7 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 		return again(http.StatusConflict, fmt.Sprintf("Your plan allows %d live keys and they are all in use: revoke one first.", d.Max))
 	}
 	if e, ok := apierr.As(err); ok {
-		msg := e.Message
-		if msg == "" {
-			msg = e.Entry().Message
-		}
-		return again(e.Entry().Status, msg)
+		return again(e.HTTPStatus(), e.Text())
 	}
 	if err != nil {
 		return err

@@ -122,7 +122,7 @@ func (h *Handler) opCreateAccount(w http.ResponseWriter, r *http.Request, v *vie
 		return again(http.StatusBadRequest, "The monthly allowance is a whole number, zero or more (empty: the plan's).")
 	}
 	now := h.Now()
-	a := auth.Account{ID: newID("acct_"), Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: allowance,
+	a := auth.Account{ID: auth.NewID("acct_"), Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: allowance,
 		AllowancePeriod: auth.Period(now), CreatedAt: now.UTC(), PassOnly: r.PostFormValue("pass_only") != ""}
 	if err := h.Ledger.CreateAccount(r.Context(), a); err != nil {
 		return err
@@ -328,7 +328,7 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 		if !ok || days < 0 || days > 3650 {
 			return "", "The lifetime is a number of days up to 3650 (empty or 0: never ends).", nil
 		}
-		p := ledger.Pass{ID: newID("pass_"), AccountID: a.ID, Name: name, Promotion: r.PostFormValue("kind") == "promotion",
+		p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: a.ID, Name: name, Promotion: r.PostFormValue("kind") == "promotion",
 			Models: models, MaxCredits: maxCredits, UsesLeft: uses}
 		if days > 0 {
 			p.ExpiresAt = h.Now().UTC().AddDate(0, 0, int(days))
@@ -401,16 +401,4 @@ func wholeNumber(s string, def int64) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
-}
-
-// newID is prefix plus 16 random lower-case letters and digits, the CLI's account and pass ids.
-func newID(prefix string) string {
-	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	out := make([]byte, len(b))
-	for i, c := range b {
-		out[i] = alphabet[int(c)%len(alphabet)]
-	}
-	return prefix + string(out)
 }
