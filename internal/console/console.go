@@ -31,6 +31,9 @@ type Handler struct {
 	// Webhooks registers, challenges, tests and lists webhook endpoints (nil: the deployment
 	// delivers none, and the webhooks page says so).
 	Webhooks *webhooks.Service
+	// Usage reads the account's spend for the usage page and its CSV download (nil: the page
+	// says usage reports are not configured).
+	Usage *ledger.Usage
 	// Secret keys the CSRF tokens (the deployment secret).
 	Secret []byte
 	// Secure marks cookies Secure: the console's public URL is https.
@@ -87,6 +90,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
 	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
 	h.webhookRoutes(mux)
+	h.usageRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound
