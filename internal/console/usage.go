@@ -37,19 +37,21 @@ const (
 )
 
 // usageTotals is one line of a table: a model's or a key's spend, or the window's.
+// Figures are plain int64 so the template's credits formatting takes its fast path: the
+// twelve months' chart formats a few figures for each of 365 days.
 type usageTotals struct {
 	Name     string
 	Jobs     int64
-	Charged  ledger.Credits
-	Refunded ledger.Credits
+	Charged  int64
+	Refunded int64
 }
 
-func (t usageTotals) Net() ledger.Credits { return t.Charged - t.Refunded }
+func (t usageTotals) Net() int64 { return t.Charged - t.Refunded }
 
 func (t *usageTotals) add(d ledger.DayUsage) {
 	t.Jobs += d.Jobs
-	t.Charged += d.Charged
-	t.Refunded += d.Refunded
+	t.Charged += int64(d.Charged)
+	t.Refunded += int64(d.Refunded)
 }
 
 // usageRow is a table line with its horizontal bar's length.
@@ -84,7 +86,7 @@ type usageData struct {
 	Custom            bool // the window came from the address and is not one of the picker's
 	Days              []dayBar
 	Ticks             []chartTick
-	Max, Min          ledger.Credits // the chart's scale
+	Max, Min          int64 // the chart's scale
 	MaxY, ZeroY, MinY string
 	ModelTable        usageTable
 	KeyTable          usageTable
@@ -157,7 +159,7 @@ func (d *usageData) drawDays(days []dayBar, win ledger.Window) {
 	if span > 0 {
 		zero = chartTop + (chartBL-chartTop)*float64(d.Max)/span
 	}
-	scale := func(c ledger.Credits) float64 {
+	scale := func(c int64) float64 {
 		if span == 0 {
 			return 0
 		}
@@ -197,7 +199,7 @@ func (d *usageData) drawDays(days []dayBar, win ledger.Window) {
 // and sizes each bar against the largest.
 func usageRows(m map[string]*usageTotals) []usageRow {
 	rows := make([]usageRow, 0, len(m))
-	var top ledger.Credits
+	var top int64
 	for _, t := range m {
 		rows = append(rows, usageRow{usageTotals: *t})
 		top = max(top, t.Net())

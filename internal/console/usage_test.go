@@ -69,7 +69,7 @@ func (usageRunner) Run(ctx context.Context, job runners.Job, env runners.Env) (r
 
 // usageSite is the whole server's account API host, with the console.
 type usageSite struct {
-	t        *testing.T
+	t        testing.TB
 	db       *sqlstore.DB
 	clock    *usageClock
 	auth     *auth.Service
@@ -78,7 +78,7 @@ type usageSite struct {
 	url      string
 }
 
-func newUsageSite(t *testing.T, db *sqlstore.DB, exportRows int) *usageSite {
+func newUsageSite(t testing.TB, db *sqlstore.DB, exportRows int) *usageSite {
 	t.Helper()
 	s := &usageSite{t: t, db: db, clock: &usageClock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}}
 	log := slog.New(slog.DiscardHandler)
@@ -151,7 +151,7 @@ func (s *usageSite) run(key, prompt string) jobs.Job {
 
 // usagePerson is a signed-in browser that does not follow redirects.
 type usagePerson struct {
-	t *testing.T
+	t testing.TB
 	s *usageSite
 	c *http.Client
 }
