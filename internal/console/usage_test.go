@@ -391,7 +391,10 @@ func TestACC15_ConsoleUsageExportIsTheAPIExport(t *testing.T) {
 				}
 			}
 		}
-		if cd := func() string { _, hd, _ := p.get("/console/usage/export.csv?window=last_month"); return hd.Get("Content-Disposition") }(); cd !=
+		if cd := func() string {
+			_, hd, _ := p.get("/console/usage/export.csv?window=last_month")
+			return hd.Get("Content-Disposition")
+		}(); cd !=
 			`attachment; filename="usage-acct_cx-last_month.csv"` {
 			t.Fatalf("default granularity's file name %q", cd)
 		}
