@@ -34,6 +34,9 @@ type Handler struct {
 	// Directory lists accounts for the operator pages (the store; nil: the list says it is
 	// not available).
 	Directory AccountDirectory
+	// Usage reads the account's spend for the usage page and its CSV download (nil: the page
+	// says usage reports are not configured).
+	Usage *ledger.Usage
 	// Secret keys the CSRF tokens (the deployment secret).
 	Secret []byte
 	// Secure marks cookies Secure: the console's public URL is https.
@@ -91,6 +94,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
 	h.webhookRoutes(mux)
 	h.operatorRoutes(mux)
+	h.usageRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound

@@ -22,7 +22,7 @@ func (s *Server) wireConsole(d Deps, cat *catalog.Catalog) *console.Handler {
 		Hasher: auth.NewHasher(s.cfg.Secret), Now: d.Now, Cost: s.cfg.PasswordCost})
 	return &console.Handler{Sessions: sessions, Auth: d.Auth, Ledger: d.DB.Ledger(d.Now), Catalog: cat,
 		Secret: []byte("console " + s.cfg.Secret), Secure: strings.HasPrefix(s.urls.API, "https://"), APIBase: s.urls.API,
-		Webhooks: s.account.Webhooks, Directory: d.DB, Now: d.Now, Log: s.log}
+		Webhooks: s.account.Webhooks, Directory: d.DB, Usage: s.usage, Now: d.Now, Log: s.log}
 }
 
 // withConsole serves /console and everything under it from the console, the rest from api.
