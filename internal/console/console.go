@@ -17,6 +17,8 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
 )
 
@@ -35,6 +37,12 @@ type Handler struct {
 	APIBase string
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Jobs lists and reads the account's jobs and runs the playground's submissions.
+	Jobs *jobs.Service
+	// Signer turns stored outputs into the signed links the API hands out.
+	Signer jobview.Signer
+	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
+	Deliveries Deliveries
 
 	pages map[string]*template.Template
 }
@@ -81,6 +89,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
 	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
+	h.jobRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound
