@@ -169,11 +169,11 @@ type historyRow struct {
 }
 
 type output struct {
-	Kind        string // image, audio, video or file
-	URL         string
-	ContentType string
-	Bytes       int64
-	Name        string
+	Kind        string `json:"kind"` // image, audio, video or file
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	Name        string `json:"name"`
 }
 
 type deliveryRow struct {
