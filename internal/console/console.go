@@ -44,7 +44,8 @@ type Handler struct {
 	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
 	Deliveries Deliveries
 
-	pages map[string]*template.Template
+	pages    map[string]*template.Template
+	throttle signInThrottle
 }
 
 // The cookies of the console.

@@ -3,7 +3,9 @@ package console
 import (
 	"crypto/hmac"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
@@ -46,8 +48,16 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	email := r.PostFormValue("email")
+	now := h.Now()
+	if until, blocked := h.throttle.blocked(email, now); blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(int(until.Sub(now).Seconds())+1))
+		h.renderSignIn(w, r, http.StatusTooManyRequests, email,
+			fmt.Sprintf("Too many failed sign-ins for this email. Try again after %s.", until.UTC().Format("15:04 UTC")))
+		return nil
+	}
 	token, _, sess, err := h.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"))
 	if errors.Is(err, auth.ErrBadCredentials) {
+		h.throttle.fail(email, now)
 		h.Log.Info("console: sign-in refused")
 		h.renderSignIn(w, r, http.StatusUnauthorized, email, "Wrong email or password.")
 		return nil
@@ -55,6 +65,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	h.throttle.succeed(email)
 	clearCookie(w, preCSRFCookie, h.Secure)
 	h.setCookie(w, sessionCookie, token, sess.ExpiresAt.Sub(h.Now()))
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
