@@ -41,7 +41,9 @@ async function runFromPlayground(page, model, fields, shot) {
   const credits = Number((await page.locator("#quote-credits").innerText()).replace(/,/g, ""));
   assert.ok(credits > 0, `${model}: a price is shown before submitting`);
   await screenshot(page, `${shot}-playground`);
-  await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.click("#run")]);
+  // Buttons are pressed with the keyboard after a full-page screenshot: Chromium's viewport,
+  // resized for the screenshot and restored, can leave a mouse click off its target.
+  await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.locator("#run").press("Enter")]);
   const id = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
   // The page polls the job and reloads itself once it settles.
   await page.locator('#job[data-settled="true"]').waitFor({ timeout: 60_000 });
@@ -117,22 +119,22 @@ test("jobs list: both runs are listed, filters by model and status narrow it, a 
     await screenshot(page, "console-jobs");
 
     await page.selectOption("#filter-model", "music-turbo");
-    await Promise.all([page.waitForURL(/model=music-turbo/), page.click("#filter")]);
+    await Promise.all([page.waitForURL(/model=music-turbo/), page.locator("#filter").press("Enter")]);
     assert.deepEqual(await models(), ["music-turbo"]);
 
     await page.selectOption("#filter-model", "");
     await page.selectOption("#filter-status", "failed");
-    await Promise.all([page.waitForURL(/status=failed/), page.click("#filter")]);
+    await Promise.all([page.waitForURL(/status=failed/), page.locator("#filter").press("Enter")]);
     assert.deepEqual(await models(), []);
     assert.match(await page.locator("#jobs tbody").innerText(), /No job matches these filters/);
 
     await page.selectOption("#filter-status", "succeeded");
     await page.fill("#filter-from", new Date().toISOString().slice(0, 10));
-    await Promise.all([page.waitForURL(/status=succeeded/), page.click("#filter")]);
+    await Promise.all([page.waitForURL(/status=succeeded/), page.locator("#filter").press("Enter")]);
     assert.deepEqual((await models()).sort(), ["image-4b", "music-turbo"]);
     await screenshot(page, "console-jobs-filtered");
 
-    await Promise.all([page.waitForURL(/\/console\/jobs\/[^/?]+$/), page.locator('#jobs tr[data-model="image-4b"] a').click()]);
+    await Promise.all([page.waitForURL(/\/console\/jobs\/[^/?]+$/), page.locator('#jobs tr[data-model="image-4b"] a').press("Enter")]);
     assert.match(await page.locator("#job-charged").innerText(), /^[1-9][0-9,]* credits/);
     assert.equal(await page.locator("#job-state").innerText(), "succeeded");
   } finally {
