@@ -43,6 +43,9 @@ type Handler struct {
 	Signer jobview.Signer
 	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
 	Deliveries Deliveries
+	// Paused reports whether the operator has paused the API or a product: the playground
+	// refuses then, as the model hosts do (nil: never paused).
+	Paused func(product string) bool
 
 	pages    map[string]*template.Template
 	throttle signInThrottle

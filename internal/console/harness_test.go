@@ -32,7 +32,7 @@ type site struct {
 	url      string
 }
 
-func newSite(t testing.TB) *site {
+func newSite(t testing.TB, edit ...func(*server.Config)) *site {
 	t.Helper()
 	db := storetest.OpenSQLite(t)
 	now := func() time.Time { return time.Now().UTC() }
@@ -40,8 +40,11 @@ func newSite(t testing.TB) *site {
 	var h http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
-	srv, err := server.New(context.Background(), server.Config{Secret: secret, NoRateLimits: true, PublicURLAPI: ts.URL, PasswordCost: 4},
-		server.Deps{DB: db, Auth: as, Bucket: blobs.NewMemory()})
+	cfg := server.Config{Secret: secret, NoRateLimits: true, PublicURLAPI: ts.URL, PasswordCost: 4}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: as, Bucket: blobs.NewMemory()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/server"
 )
 
 var (
@@ -186,9 +187,10 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 
 // TestKEY15_PlaygroundRefusals: the playground answers as the API would, with the catalogue's
 // codes and nothing charged: a contract violation names the field, a balance too small is
-// insufficient_credits, and a model that does not exist is not found.
+// insufficient_credits, a product the operator paused is api_disabled, and a model that does
+// not exist is not found.
 func TestKEY15_PlaygroundRefusals(t *testing.T) {
-	s := newSite(t)
+	s := newSite(t, func(c *server.Config) { c.DisableProduct = []string{"music"} })
 	p := s.signIn(t, "acct_poor", 0)
 	_, page := p.get("/console/playground?model=image-4b")
 	form := url.Values{"csrf": {p.csrf}, "model": {"image-4b"}, "idempotency_key": {match(t, idemField, page)},
@@ -202,6 +204,12 @@ func TestKEY15_PlaygroundRefusals(t *testing.T) {
 	res = p.post("/console/playground", form)
 	if b := body(res); res.StatusCode != http.StatusPaymentRequired || !strings.Contains(b, "insufficient_credits") {
 		t.Fatalf("no credits answered %d: %.3000s", res.StatusCode, b)
+	}
+	_, page = p.get("/console/playground?model=music-turbo")
+	paused := url.Values{"csrf": {p.csrf}, "model": {"music-turbo"}, "idempotency_key": {match(t, idemField, page)}, "in.positivePrompt": {"a song"}}
+	res = p.post("/console/playground", paused)
+	if b := body(res); res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, "api_disabled") {
+		t.Fatalf("a paused product answered %d: %.3000s", res.StatusCode, b)
 	}
 	form.Set("model", "no-such-model")
 	if res := p.post("/console/playground", form); res.StatusCode != http.StatusNotFound {

@@ -279,6 +279,9 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 		return again(http.StatusUnprocessableEntity, "Some fields are not valid.", problems)
 	}
 	p, err := auth.ConsolePrincipal(v.Account, h.Now())
+	if err == nil && h.Paused != nil && h.Paused(d.Model.Product) {
+		err = apierr.New(apierr.APIDisabled)
+	}
 	if err == nil {
 		err = admit(d.Model)
 	}

@@ -222,7 +222,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	if roles[RoleAPI] {
-		s.console = s.wireConsole(d, cat, signer)
+		s.console = s.wireConsole(d, cat, signer, gate.Switches)
 		s.handlers[RoleAPI] = withConsole(withCogHooks(acct.Routes(), cogs), s.console, d.Log)
 	}
 	if roles[RoleQueue] {

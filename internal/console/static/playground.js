@@ -13,6 +13,10 @@
       try {
         const res = await fetch(form.dataset.quote, { method: 'POST', body, credentials: 'same-origin' });
         if (mine !== seq) return;
+        if (res.redirected) { // the session ended: the console asks to sign in again
+          window.location.href = res.url;
+          return;
+        }
         if (!res.ok) {
           box.textContent = 'The price could not be worked out just now.';
           return;
@@ -69,6 +73,10 @@
     const poll = async () => {
       try {
         const res = await fetch(job.dataset.live, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+        if (res.redirected) {
+          window.location.href = res.url;
+          return;
+        }
         if (res.ok) {
           const j = await res.json();
           state.textContent = j.state;
