@@ -32,7 +32,7 @@ type site struct {
 	url      string
 }
 
-func newSite(t testing.TB, edit ...func(*server.Config)) *site {
+func newSite(t testing.TB, edit ...func(*server.Config, *server.Deps)) *site {
 	t.Helper()
 	db := storetest.OpenSQLite(t)
 	now := func() time.Time { return time.Now().UTC() }
@@ -41,10 +41,11 @@ func newSite(t testing.TB, edit ...func(*server.Config)) *site {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
 	cfg := server.Config{Secret: secret, NoRateLimits: true, PublicURLAPI: ts.URL, PasswordCost: 4}
+	deps := server.Deps{DB: db, Auth: as, Bucket: blobs.NewMemory()}
 	for _, e := range edit {
-		e(&cfg)
+		e(&cfg, &deps)
 	}
-	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: as, Bucket: blobs.NewMemory()})
+	srv, err := server.New(context.Background(), cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,23 @@ type Deliveries interface {
 const jobsPage = 50
 
 func (h *Handler) jobRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /console/jobs", h.account(h.jobsList))
-	mux.Handle("GET /console/jobs/{id}", h.account(h.jobPage))
-	mux.Handle("GET /console/jobs/{id}/live", h.account(h.jobLive))
-	mux.Handle("GET /console/playground", h.account(h.playground))
-	mux.Handle("POST /console/playground", h.account(h.playgroundSubmit))
-	mux.Handle("POST /console/playground/quote", h.account(h.playgroundQuote))
+	mux.Handle("GET /console/jobs", h.withJobs(h.jobsList))
+	mux.Handle("GET /console/jobs/{id}", h.withJobs(h.jobPage))
+	mux.Handle("GET /console/jobs/{id}/live", h.withJobs(h.jobLive))
+	mux.Handle("GET /console/playground", h.withJobs(h.playground))
+	mux.Handle("POST /console/playground", h.withJobs(h.playgroundSubmit))
+	mux.Handle("POST /console/playground/quote", h.withJobs(h.playgroundQuote))
+}
+
+// withJobs serves an account's page that needs the jobs engine and the link signer; a console
+// built without them says so.
+func (h *Handler) withJobs(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+	return h.account(func(w http.ResponseWriter, r *http.Request, v *viewer) error {
+		if h.Jobs == nil || h.Signer == nil {
+			return refuse(http.StatusServiceUnavailable, "Jobs are not available on this server.")
+		}
+		return fn(w, r, v)
+	})
 }
 
 type jobRow struct {

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/server"
 )
 
@@ -190,7 +193,7 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 // insufficient_credits, a product the operator paused is api_disabled, and a model that does
 // not exist is not found.
 func TestKEY15_PlaygroundRefusals(t *testing.T) {
-	s := newSite(t, func(c *server.Config) { c.DisableProduct = []string{"music"} })
+	s := newSite(t, func(c *server.Config, _ *server.Deps) { c.DisableProduct = []string{"music"} })
 	p := s.signIn(t, "acct_poor", 0)
 	_, page := p.get("/console/playground?model=image-4b")
 	form := url.Values{"csrf": {p.csrf}, "model": {"image-4b"}, "idempotency_key": {match(t, idemField, page)},
@@ -229,5 +232,74 @@ func fetch(t *testing.T, link, kind string) {
 	n := len(body(res))
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), kind) || n == 0 {
 		t.Fatalf("output %s: %d %s %d bytes", link, res.StatusCode, res.Header.Get("Content-Type"), n)
+	}
+}
+
+// stepRunner reports a log line and half its progress, then waits to be released.
+type stepRunner struct {
+	reported chan struct{}
+	release  chan struct{}
+}
+
+func (r *stepRunner) Run(ctx context.Context, _ runners.Job, env runners.Env) (runners.Result, error) {
+	env.Report.Log("info", "halfway through the picture")
+	env.Report.Progress(0.5)
+	r.reported <- struct{}{}
+	select {
+	case <-r.release:
+		return runners.Result{Document: map[string]any{"ok": true}, Done: 1}, nil
+	case <-ctx.Done():
+		return runners.Result{}, ctx.Err()
+	}
+}
+
+// TestKEY15_ConsoleJobLive: while a playground run is under way its page shows it running and
+// its live view answers the progress and the logs the runner reported; once it settles the
+// live view says so and the page shows the outcome.
+func TestKEY15_ConsoleJobLive(t *testing.T) {
+	rn := &stepRunner{reported: make(chan struct{}, 1), release: make(chan struct{})}
+	s := newSite(t, func(_ *server.Config, d *server.Deps) {
+		d.Runners = func(*catalog.Catalog) runners.Registry { return runners.Registry{"image-4b": rn} }
+	})
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(rn.release)
+		}
+	})
+	p := s.signIn(t, "acct_live", 1000)
+	_, page := p.get("/console/playground?model=image-4b")
+	res := p.post("/console/playground", url.Values{"csrf": {p.csrf}, "model": {"image-4b"}, "idempotency_key": {match(t, idemField, page)},
+		"in.positivePrompt": {"a lighthouse"}, "in.width": {"256"}, "in.height": {"256"}})
+	body(res)
+	id := match(t, jobLink, res.Header.Get("Location"))
+	<-rn.reported
+	code, page := p.get("/console/jobs/" + id)
+	if code != http.StatusOK || !strings.Contains(page, `data-settled="false"`) || !strings.Contains(page, `id="job-progress"`) {
+		t.Fatalf("running job page %d: %.3000s", code, page)
+	}
+	var live struct {
+		State    string          `json:"state"`
+		Settled  bool            `json:"settled"`
+		Progress float64         `json:"progress"`
+		Logs     []jobs.LogLine  `json:"logs"`
+		Outputs  []any           `json:"outputs"`
+		Error    *string         `json:"error_code"`
+		Result   json.RawMessage `json:"result"`
+	}
+	code, raw := p.get("/console/jobs/" + id + "/live")
+	if err := json.Unmarshal([]byte(raw), &live); err != nil || code != http.StatusOK || live.State != "running" || live.Settled ||
+		live.Progress != 0.5 || !strings.Contains(fmt.Sprint(live.Logs), "halfway through the picture") {
+		t.Fatalf("live while running %d: %s", code, raw)
+	}
+	close(rn.release)
+	released = true
+	p.settle(id)
+	code, raw = p.get("/console/jobs/" + id + "/live")
+	if code != http.StatusOK || !strings.Contains(raw, `"state":"succeeded","settled":true`) {
+		t.Fatalf("live once settled %d: %s", code, raw)
+	}
+	if _, page := p.get("/console/jobs/" + id); !strings.Contains(page, `data-settled="true"`) || !strings.Contains(page, "halfway through the picture") {
+		t.Fatalf("settled job page: %.3000s", page)
 	}
 }
