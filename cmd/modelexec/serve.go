@@ -38,6 +38,7 @@ type ServeCmd struct {
 	Catalogue        string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
 	Plans            string            `help:"Plans file replacing the built-in plan figures (start from the output of 'modelexec plans')." type:"existingfile"`
 	ModelConcurrency int               `help:"Jobs of one model this process runs at once (default: the plans' model_concurrency, 4 as shipped)."`
+	UsageExportRows  int               `help:"Most rows one usage export (GET /v1/usage/export) holds; a window with more is refused with export_too_large (default 100000)."`
 	MetricsAddr      string            `help:"Operator listener for Prometheus /metrics and /debug/pprof (e.g. 127.0.0.1:9090); off when empty. Never expose it publicly."`
 }
 
@@ -97,7 +98,8 @@ func (c *ServeCmd) config() (server.Config, error) {
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
-		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate}, nil
+		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate,
+		UsageExportRows: c.UsageExportRows}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

@@ -20,6 +20,7 @@ import (
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
 // Handler serves the console. Every dependency is a field set by the server's constructor;
@@ -29,6 +30,12 @@ type Handler struct {
 	Auth     *auth.Service
 	Ledger   *ledger.Service
 	Catalog  *catalog.Catalog
+	// Webhooks registers, challenges, tests and lists webhook endpoints (nil: the deployment
+	// delivers none, and the webhooks page says so).
+	Webhooks *webhooks.Service
+	// Directory lists accounts for the operator pages (the store; nil: the list says it is
+	// not available).
+	Directory AccountDirectory
 	// Secret keys the CSRF tokens (the deployment secret).
 	Secret []byte
 	// Secure marks cookies Secure: the console's public URL is https.
@@ -93,6 +100,8 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
 	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
+	h.webhookRoutes(mux)
+	h.operatorRoutes(mux)
 	h.jobRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {

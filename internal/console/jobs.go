@@ -187,7 +187,7 @@ type output struct {
 	Name        string `json:"name"`
 }
 
-type deliveryRow struct {
+type jobDeliveryRow struct {
 	ID, Event, Status, URL, LastError string
 	Attempts                          int
 	Code                              string
@@ -204,7 +204,7 @@ type jobData struct {
 	Refunded               int64
 	Coverage               string
 	EventID, EventType     string
-	Deliveries             []deliveryRow
+	Deliveries             []jobDeliveryRow
 	DeliveriesUnavailable  bool
 	Outputs                []output
 	Logs                   []jobs.LogLine
@@ -270,7 +270,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 			d.DeliveriesUnavailable = true
 		}
 		for _, dl := range ds {
-			row := deliveryRow{ID: dl.ID, Event: dl.EventType, Status: string(dl.Status), URL: dl.URL, LastError: dl.LastError,
+			row := jobDeliveryRow{ID: dl.ID, Event: dl.EventType, Status: string(dl.Status), URL: dl.URL, LastError: dl.LastError,
 				Attempts: dl.Attempts, Created: dl.CreatedAt, LastAttempt: dl.LastAttemptAt}
 			if dl.URL == "" {
 				row.URL = "endpoint " + dl.EndpointID

@@ -127,7 +127,7 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 		t.Fatalf("image %+v music %+v balance %d", ji, jm, a.Balance)
 	}
 	month := time.Now().UTC().AddDate(0, 0, -1)
-	usage, err := s.db.Usage(ctx, "acct_console", month, month.AddDate(0, 0, 3))
+	usage, err := s.db.LedgerUsageByKey(ctx, "acct_console", month, month.AddDate(0, 0, 3))
 	if err != nil || len(usage) != 1 || usage[0].KeyID != auth.ConsoleKeyID || usage[0].Jobs != 2 {
 		t.Fatalf("usage %+v %v", usage, err)
 	}

@@ -331,3 +331,14 @@ func (s *Service) GrantAllowances(ctx context.Context, now time.Time, limit int)
 	}
 	return granted, nil
 }
+
+// Passes lists the passes and promotions an account holds, for the operator pages.
+func (s *Service) Passes(ctx context.Context, accountID string) ([]Pass, error) {
+	var out []Pass
+	err := s.store.LedgerTx(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.LedgerPasses(ctx, accountID)
+		return err
+	})
+	return out, err
+}

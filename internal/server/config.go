@@ -143,6 +143,10 @@ type Config struct {
 	// AllowanceEvery is the interval of the monthly allowance sweep (1 minute).
 	AllowanceEvery time.Duration
 
+	// UsageExportRows is the most rows one usage export (one file) holds; a window with more
+	// is refused with export_too_large (0: ledger.DefaultExportRows).
+	UsageExportRows int
+
 	// PasswordCost is bcrypt's work factor for console passwords (0: the library's default;
 	// tests lower it).
 	PasswordCost int

@@ -24,8 +24,9 @@ func (s *Server) wireConsole(d Deps, cat *catalog.Catalog, signer jobview.Signer
 		Hasher: auth.NewHasher(s.cfg.Secret), Now: d.Now, Cost: s.cfg.PasswordCost})
 	return &console.Handler{Sessions: sessions, Auth: d.Auth, Ledger: d.DB.Ledger(d.Now), Catalog: cat,
 		Secret: []byte("console " + s.cfg.Secret), Secure: strings.HasPrefix(s.urls.API, "https://"), APIBase: s.urls.API,
-		Now: d.Now, Log: s.log, Jobs: s.jobs, Signer: signer, Deliveries: sqlstore.Webhooks{DB: d.DB},
-		Paused: func(product string) bool { return sw.APIDisabled.Load() || sw.ProductDisabled(product) }}
+		Webhooks: s.account.Webhooks, Directory: d.DB, Now: d.Now, Log: s.log, Jobs: s.jobs, Signer: signer,
+		Deliveries: sqlstore.Webhooks{DB: d.DB},
+		Paused:     func(product string) bool { return sw.APIDisabled.Load() || sw.ProductDisabled(product) }}
 }
 
 // withConsole serves /console and everything under it from the console, the rest from api.
