@@ -14,6 +14,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/server"
 )
@@ -126,8 +127,11 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 		a.Balance != 100000-ji.Charged-jm.Charged {
 		t.Fatalf("image %+v music %+v balance %d", ji, jm, a.Balance)
 	}
-	month := time.Now().UTC().AddDate(0, 0, -1)
-	usage, err := s.db.LedgerUsageByKey(ctx, "acct_console", month, month.AddDate(0, 0, 3))
+	w, err := ledger.ParseWindow("month", time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage, err := ledger.NewUsage(s.db).ByKey(ctx, "acct_console", w)
 	if err != nil || len(usage) != 1 || usage[0].KeyID != auth.ConsoleKeyID || usage[0].Jobs != 2 {
 		t.Fatalf("usage %+v %v", usage, err)
 	}
