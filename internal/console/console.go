@@ -17,6 +17,8 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
@@ -45,6 +47,15 @@ type Handler struct {
 	APIBase string
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Jobs lists and reads the account's jobs and runs the playground's submissions.
+	Jobs *jobs.Service
+	// Signer turns stored outputs into the signed links the API hands out.
+	Signer jobview.Signer
+	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
+	Deliveries Deliveries
+	// Paused reports whether the operator has paused the API or a product: the playground
+	// refuses then, as the model hosts do (nil: never paused).
+	Paused func(product string) bool
 
 	pages    map[string]*template.Template
 	throttle signInThrottle
@@ -95,6 +106,7 @@ func (h *Handler) Routes() http.Handler {
 	h.webhookRoutes(mux)
 	h.operatorRoutes(mux)
 	h.usageRoutes(mux)
+	h.jobRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound

@@ -128,6 +128,11 @@ func (s *Service) Charge(ctx context.Context, tx Tx, a auth.Account, j Job, now 
 	if a.Balance < int64(j.Quote) {
 		return Charged{}, apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance)
 	}
+	if j.KeyID == auth.ConsoleKeyID {
+		// The console's submissions have no key record to count against: the guarded debit
+		// below is the whole check, as for any charge.
+		return s.debit(ctx, tx, a, j, now, nil)
+	}
 	k, err := tx.LedgerKeySpend(ctx, j.KeyID, auth.Period(now), int64(j.Quote))
 	if err != nil {
 		return Charged{}, err
@@ -143,9 +148,19 @@ func (s *Service) Charge(ctx context.Context, tx Tx, a auth.Account, j Job, now 
 	if err := auth.CheckSpend(k.Ceiling, a.MonthlyAllowance, k.SpentIn(now)-int64(j.Quote), int64(j.Quote)); err != nil {
 		return undo(err)
 	}
+	return s.debit(ctx, tx, a, j, now, undo)
+}
+
+// debit writes the charge entry, guarded by the balance; a refusal goes through undo when the
+// key's spend was taken first.
+func (s *Service) debit(ctx context.Context, tx Tx, a auth.Account, j Job, now time.Time, undo func(error) (Charged, error)) (Charged, error) {
 	bal, err := tx.LedgerApply(ctx, Entry{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.JobID, Model: j.Model, Kind: Charge, Amount: -j.Quote, At: now}, 0)
 	if errors.Is(err, ErrInsufficient) {
-		return undo(apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance))
+		refusal := apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance)
+		if undo == nil {
+			return Charged{}, refusal
+		}
+		return undo(refusal)
 	}
 	if err != nil {
 		return Charged{}, err
@@ -174,8 +189,10 @@ func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Tim
 		if !st.StartedAt.IsZero() {
 			period = st.StartedAt
 		}
-		if _, err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
-			return 0, err
+		if st.KeyID != auth.ConsoleKeyID {
+			if _, err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return Credits(charge), nil

@@ -9,11 +9,13 @@ import (
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/console"
 	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // wireConsole builds the web console for the account API host. Without a deployment secret
 // there is none: sessions and CSRF tokens would be keyed with nothing.
-func (s *Server) wireConsole(d Deps, cat *catalog.Catalog) *console.Handler {
+func (s *Server) wireConsole(d Deps, cat *catalog.Catalog, signer jobview.Signer, sw *httpapi.Switches) *console.Handler {
 	if s.cfg.Secret == "" {
 		s.log.Warn("no deployment secret: the web console is not served; set --secret or MODELEXEC_SECRET")
 		return nil
@@ -22,7 +24,9 @@ func (s *Server) wireConsole(d Deps, cat *catalog.Catalog) *console.Handler {
 		Hasher: auth.NewHasher(s.cfg.Secret), Now: d.Now, Cost: s.cfg.PasswordCost})
 	return &console.Handler{Sessions: sessions, Auth: d.Auth, Ledger: d.DB.Ledger(d.Now), Catalog: cat,
 		Secret: []byte("console " + s.cfg.Secret), Secure: strings.HasPrefix(s.urls.API, "https://"), APIBase: s.urls.API,
-		Webhooks: s.account.Webhooks, Directory: d.DB, Usage: s.usage, Now: d.Now, Log: s.log}
+		Webhooks: s.account.Webhooks, Directory: d.DB, Usage: s.usage, Now: d.Now, Log: s.log, Jobs: s.jobs, Signer: signer,
+		Deliveries: sqlstore.Webhooks{DB: d.DB},
+		Paused:     func(product string) bool { return sw.APIDisabled.Load() || sw.ProductDisabled(product) }}
 }
 
 // withConsole serves /console and everything under it from the console, the rest from api.

@@ -226,7 +226,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	if roles[RoleAPI] {
-		s.console = s.wireConsole(d, cat)
+		s.console = s.wireConsole(d, cat, signer, gate.Switches)
 		s.handlers[RoleAPI] = withConsole(withCogHooks(acct.Routes(), cogs), s.console, d.Log)
 	}
 	if roles[RoleQueue] {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/jobs"
 )
 
 // The hot queries: what a submit, a settlement, the sweep and a usage read run. Each must read
@@ -93,10 +96,22 @@ var hot = map[string]struct {
 	"console: accounts page":     {qAccountsPage, []any{int64(1 << 62), "acct", 50}},
 }
 
+// hotSearches are the console's job list reads, one per kind of filter, built per dialect.
+var hotSearches = map[string]jobs.Search{
+	"console: jobs page":                  {Limit: 51},
+	"console: jobs page after a cursor":   {After: &jobs.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}, Limit: 51},
+	"console: jobs of a model":            {Model: "m", From: time.Unix(1, 0), To: time.Unix(2, 0), Limit: 51},
+	"console: jobs in a state":            {State: jobs.StateFailed, After: &jobs.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}, Limit: 51},
+	"console: jobs of a model in a state": {Model: "m", State: jobs.StateQueued, Limit: 51},
+}
+
 // HotQueries lists the names Explain accepts.
 func HotQueries() []string {
-	out := make([]string, 0, len(hot))
+	out := make([]string, 0, len(hot)+len(hotSearches))
 	for name := range hot {
+		out = append(out, name)
+	}
+	for name := range hotSearches {
 		out = append(out, name)
 	}
 	sort.Strings(out)
@@ -108,6 +123,10 @@ func HotQueries() []string {
 // index it could use.
 func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 	h, ok := hot[name]
+	if search, isSearch := hotSearches[name]; isSearch {
+		h.sql, h.args = searchJobsSQL(db.dialect, "acct", search)
+		ok = true
+	}
 	if !ok {
 		return nil, fmt.Errorf("sqlstore: no hot query %q", name)
 	}
