@@ -125,7 +125,7 @@ func newChatWorld(t *testing.T, edit func(f *catalog.File)) *chatWorld {
 // account creates an account and answers its id.
 func (w *chatWorld) account(plan auth.Plan, balance int64) string {
 	w.t.Helper()
-	id := newID("acct_")
+	id := auth.NewID("acct_")
 	now := utcNow()
 	if err := w.db.CreateAccount(context.Background(), auth.Account{ID: id, Plan: plan, Status: auth.Live, Balance: balance,
 		MonthlyAllowance: auth.DefaultMonthlyAllowance(plan), AllowancePeriod: auth.Period(now), CreatedAt: now.Add(-72 * time.Hour)}); err != nil {

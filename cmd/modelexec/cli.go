@@ -10,6 +10,7 @@ type CLI struct {
 	Keys      KeysCmd      `cmd:"" help:"Operator console: API keys (the only place keys are minted)."`
 	Credits   CreditsCmd   `cmd:"" help:"Operator console: grant or remove credits."`
 	Passes    PassesCmd    `cmd:"" help:"Operator console: passes and promotions."`
+	Users     UsersCmd     `cmd:"" help:"Operator console: users who sign in to the web console."`
 	Catalogue CatalogueCmd `cmd:"" help:"Print the built-in catalogue (the starting point for serve --catalogue), or --check a file."`
 	Plans     PlansCmd     `cmd:"" help:"Print the built-in plan figures (the starting point for serve --plans), or --check a file."`
 	Version   VersionCmd   `cmd:"" help:"Print the version of this binary."`

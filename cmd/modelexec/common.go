@@ -80,15 +80,4 @@ func (f StoreFlags) authService(db *sqlstore.DB, dev bool, log *slog.Logger, now
 	return auth.NewService(db, auth.Format{Prefix: f.KeyPrefix}, auth.NewHasher(secret), now, log), nil
 }
 
-func newID(prefix string) string {
-	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	out := make([]byte, len(b))
-	for i, c := range b {
-		out[i] = alphabet[int(c)%len(alphabet)]
-	}
-	return prefix + string(out)
-}
-
 func utcNow() time.Time { return time.Now().UTC() }

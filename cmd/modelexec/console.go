@@ -65,7 +65,7 @@ func (c *AccountsCreateCmd) Run(e *env) error {
 	}
 	// The opening balance stands for the month the account is created in here, whatever
 	// --created-at says; the allowance is credited from the next UTC month on.
-	a := auth.Account{ID: newID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance,
+	a := auth.Account{ID: auth.NewID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance,
 		AllowancePeriod: auth.Period(utcNow()), CreatedAt: created.UTC(), PassOnly: c.PassOnly}
 	if err := db.Ledger(utcNow).CreateAccount(e.ctx, a); err != nil {
 		return err
@@ -169,7 +169,7 @@ func (c *PassesGrantCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
-	p := ledger.Pass{ID: newID("pass_"), AccountID: c.Account, Name: c.Name, Promotion: c.Promotion, Models: c.Models,
+	p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: c.Account, Name: c.Name, Promotion: c.Promotion, Models: c.Models,
 		MaxCredits: c.MaxCredits, UsesLeft: c.Uses}
 	if c.ExpiresDays > 0 {
 		p.ExpiresAt = utcNow().AddDate(0, 0, c.ExpiresDays)

@@ -38,6 +38,7 @@ type ServeCmd struct {
 	Catalogue        string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
 	Plans            string            `help:"Plans file replacing the built-in plan figures (start from the output of 'modelexec plans')." type:"existingfile"`
 	ModelConcurrency int               `help:"Jobs of one model this process runs at once (default: the plans' model_concurrency, 4 as shipped)."`
+	UsageExportRows  int               `help:"Most rows one usage export (GET /v1/usage/export) holds; a window with more is refused with export_too_large (default 100000)."`
 	MetricsAddr      string            `help:"Operator listener for Prometheus /metrics and /debug/pprof (e.g. 127.0.0.1:9090); off when empty. Never expose it publicly."`
 }
 
@@ -97,7 +98,8 @@ func (c *ServeCmd) config() (server.Config, error) {
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
-		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate}, nil
+		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate,
+		UsageExportRows: c.UsageExportRows}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).
@@ -114,6 +116,9 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 		Catalogue: func(h catalog.Hosts) (*catalog.Catalog, error) { return loadCatalogue(c.Catalogue, h) }})
 }
 
+// devConsoleEmail is the development account's console user.
+const devConsoleEmail = "dev@localhost"
+
 // devBootstrap creates the development account on first start and prints a fresh key and a
 // working curl line; later starts say where the account is.
 func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, svc *auth.Service, p *plans.Plans) error {
@@ -124,7 +129,7 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		return nil
 	}
 	now := utcNow()
-	a := auth.Account{ID: newID("acct_"), Plan: auth.Pro, Status: auth.Live, Balance: 10000,
+	a := auth.Account{ID: auth.NewID("acct_"), Plan: auth.Pro, Status: auth.Live, Balance: 10000,
 		MonthlyAllowance: p.MonthlyAllowance(auth.Pro), AllowancePeriod: auth.Period(now), CreatedAt: now.Add(-48 * time.Hour)}
 	if err := db.CreateAccount(ctx, a); err != nil {
 		return err
@@ -142,5 +147,10 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 	}
 	fmt.Fprintf(e.stdout, "Development account %s (plan pro, 10000 credits)\nAPI key (shown once): %s\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/me\n", a.ID, m.Key, m.Key, base)
 	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint --data %s --account %s\n", c.Data, a.ID)
+	pw := randomPassword()
+	if _, err := consoleSessions(db).CreateUser(ctx, auth.NewUser{AccountID: a.ID, Email: devConsoleEmail, Password: pw}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Web console: %s/console/ — sign in as %s with password %s (shown once)\n", base, devConsoleEmail, pw)
 	return nil
 }

@@ -55,7 +55,7 @@ func notScopeRefused(t *testing.T, what string, status int, body map[string]any,
 }
 
 // TestSCP23_27_RouteScopes proves the scope of every built account route over HTTP, on SQLite
-// and PostgreSQL: SCP-23 (GET /v1/jobs, /v1/jobs/{id}, /v1/usage, /v1/webhooks need jobs:read,
+// and PostgreSQL: SCP-23 (GET /v1/jobs, /v1/jobs/{id}, /v1/usage and its export, /v1/webhooks need jobs:read,
 // not webhooks:write), SCP-24 (GET /v1/jobs/{id}/assets needs assets:read), SCP-25 and SCP-09
 // (creating, re-challenging and deleting webhook endpoints need webhooks:write), SCP-27 and
 // SCP-05/SCP-06 (POST /v1/uploads takes the write scope of the product the upload is for),
@@ -81,7 +81,7 @@ func TestSCP23_27_RouteScopes(t *testing.T) {
 		j := e.settle(e.submit(full, "image-lite", `{"positivePrompt":"scopes"}`, "scp1"))
 
 		// SCP-23 / SCP-24: reads take jobs:read, asset links assets:read.
-		for _, path := range []string{"/v1/jobs", "/v1/jobs/" + j.ID, "/v1/usage"} {
+		for _, path := range []string{"/v1/jobs", "/v1/jobs/" + j.ID, "/v1/usage", "/v1/usage/export"} {
 			a := e.get(path, noReads)
 			scopeRefused(t, "GET "+path, a.status, a.body, string(a.raw), "jobs:read", "jobs:read")
 			a = e.get(path, readOnly)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
@@ -39,7 +40,7 @@ type Handler struct {
 
 	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
-	Usage    UsageReader       // GET /v1/usage; nil: not registered
+	Usage    *ledger.Usage     // GET /v1/usage and its export; nil: not_configured
 	Studio   *studio.Service   // studio document routes; nil: not registered
 
 	Chat   *chat.Service // /v1/chat, /v1/chat/conversations, /v1/embeddings; nil: not registered

@@ -47,6 +47,7 @@ func (h *Handler) jobRoutes(mux *http.ServeMux) {
 		mux.Handle("GET /v1/jobs/{id}/assets", g.Protect(httpapi.Route{Bucket: ratelimit.Read, Scope: need(auth.AssetsRead)}, h.jobAssets()))
 	}
 	mux.Handle("GET /v1/usage", g.Protect(jobsRead, h.usage())) // not_configured without a reader
+	mux.Handle("GET /v1/usage/export", g.Protect(jobsRead, h.usageExport()))
 }
 
 // parseBefore reads an ISO 8601 timestamp: RFC 3339 with or without fractional seconds, a

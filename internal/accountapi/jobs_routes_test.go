@@ -22,6 +22,7 @@ import (
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/server"
@@ -131,11 +132,15 @@ type accEnv struct {
 	cat    *catalog.Catalog
 	runner *fakeRunner
 	srv    *httptest.Server
+	usage  *ledger.Usage
 }
 
 // newAccEnv wires the account API like serve.go build(): catalogue, blob store and signer,
 // fetcher, builtin runners (image-lite replaced by fakeRunner), jobs service, gate.
-func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv {
+func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv { return newAccEnvConfig(t, db, nil) }
+
+// newAccEnvConfig is newAccEnv with the server's configuration edited first (nil: as shipped).
+func newAccEnvConfig(t *testing.T, db *sqlstore.DB, edit func(*server.Config)) *accEnv {
 	e := &accEnv{t: t, db: db, clock: &accClock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}, pacer: &recPacer{},
 		runner: &fakeRunner{release: make(chan struct{})}}
 	log := slog.New(slog.DiscardHandler)
@@ -144,15 +149,19 @@ func newAccEnv(t *testing.T, db *sqlstore.DB) *accEnv {
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { root.ServeHTTP(w, r) }))
 	t.Cleanup(e.srv.Close)
 	bucket := blobs.NewMemory()
-	srv, err := server.New(context.Background(), server.Config{Roles: server.Every(), Secret: "blob-signing-secret-0123456789abcdef",
-		PublicURLAPI: e.srv.URL, PublicURLQueue: "http://queue.test"},
+	cfg := server.Config{Roles: server.Every(), Secret: "blob-signing-secret-0123456789abcdef",
+		PublicURLAPI: e.srv.URL, PublicURLQueue: "http://queue.test"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := server.New(context.Background(), cfg,
 		server.Deps{DB: db, Auth: e.svc, Now: e.clock.Now, Log: log, Bucket: bucket, Pacer: e.pacer,
 			Catalogue: func(catalog.Hosts) (*catalog.Catalog, error) { return catalog.Default() },
 			Runners:   func(*catalog.Catalog) runners.Registry { return runners.Registry{"image-lite": e.runner} }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.cat, e.jobs = srv.Catalog(), srv.Jobs()
+	e.cat, e.jobs, e.usage = srv.Catalog(), srv.Jobs(), srv.Usage()
 	t.Cleanup(func() {
 		select {
 		case <-e.runner.release:

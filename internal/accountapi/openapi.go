@@ -210,6 +210,16 @@ func oaAccountPaths(cat *catalog.Catalog) map[string]any {
 		"/v1/usage": map[string]any{"get": oaOperation("getUsage", "account", "Spend per key; scope jobs:read.", oaBearer, []any{
 			oaQueryParam("window", "month (default), last_month, or 1m to 12m (the current month and the ones before it); else 413 usage_window_too_large.", oaStr()),
 		}, map[string]any{"200": oaOk("Spend per key over the window.", "Usage")}, oaKeyed...)},
+		"/v1/usage/export": map[string]any{"get": oaOperation("exportUsage", "account",
+			"Spend per UTC day, key and model as one CSV file; scope jobs:read. Windows as GET /v1/usage. A window holding more rows than one file is refused with 413 export_too_large (carrying window) before any row is sent.",
+			oaBearer, []any{
+				oaQueryParam("window", "month (default), last_month, or 1m to 12m; beyond 12 months 413 usage_window_too_large.", oaStr()),
+				oaQueryParam("granularity", "day (default): one row per UTC day, key and model; job: one row per charge or refund entry, key by key, each key's in the order written.", oaEnum("day", "job")),
+			}, map[string]any{"200": map[string]any{
+				"description": "CSV (RFC 4180), attachment usage-<account>-<window>.csv (usage-<account>-<window>-jobs.csv for granularity=job). Header row date,key_id,model,jobs,credits_charged,credits_refunded,credits_net, rows ordered by date, key_id, model; for granularity=job time,key_id,model,job_id,kind,credits_charged,credits_refunded. Text cells starting with = + - @ are prefixed with a single quote.",
+				"headers":     map[string]any{"Content-Disposition": map[string]any{"description": `attachment; filename="usage-<account>-<window>.csv"` + " (-jobs.csv for granularity=job)", "schema": oaStr()}},
+				"content":     map[string]any{"text/csv": map[string]any{"schema": map[string]any{"type": "string", "contentMediaType": "text/csv"}}},
+			}}, oaKeyed...)},
 		"/v1/uploads": map[string]any{"post": oaWithBody(oaOperation("createUpload", "uploads", "A signed URL to PUT bytes to, and the path to send as input; scope: the write scope of the target product.", oaBearer, nil,
 			map[string]any{"201": oaOk("The upload: PUT the bytes to upload_url with the headers given; read_url is a signed GET link any url input takes. Both valid 15 minutes.", "Upload")}, oaKeyed...), "UploadRequest")},
 		"/v1/webhooks": map[string]any{

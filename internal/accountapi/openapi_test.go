@@ -98,6 +98,7 @@ func TestCAT19_VER02_04_WholeDocument(t *testing.T) {
 		"/v1/jobs/{id}":                     {"GET"},
 		"/v1/jobs/{id}/assets":              {"GET"},
 		"/v1/usage":                         {"GET"},
+		"/v1/usage/export":                  {"GET"},
 		"/v1/uploads":                       {"POST"},
 		"/v1/webhooks":                      {"GET", "POST"},
 		"/v1/webhooks/{id}":                 {"DELETE", "POST"},

@@ -1,83 +1,16 @@
 package accountapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
-// UsageRow is one key's spend in a window: Charged is what its charges took (positive),
-// Refunded what refunds gave back, Jobs how many distinct jobs were charged. It is an alias
-// of an unnamed struct so the store can declare the identical type (sqlstore.UsageRow) and
-// satisfy UsageReader without either package importing the other.
-type UsageRow = struct {
-	KeyID    string
-	Charged  int64
-	Refunded int64
-	Jobs     int64
-}
-
-// UsageReader reads an account's ledger spend per key over [from, to).
-type UsageReader interface {
-	Usage(ctx context.Context, accountID string, from, to time.Time) ([]UsageRow, error)
-}
-
-// MaxUsageMonths is the longest window GET /v1/usage reads: twelve calendar months.
-const MaxUsageMonths = 12
-
-// usageWindows lists the window names accepted, for the refusal's `allowed`.
-var usageWindows = []string{"month", "last_month", "1m", "3m", "6m", "12m"}
-
-// usageWindow resolves a window name at now (UTC) into [from, to).
-//
-// Accepted (spec 01 "windows such as month, last_month, 12m"):
-//   - "month" (the default): the current calendar month;
-//   - "last_month": the whole previous calendar month;
-//   - "<N>m" with N from 1 to 12: the current month and the N-1 before it ("1m" is "month",
-//     "12m" the last twelve calendar months).
-//
-// `to` is exclusive and a month boundary: the current month's window ends where the next
-// month starts (nothing is written after now, so it reads everything up to now).
-//
-// Refusals: a recognised form longer than twelve months ("24m", "13m") is 413
-// usage_window_too_large carrying `window` (spec 02). A name that is not a window at all ("week",
-// "0m", "bogus") is not "too large": it is a malformed query value, 400 invalid_input (the
-// service's code for a value outside its contract) carrying `window` and `allowed`, with a
-// message naming the windows accepted.
-func usageWindow(name string, now time.Time) (from, to time.Time, err error) {
-	now = now.UTC()
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	next := month.AddDate(0, 1, 0)
-	tooLarge := func(msg string) error {
-		return apierr.Newf(apierr.UsageWindowTooLarge, "%s", msg).With("window", name).With("allowed", usageWindows).
-			With("max_months", MaxUsageMonths)
-	}
-	switch name {
-	case "", "month":
-		return month, next, nil
-	case "last_month":
-		return month.AddDate(0, -1, 0), month, nil
-	}
-	if n, ok := strings.CutSuffix(name, "m"); ok {
-		if v, e := strconv.Atoi(n); e == nil && n == strconv.Itoa(v) && v >= 1 {
-			if v > MaxUsageMonths {
-				return time.Time{}, time.Time{}, tooLarge("The usage window is too big to read: at most 12 months (12m).")
-			}
-			return month.AddDate(0, -(v - 1), 0), next, nil
-		}
-	}
-	return time.Time{}, time.Time{}, apierr.Newf(apierr.InvalidInput,
-		"window %q is not a usage window: send month, last_month, or 1m to 12m (the current month and up to eleven before it).", name).
-		With("window", name).With("allowed", usageWindows)
-}
-
-// usage serves GET /v1/usage: the account's spend per key in a window.
+// usage serves GET /v1/usage: the account's spend per key in a window (ledger.ParseWindow
+// says which windows are accepted and how the others are refused).
 //
 //	{"object": "usage", "window": "month", "from": "2026-11-01T00:00:00Z", "to": "2026-12-01T00:00:00Z",
 //	 "data": [{"object": "key_usage", "key_id": "…", "credits_charged": 30, "credits_refunded": 24,
@@ -92,44 +25,97 @@ func (h *Handler) usage() http.Handler {
 			return notConfigured("Usage reports are not configured on this deployment.")
 		}
 		p := httpapi.Principal(r)
-		name := r.URL.Query().Get("window")
-		from, to, err := usageWindow(name, h.Now())
+		win, err := ledger.ParseWindow(r.URL.Query().Get("window"), h.Now())
 		if err != nil {
 			return err
 		}
-		if name == "" {
-			name = "month"
-		}
-		rows, err := h.Usage.Usage(r.Context(), p.Account.ID, from, to)
+		rows, err := h.Usage.ByKey(r.Context(), p.Account.ID, win)
 		if err != nil {
 			return fmt.Errorf("usage read: %w", err)
 		}
 		data := make([]map[string]any, 0, len(rows))
-		var charged, refunded, jobs int64
+		var total ledger.KeyUsage
 		for _, u := range rows {
 			data = append(data, map[string]any{
 				"object":           "key_usage",
 				"key_id":           u.KeyID,
 				"credits_charged":  u.Charged,
 				"credits_refunded": u.Refunded,
-				"net":              u.Charged - u.Refunded,
+				"net":              u.Net(),
 				"jobs":             u.Jobs,
 			})
-			charged, refunded, jobs = charged+u.Charged, refunded+u.Refunded, jobs+u.Jobs
+			total.Charged, total.Refunded, total.Jobs = total.Charged+u.Charged, total.Refunded+u.Refunded, total.Jobs+u.Jobs
 		}
 		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
 			"object": "usage",
-			"window": name,
-			"from":   from.Format(time.RFC3339),
-			"to":     to.Format(time.RFC3339),
+			"window": win.Name,
+			"from":   win.From.Format(time.RFC3339),
+			"to":     win.To.Format(time.RFC3339),
 			"data":   data,
 			"total": map[string]any{
-				"credits_charged":  charged,
-				"credits_refunded": refunded,
-				"net":              charged - refunded,
-				"jobs":             jobs,
+				"credits_charged":  total.Charged,
+				"credits_refunded": total.Refunded,
+				"net":              total.Net(),
+				"jobs":             total.Jobs,
 			},
 		})
+		return nil
+	})
+}
+
+// usageExport serves GET /v1/usage/export: the window's spend as one CSV file (the file's
+// format is ledger.Usage.CSV's, shared with the console's download).
+//
+// With granularity=day (the default) it has one row per UTC day, key and model, in that order
+// (the rollup's own order: no sort):
+//
+//	date,key_id,model,jobs,credits_charged,credits_refunded,credits_net
+//	2026-11-21,key_…,image-lite,2,30,24,6
+//
+// With granularity=job it lists the ledger's lines instead, one per charge or refund, key by
+// key (in key id order) and each key's in the order they were written:
+//
+//	time,key_id,model,job_id,kind,credits_charged,credits_refunded
+//	2026-11-21T10:00:00.000000Z,key_…,image-lite,job_…,charge,15,0
+//
+// It takes the windows of GET /v1/usage and refuses them alike. A window holding more rows than
+// one file is refused with 413 export_too_large (carrying `window`) before any row is written:
+// the rows are counted first. The rows are then written as the database hands them over, so
+// the export holds a page of rows in memory (ledger.Usage.PageRows), never the file, and no
+// database connection is held while the client reads. A day's net can be negative when it gave
+// back an earlier day's charge.
+func (h *Handler) usageExport() http.Handler {
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if h.Usage == nil {
+			return notConfigured("Usage reports are not configured on this deployment.")
+		}
+		p := httpapi.Principal(r)
+		q := r.URL.Query()
+		granularity, err := ledger.ParseGranularity(q.Get("granularity"))
+		if err != nil {
+			return err
+		}
+		win, err := ledger.ParseWindow(q.Get("window"), h.Now())
+		if err != nil {
+			return err
+		}
+		// Counted (and refused when too large) before any byte of the file is written.
+		exp, err := h.Usage.CSV(r.Context(), p.Account.ID, win, granularity)
+		if err != nil {
+			return err
+		}
+		hd := w.Header()
+		hd.Set("Content-Type", "text/csv; charset=utf-8")
+		hd.Set("Content-Disposition", `attachment; filename="`+exp.Filename+`"`)
+		hd.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		if err := exp.WriteTo(r.Context(), w); err != nil {
+			// The status and some rows are sent: an error body would corrupt the file. The
+			// connection is cut instead, so the client sees a broken download, never a
+			// complete-looking file with rows missing.
+			h.Log.Warn("usage export cut", "account", p.Account.ID, "window", win.Name, "err", err, "request_id", httpapi.RequestID(r))
+			panic(http.ErrAbortHandler)
+		}
 		return nil
 	})
 }

@@ -170,6 +170,22 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Code, msg)
 }
 
+// HTTPStatus is the status e is answered with: its override, else the catalogue's.
+func (e *Error) HTTPStatus() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	return e.Entry().Status
+}
+
+// Text is the message for a person: e's own, else the catalogue's default.
+func (e *Error) Text() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return e.Entry().Message
+}
+
 // Entry returns the catalogue row of e.
 func (e *Error) Entry() Entry { return Lookup(e.Code) }
 

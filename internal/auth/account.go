@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -108,3 +109,16 @@ var ErrNotFound = errors.New("auth: not found")
 
 // ErrTooManyKeys is returned when minting would exceed the plan's live-key limit.
 var ErrTooManyKeys = errors.New("auth: live-key limit reached")
+
+// NewID is prefix plus 16 random lower-case letters and digits: the ids of accounts, passes
+// and console users, whoever creates them (the CLI or the web console).
+func NewID(prefix string) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = alphabet[int(c)%len(alphabet)]
+	}
+	return prefix + string(out)
+}

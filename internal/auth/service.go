@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,6 +136,12 @@ func (s *Service) Configured() bool { return s.hasher.Configured() }
 func (s *Service) Parse(raw string) (ParsedKey, error) {
 	if !s.hasher.Configured() {
 		return ParsedKey{}, apierr.New(apierr.KeysNotConfigured)
+	}
+	// A console session token is refused by its prefix, before any lookup (KEY-15): it is
+	// the browser's credential for the console, never an API key.
+	if strings.HasPrefix(raw, SessionFormat(s.format.Prefix).Prefix) {
+		return ParsedKey{}, apierr.Newf(apierr.InvalidAPIKey,
+			"this is a web console session token, which the API does not accept; send an API key minted in the console")
 	}
 	pk, err := s.format.Parse(raw)
 	if err != nil {

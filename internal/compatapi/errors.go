@@ -32,15 +32,7 @@ func translate(err error) (compatError, bool) {
 	if !ok {
 		return compatError{}, false
 	}
-	en := e.Entry()
-	status := en.Status
-	if e.Status != 0 {
-		status = e.Status
-	}
-	msg := e.Message
-	if msg == "" {
-		msg = en.Message
-	}
+	en, status, msg := e.Entry(), e.HTTPStatus(), e.Text()
 	c := compatError{status: status, message: msg, code: string(e.Code), noRetry: apierr.ShouldNotRetry(en.Retry), e: e}
 	switch {
 	case e.Code == apierr.InsufficientCredits || e.Code == apierr.KeyCreditCeiling:

@@ -22,6 +22,8 @@ func (s Surface) name() string {
 		return "queue"
 	case SyncSurface:
 		return "sync"
+	case ConsoleSurface:
+		return "console"
 	}
 	return "api"
 }

@@ -22,6 +22,8 @@ const (
 	AccountSurface Surface = iota
 	QueueSurface
 	SyncSurface
+	// ConsoleSurface is the web console (HTML pages on the account API host).
+	ConsoleSurface
 )
 
 type ctxKey int
@@ -180,14 +182,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 // ErrorBody renders e as spec 02's error body for a surface.
 func ErrorBody(e *apierr.Error, s Surface) (int, map[string]any) {
 	en := e.Entry()
-	status := en.Status
-	if e.Status != 0 {
-		status = e.Status
-	}
-	msg := e.Message
-	if msg == "" {
-		msg = en.Message
-	}
+	status, msg := e.HTTPStatus(), e.Text()
 	body := map[string]any{}
 	for k, v := range e.Fields {
 		body[k] = v

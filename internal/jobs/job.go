@@ -127,6 +127,9 @@ type Store interface {
 	JobByIdempotencyKey(ctx context.Context, accountID, key string) (Job, error)
 	// ListJobs returns an account's jobs created before `before`, newest first.
 	ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]Job, error)
+	// SearchJobs returns a page of an account's jobs narrowed by q, newest first (created_at,
+	// then id), without input, result, logs or metrics.
+	SearchJobs(ctx context.Context, accountID string, q Search) ([]Job, error)
 	// Queued returns waiting jobs of a model in queue order (normal before low, oldest first).
 	Queued(ctx context.Context, model string, limit int) ([]Job, error)
 	// Stale returns jobs in progress whose lease ran out before now.

@@ -194,7 +194,7 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		}()
 		// The key is read with the account: its standing is confirmed here, and its ceiling
 		// and spend are judged as they stand, not as the gate's cache saw them.
-		a, k, err := s.ledger.OpenFor(ctx, tx, p.Account.ID, p.Key.ID, now)
+		a, k, err := s.ledger.OpenFor(ctx, tx, p.Account.ID, p.Key, now)
 		if err != nil {
 			return err
 		}

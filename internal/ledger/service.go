@@ -43,8 +43,18 @@ func (s *Service) Open(ctx context.Context, tx Tx, accountID string, now time.Ti
 // the key from a cache (auth.Principal.Unconfirmed): this is where a revocation, a ban or an
 // expiry is seen at once (KEY-25), and where the key's ceiling and spend are read as they
 // stand for Decide. It answers the account and the key.
-func (s *Service) OpenFor(ctx context.Context, tx Tx, accountID, keyID string, now time.Time) (auth.Account, auth.KeyRecord, error) {
-	a, k, err := tx.LedgerLockAccountKey(ctx, accountID, keyID)
+//
+// key is the caller's key as the gate saw it: only its id counts, except for the console's
+// submissions (auth.ConsoleKeyID), whose key has no record and stands as given.
+func (s *Service) OpenFor(ctx context.Context, tx Tx, accountID string, key auth.KeyRecord, now time.Time) (auth.Account, auth.KeyRecord, error) {
+	var a auth.Account
+	k := key
+	var err error
+	if key.ID == auth.ConsoleKeyID {
+		a, err = tx.LedgerLockAccount(ctx, accountID)
+	} else {
+		a, k, err = tx.LedgerLockAccountKey(ctx, accountID, key.ID)
+	}
 	if err != nil {
 		return a, k, err
 	}
@@ -157,6 +167,11 @@ func (s *Service) Charge(ctx context.Context, tx Tx, a auth.Account, j Job, now 
 	if a.Balance < int64(j.Quote) {
 		return Charged{}, apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance)
 	}
+	if j.KeyID == auth.ConsoleKeyID {
+		// The console's submissions have no key record to count against: the guarded debit
+		// below is the whole check, as for any charge.
+		return s.debit(ctx, tx, a, j, now, nil)
+	}
 	k, err := tx.LedgerKeySpend(ctx, j.KeyID, auth.Period(now), int64(j.Quote))
 	if err != nil {
 		return Charged{}, err
@@ -172,9 +187,19 @@ func (s *Service) Charge(ctx context.Context, tx Tx, a auth.Account, j Job, now 
 	if err := auth.CheckSpend(k.Ceiling, a.MonthlyAllowance, k.SpentIn(now)-int64(j.Quote), int64(j.Quote)); err != nil {
 		return undo(err)
 	}
+	return s.debit(ctx, tx, a, j, now, undo)
+}
+
+// debit writes the charge entry, guarded by the balance; a refusal goes through undo when the
+// key's spend was taken first.
+func (s *Service) debit(ctx context.Context, tx Tx, a auth.Account, j Job, now time.Time, undo func(error) (Charged, error)) (Charged, error) {
 	bal, err := tx.LedgerApply(ctx, Entry{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.JobID, Model: j.Model, Kind: Charge, Amount: -j.Quote, At: now}, 0)
 	if errors.Is(err, ErrInsufficient) {
-		return undo(apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance))
+		refusal := apierr.New(apierr.InsufficientCredits, "required", int64(j.Quote), "balance", a.Balance)
+		if undo == nil {
+			return Charged{}, refusal
+		}
+		return undo(refusal)
 	}
 	if err != nil {
 		return Charged{}, err
@@ -188,7 +213,7 @@ func (s *Service) Charge(ctx context.Context, tx Tx, a auth.Account, j Job, now 
 // after both moved, so the caller's transaction must end on it (a refused submit rolls back);
 // a job charged at its turn in the queue goes through Charge, which gives the spend back.
 func (s *Service) ChargeFor(ctx context.Context, tx Tx, a auth.Account, j Job, now time.Time) (Charged, error) {
-	if j.Coverage.Covered() || j.Quote <= 0 {
+	if j.Coverage.Covered() || j.Quote <= 0 || j.KeyID == auth.ConsoleKeyID {
 		return s.Charge(ctx, tx, a, j, now)
 	}
 	if a.Balance < int64(j.Quote) {
@@ -239,8 +264,10 @@ func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Tim
 		if !st.StartedAt.IsZero() {
 			period = st.StartedAt
 		}
-		if _, err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
-			return Closed{}, err
+		if st.KeyID != auth.ConsoleKeyID {
+			if _, err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
+				return Closed{}, err
+			}
 		}
 		b := Credits(bal)
 		out.Balance = &b
@@ -380,4 +407,15 @@ func (s *Service) GrantAllowances(ctx context.Context, now time.Time, limit int)
 		}
 	}
 	return granted, nil
+}
+
+// Passes lists the passes and promotions an account holds, for the operator pages.
+func (s *Service) Passes(ctx context.Context, accountID string) ([]Pass, error) {
+	var out []Pass
+	err := s.store.LedgerTx(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.LedgerPasses(ctx, accountID)
+		return err
+	})
+	return out, err
 }

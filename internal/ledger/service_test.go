@@ -237,7 +237,7 @@ func TestChargeForMovesDebitAndSpendTogether(t *testing.T) {
 	charge := func(q ledger.Credits) (ledger.Charged, error) {
 		var c ledger.Charged
 		err := m.LedgerTx(ctx, func(tx ledger.Tx) error {
-			a, _, err := l.OpenFor(ctx, tx, "acct", "key", now)
+			a, _, err := l.OpenFor(ctx, tx, "acct", auth.KeyRecord{ID: "key"}, now)
 			if err != nil {
 				return err
 			}

@@ -69,3 +69,30 @@ type Tx interface {
 	// LedgerRevokeKeys stamps every live key of the account revoked at `at`; it returns how many.
 	LedgerRevokeKeys(ctx context.Context, accountID string, at time.Time) (int, error)
 }
+
+// UsageStore is the read side of the usage rollup the ledger writes with each charge and
+// refund (one row per account, UTC day, key and model), and of the charge and refund entries
+// themselves. Reads take whole UTC days: from and to are day starts (Usage rounds them). Reads
+// that may be long come in pages, each one short statement resuming after the last row of the
+// page before, so a slow reader of an export never holds a connection or a snapshot. Only this
+// package calls it: every other package reads usage through Usage.
+type UsageStore interface {
+	// LedgerUsageByKey sums the rollup of accountID over [from, to) per key, ordered by key id;
+	// an account without spend answers an empty, non-nil list.
+	LedgerUsageByKey(ctx context.Context, accountID string, from, to time.Time) ([]KeyUsage, error)
+	// LedgerUsageDayCount counts the rollup rows of accountID over [from, to).
+	LedgerUsageDayCount(ctx context.Context, accountID string, from, to time.Time) (int64, error)
+	// LedgerUsageDays answers up to limit rollup rows of accountID over [from, to) in (day,
+	// key, model) order, starting after the row `after` (nil: from the start).
+	LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, after *DayUsage, limit int) ([]DayUsage, error)
+	// LedgerUsageLineCount counts the charge and refund entries of accountID's keys written in
+	// [from, to).
+	LedgerUsageLineCount(ctx context.Context, accountID string, from, to time.Time) (int64, error)
+	// LedgerUsageKeys lists the ids of every key accountID ever had (revoked ones too), in
+	// order.
+	LedgerUsageKeys(ctx context.Context, accountID string) ([]string, error)
+	// LedgerUsageLines answers up to limit charge and refund entries of one key written in
+	// [from, to), in the order they were written, starting after the entry `after` (nil: from
+	// the start).
+	LedgerUsageLines(ctx context.Context, keyID string, from, to time.Time, after *UsageLine, limit int) ([]UsageLine, error)
+}

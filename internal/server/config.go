@@ -143,6 +143,14 @@ type Config struct {
 	// AllowanceEvery is the interval of the monthly allowance sweep (1 minute).
 	AllowanceEvery time.Duration
 
+	// UsageExportRows is the most rows one usage export (one file) holds; a window with more
+	// is refused with export_too_large (0: ledger.DefaultExportRows).
+	UsageExportRows int
+
+	// PasswordCost is bcrypt's work factor for console passwords (0: the library's default;
+	// tests lower it).
+	PasswordCost int
+
 	// Listeners, by surface ("api", "queue", "sync"), replace the listen addresses (tests
 	// bind 127.0.0.1:0 first so the public URLs are known before the catalogue is built).
 	Listeners map[Role]net.Listener

@@ -21,10 +21,12 @@ import (
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/console"
 	"github.com/modelexec/modelexec/internal/fetch"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/metrics"
 	"github.com/modelexec/modelexec/internal/modelhost"
 	"github.com/modelexec/modelexec/internal/plans"
@@ -48,6 +50,8 @@ type Server struct {
 	plans    *plans.Plans
 	jobs     *jobs.Service
 	account  *accountapi.Handler
+	usage    *ledger.Usage
+	console  *console.Handler // nil without a deployment secret or the API role
 	bucket   *blobs.Bucket
 	ownsBkt  bool
 	handlers map[Role]http.Handler
@@ -203,8 +207,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 
 	urls := jobview.URLs{Queue: s.urls.Queue}
+	s.usage = ledger.NewUsage(d.DB)
+	s.usage.MaxExportRows = cfg.UsageExportRows
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
-		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: d.DB,
+		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
 		Ready: []accountapi.Pinger{d.DB}, Now: d.Now, Log: d.Log}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
@@ -220,7 +226,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	if roles[RoleAPI] {
-		s.handlers[RoleAPI] = withCogHooks(acct.Routes(), cogs)
+		s.console = s.wireConsole(d, cat, signer, gate.Switches)
+		s.handlers[RoleAPI] = withConsole(withCogHooks(acct.Routes(), cogs), s.console, d.Log)
 	}
 	if roles[RoleQueue] {
 		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit,
@@ -320,6 +327,9 @@ func (s *Server) Handler(role Role) http.Handler { return s.handlers[role] }
 
 // Jobs is the jobs engine.
 func (s *Server) Jobs() *jobs.Service { return s.jobs }
+
+// Usage reads accounts' spend (the usage routes and the console's charts share it).
+func (s *Server) Usage() *ledger.Usage { return s.usage }
 
 // Catalog is the catalogue in force.
 func (s *Server) Catalog() *catalog.Catalog { return s.catalog }

@@ -205,9 +205,14 @@ func (e *Engine) RunOnce(ctx context.Context, now time.Time) (SweepStats, error)
 
 // sendDue claims and sends due deliveries (of one endpoint when endpointID is set).
 func (e *Engine) sendDue(ctx context.Context, now time.Time, endpointID string, limit int) (SweepStats, error) {
-	var stats SweepStats
-	claimed, err := e.cfg.Store.ClaimDue(ctx, ClaimParams{Now: now, Limit: limit, PerEndpoint: e.cfg.PerEndpointRun,
+	return e.sendClaimed(ctx, now, ClaimParams{Now: now, Limit: limit, PerEndpoint: e.cfg.PerEndpointRun,
 		LeaseUntil: now.Add(e.cfg.Lease), EndpointID: endpointID})
+}
+
+// sendClaimed claims the due deliveries p selects and sends them.
+func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) (SweepStats, error) {
+	var stats SweepStats
+	claimed, err := e.cfg.Store.ClaimDue(ctx, p)
 	if err != nil {
 		return stats, err
 	}

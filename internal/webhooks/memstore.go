@@ -190,7 +190,8 @@ func (m *MemStore) ClaimDue(_ context.Context, p ClaimParams) ([]Delivery, error
 	defer m.mu.Unlock()
 	var due []Delivery
 	for _, d := range m.deliveries {
-		if d.Status == DeliveryScheduled && !d.NextAttemptAt.After(p.Now) && (p.EndpointID == "" || d.EndpointID == p.EndpointID) {
+		if d.Status == DeliveryScheduled && !d.NextAttemptAt.After(p.Now) && (p.EndpointID == "" || d.EndpointID == p.EndpointID) &&
+			(p.DeliveryID == "" || d.ID == p.DeliveryID) {
 			due = append(due, d)
 		}
 	}
@@ -317,6 +318,17 @@ func (m *MemStore) ListDeliveries(_ context.Context, p ListDeliveriesParams) ([]
 	})
 	for i := range out {
 		out[i] = cloneDelivery(out[i])
+	}
+	return out, nil
+}
+
+func (m *MemStore) RecentDeliveries(_ context.Context, endpointID string, limit int) ([]Delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := m.sortedLocked(func(d Delivery) bool { return d.EndpointID == endpointID })
+	var out []Delivery
+	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, cloneDelivery(all[i]))
 	}
 	return out, nil
 }

@@ -166,6 +166,7 @@ type ClaimParams struct {
 	PerEndpoint int       // at most this many rows of one endpoint (per-request rows are not capped)
 	LeaseUntil  time.Time // claimed rows get next_attempt_at = LeaseUntil so no other sweep takes them
 	EndpointID  string    // when set, only this endpoint's rows
+	DeliveryID  string    // when set, only this row (if it is due)
 }
 
 // EndpointEffect is what an attempt does to its endpoint's counters.
@@ -247,4 +248,7 @@ type Store interface {
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
 	// ListDeliveries returns deliveries matching p, oldest first (created_at, then id).
 	ListDeliveries(ctx context.Context, p ListDeliveriesParams) ([]Delivery, error)
+	// RecentDeliveries returns the endpoint's latest deliveries, newest first (created_at,
+	// then id, descending), at most limit: one indexed read whatever the endpoint's history.
+	RecentDeliveries(ctx context.Context, endpointID string, limit int) ([]Delivery, error)
 }

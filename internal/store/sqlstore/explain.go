@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/jobs"
 )
 
 // The hot queries: what a submit, a settlement, the sweep and a usage read run. Each must read
@@ -29,9 +32,35 @@ const (
 	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
  FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
  GROUP BY key_id ORDER BY key_id`
+	// qUsageDayCount and qUsageDays read one range of usage_daily's primary key (account_id, day,
+	// key_id, model), in its order: no sort, and a bounded read. A page of qUsageDays resumes
+	// after the row ($2, $4, $5) that ended the one before: the index range starts at that day
+	// (a row-value comparison is not used as an index bound by every planner).
+	qUsageDayCount = `SELECT count(*) FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3`
+	qUsageDays     = `SELECT day, key_id, model, jobs, charged, refunded FROM usage_daily
+ WHERE account_id = $1 AND day >= $2 AND day < $3 AND (day > $2 OR key_id > $4 OR (key_id = $4 AND model > $5))
+ ORDER BY day, key_id, model LIMIT $6`
+	// qUsageLineCount counts an account's charge and refund entries in a window through
+	// ledger_entries_key (key_id, created_at), one range per key of the account (its keys
+	// through api_keys_account). The account is named through its keys only: a condition on
+	// ledger_entries.account_id would let a planner without statistics walk the account's whole
+	// history through ledger_entries_account instead. Every charge and refund carries the key
+	// that caused it.
+	qUsageLineCount = `SELECT count(*) FROM ledger_entries
+ WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = $1) AND created_at >= $2 AND created_at < $3 AND kind IN ('charge', 'refund')`
+	qUsageKeys = `SELECT id FROM api_keys WHERE account_id = $1 ORDER BY id`
+	// qUsageLines is a page of one key's entries in a window: one range of ledger_entries_key
+	// from the entry ($2, $4) that ended the page before, each with its job's model.
+	qUsageLines = `SELECT e.id, e.created_at, e.key_id, COALESCE(j.model, ''), e.job_id, e.kind, e.amount
+ FROM ledger_entries e LEFT JOIN jobs j ON j.account_id = e.account_id AND j.id = e.job_id
+ WHERE e.key_id = $1 AND e.created_at >= $2 AND e.created_at < $3 AND (e.created_at > $2 OR e.id > $4) AND e.kind IN ('charge', 'refund')
+ ORDER BY e.created_at, e.id LIMIT $5`
 	qAccount = `SELECT ` + accountCols + ` FROM accounts WHERE id = $1`
 	qKey     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = $1`
 )
+
+// qRecentDeliveries is the console's read of an endpoint's latest deliveries.
+const qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`
 
 func countInFlightSQL(d Dialect) string {
 	if d == SQLite {
@@ -58,12 +87,31 @@ var hot = map[string]struct {
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
 	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+	"usage: export count":        {qUsageDayCount, []any{"acct", int64(0), int64(1)}},
+	"usage: export rows":         {qUsageDays, []any{"acct", int64(0), int64(1), "", "", 1000}},
+	"usage: export lines count":  {qUsageLineCount, []any{"acct", int64(0), int64(1)}},
+	"usage: export keys":         {qUsageKeys, []any{"acct"}},
+	"usage: export lines":        {qUsageLines, []any{"key", int64(0), int64(1), int64(0), 1000}},
+	"console: recent deliveries": {qRecentDeliveries, []any{"wh", 20}},
+	"console: accounts page":     {qAccountsPage, []any{int64(1 << 62), "acct", 50}},
+}
+
+// hotSearches are the console's job list reads, one per kind of filter, built per dialect.
+var hotSearches = map[string]jobs.Search{
+	"console: jobs page":                  {Limit: 51},
+	"console: jobs page after a cursor":   {After: &jobs.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}, Limit: 51},
+	"console: jobs of a model":            {Model: "m", From: time.Unix(1, 0), To: time.Unix(2, 0), Limit: 51},
+	"console: jobs in a state":            {State: jobs.StateFailed, After: &jobs.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}, Limit: 51},
+	"console: jobs of a model in a state": {Model: "m", State: jobs.StateQueued, Limit: 51},
 }
 
 // HotQueries lists the names Explain accepts.
 func HotQueries() []string {
-	out := make([]string, 0, len(hot))
+	out := make([]string, 0, len(hot)+len(hotSearches))
 	for name := range hot {
+		out = append(out, name)
+	}
+	for name := range hotSearches {
 		out = append(out, name)
 	}
 	sort.Strings(out)
@@ -75,6 +123,10 @@ func HotQueries() []string {
 // index it could use.
 func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 	h, ok := hot[name]
+	if search, isSearch := hotSearches[name]; isSearch {
+		h.sql, h.args = searchJobsSQL(db.dialect, "acct", search)
+		ok = true
+	}
 	if !ok {
 		return nil, fmt.Errorf("sqlstore: no hot query %q", name)
 	}

@@ -3,46 +3,137 @@ package sqlstore
 import (
 	"context"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
-// UsageRow is one key's spend in a window, read from the ledger: Charged is the credits its
-// charges took (a positive number), Refunded what refunds gave back, Jobs how many distinct
-// jobs were charged.
-//
-// It is an alias of an unnamed struct on purpose: accountapi declares the same shape for its
-// UsageReader port, and Go treats the two as one type, so *DB satisfies that port without the
-// HTTP layer importing the store or the store importing the HTTP layer.
-type UsageRow = struct {
-	KeyID    string
-	Charged  int64
-	Refunded int64
-	Jobs     int64
-}
+// This file is the read side of the usage rollup (usage_daily), which the ledger's adapter
+// (ledger_store.go) writes in the transaction of each charge and refund. Every read here takes
+// one account's rows over a window of days: one range of the rollup's primary key
+// (account_id, day, key_id, model), so it costs the window's rows, not the account's history.
 
-// Usage sums the charges and refunds of accountID written in [from, to), grouped by the key
-// that caused them, ordered by key id. It reads the usage rollup (one row per account, UTC day,
-// key and model, written with each entry), so it costs the window's days, not the account's
-// history; the window is taken in whole UTC days (the windows served are calendar months).
-// Grants and allowances are not spend and are left out. A refund counts in the day it was
-// written, which may differ from its charge's.
-func (db *DB) Usage(ctx context.Context, accountID string, from, to time.Time) ([]UsageRow, error) {
-	first := micros(from) / dayMicros * dayMicros
-	end := (micros(to) + dayMicros - 1) / dayMicros * dayMicros
-	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, first, end)
+var _ ledger.UsageStore = (*DB)(nil)
+
+// LedgerUsageByKey sums the charges and refunds of accountID over [from, to) per key that
+// caused them, ordered by key id. Grants and allowances are not spend and are not in the
+// rollup. A refund counts in the day it was written, which may differ from its charge's.
+func (db *DB) LedgerUsageByKey(ctx context.Context, accountID string, from, to time.Time) ([]ledger.KeyUsage, error) {
+	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, dayStart(from), dayEnd(to))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []UsageRow{}
+	out := []ledger.KeyUsage{}
 	for rows.Next() {
-		var r UsageRow
+		var r ledger.KeyUsage
 		if err := rows.Scan(&r.KeyID, &r.Charged, &r.Refunded, &r.Jobs); err != nil {
 			return nil, err
-		}
-		if r.Charged == 0 && r.Refunded == 0 && r.Jobs == 0 {
-			continue
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
 }
+
+// LedgerUsageDayCount counts the rollup rows of accountID over [from, to): what an export of
+// the window would hold.
+func (db *DB) LedgerUsageDayCount(ctx context.Context, accountID string, from, to time.Time) (int64, error) {
+	var n int64
+	err := db.sql.QueryRowContext(ctx, qUsageDayCount, accountID, dayStart(from), dayEnd(to)).Scan(&n)
+	return n, err
+}
+
+// LedgerUsageDays answers up to limit rollup rows of accountID over [from, to) in
+// primary-key order (day, key, model), after the row `after` (nil: from the start).
+func (db *DB) LedgerUsageDays(ctx context.Context, accountID string, from, to time.Time, after *ledger.DayUsage, limit int) ([]ledger.DayUsage, error) {
+	// The first page starts just before the window's first day, so every row of that day is
+	// after it.
+	start, key, model := dayStart(from)-1, "", ""
+	if after != nil {
+		start, key, model = max(micros(after.Day), start), after.KeyID, after.Model
+	}
+	rows, err := db.sql.QueryContext(ctx, qUsageDays, accountID, start, dayEnd(to), key, model, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]ledger.DayUsage, 0, min(limit, 1024))
+	for rows.Next() {
+		var (
+			r   ledger.DayUsage
+			day int64
+		)
+		if err := rows.Scan(&day, &r.KeyID, &r.Model, &r.Jobs, &r.Charged, &r.Refunded); err != nil {
+			return nil, err
+		}
+		r.Day = fromMicros(day)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// LedgerUsageLineCount counts the charge and refund entries of accountID's keys written in
+// [from, to): what a per-job export of the window would hold.
+func (db *DB) LedgerUsageLineCount(ctx context.Context, accountID string, from, to time.Time) (int64, error) {
+	var n int64
+	err := db.sql.QueryRowContext(ctx, qUsageLineCount, accountID, dayStart(from), dayEnd(to)).Scan(&n)
+	return n, err
+}
+
+// LedgerUsageKeys lists the ids of every key accountID ever had, revoked ones too.
+func (db *DB) LedgerUsageKeys(ctx context.Context, accountID string) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx, qUsageKeys, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// LedgerUsageLines answers up to limit charge and refund entries of keyID written in
+// [from, to), in the order they were written, after the entry `after` (nil: from the start),
+// each with its job's model.
+func (db *DB) LedgerUsageLines(ctx context.Context, keyID string, from, to time.Time, after *ledger.UsageLine, limit int) ([]ledger.UsageLine, error) {
+	// Entry ids start at 1: the first page takes every entry from the window's first instant.
+	start, id := dayStart(from), int64(0)
+	if after != nil {
+		start, id = max(micros(after.At), start), after.EntryID
+	}
+	rows, err := db.sql.QueryContext(ctx, qUsageLines, keyID, start, dayEnd(to), id, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]ledger.UsageLine, 0, min(limit, 1024))
+	for rows.Next() {
+		var (
+			l      ledger.UsageLine
+			at     int64
+			kind   string
+			amount int64
+		)
+		if err := rows.Scan(&l.EntryID, &at, &l.KeyID, &l.Model, &l.JobID, &kind, &amount); err != nil {
+			return nil, err
+		}
+		l.At, l.Kind = fromMicros(at), ledger.Kind(kind)
+		if l.Kind == ledger.Charge {
+			l.Charged = ledger.Credits(-amount)
+		} else {
+			l.Refunded = ledger.Credits(amount)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// dayStart and dayEnd widen [from, to) to whole UTC days in the rollup's unit (microseconds
+// since the epoch): the day holding from, and the end of the day holding the instant before to.
+func dayStart(from time.Time) int64 { return micros(from) / dayMicros * dayMicros }
+func dayEnd(to time.Time) int64     { return (micros(to) + dayMicros - 1) / dayMicros * dayMicros }

@@ -327,8 +327,12 @@ func (s Webhooks) ClaimDue(ctx context.Context, p webhooks.ClaimParams) ([]webho
 		args := []any{micros(p.Now), perEndpoint, limit}
 		filter := ""
 		if p.EndpointID != "" {
-			filter = ` AND endpoint_id = $4`
 			args = append(args, p.EndpointID)
+			filter += ` AND endpoint_id = $` + itoa(len(args))
+		}
+		if p.DeliveryID != "" {
+			args = append(args, p.DeliveryID)
+			filter += ` AND id = $` + itoa(len(args))
 		}
 		lock := ""
 		if tx.dialect == Postgres {
@@ -457,5 +461,12 @@ func (s Webhooks) ListDeliveries(ctx context.Context, p webhooks.ListDeliveriesP
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	rows, err := s.sql.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	return collect(rows, err, scanDelivery)
+}
+
+// RecentDeliveries reads the endpoint's newest rows through webhook_deliveries_recent
+// (endpoint_id, created_at, id): LIMIT rows, whatever the endpoint's history.
+func (s Webhooks) RecentDeliveries(ctx context.Context, endpointID string, limit int) ([]webhooks.Delivery, error) {
+	rows, err := s.sql.QueryContext(ctx, qRecentDeliveries, endpointID, limit)
 	return collect(rows, err, scanDelivery)
 }

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,4 +179,22 @@ func TestWH51_ConcurrentClaimsDisjoint(t *testing.T) {
 			t.Fatalf("claimed %d of 60", len(count))
 		}
 	})
+}
+
+// The console's list of an endpoint's latest deliveries reads the recent index in order: no
+// whole-table scan and no sort of the endpoint's history, on either database.
+func TestWH51_RecentDeliveriesIndexed(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) *sqlstore.DB{"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres} {
+		t.Run(name, func(t *testing.T) {
+			plan, err := open(t).Explain(context.Background(), "console: recent deliveries")
+			if err != nil {
+				t.Fatal(err)
+			}
+			joined := strings.Join(plan, "\n")
+			if !strings.Contains(joined, "webhook_deliveries_recent") || strings.Contains(joined, "TEMP B-TREE") ||
+				strings.Contains(joined, "Seq Scan") || strings.Contains(joined, "Sort") {
+				t.Fatalf("plan does not read webhook_deliveries_recent in order:\n%s", joined)
+			}
+		})
+	}
 }

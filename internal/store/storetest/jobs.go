@@ -25,6 +25,7 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("CloseJobWritesJobAndEvent", func(t *testing.T) { testCloseJob(t, open(t)) })
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
 	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
+	t.Run("SearchPagesByKeyset", func(t *testing.T) { testSearch(t, open(t)) })
 }
 
 func newJob(account, product, key string, status jobs.QueueStatus, at time.Time) jobs.Job {
@@ -278,7 +279,7 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 			j := ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: jobID, Model: "image-4b", Quote: quote}
 			var c ledger.Charged
 			if jobID == "photo_1" {
-				a, _, err := l.OpenFor(ctx, tx, "acct_r", "rollupkey001", at)
+				a, _, err := l.OpenFor(ctx, tx, "acct_r", auth.KeyRecord{ID: "rollupkey001"}, at)
 				if err != nil {
 					return err
 				}
@@ -314,14 +315,14 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 		t.Fatalf("key spend %d, want 125", k.SpentIn(t0))
 	}
 	month := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	got, err := db.Usage(ctx, "acct_r", month, month.AddDate(0, 1, 0))
-	want := []sqlstore.UsageRow{{KeyID: "rollupkey001", Charged: 190, Refunded: 65, Jobs: 3}}
+	got, err := db.LedgerUsageByKey(ctx, "acct_r", month, month.AddDate(0, 1, 0))
+	want := []ledger.KeyUsage{{KeyID: "rollupkey001", Charged: 190, Refunded: 65, Jobs: 3}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage %+v %v, want %+v", got, err, want)
 	}
 	// One day of the window: the rollup is read by day.
-	got, err = db.Usage(ctx, "acct_r", t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
-	if err != nil || !reflect.DeepEqual(got, []sqlstore.UsageRow{{KeyID: "rollupkey001", Charged: 150, Refunded: 25, Jobs: 2}}) {
+	got, err = db.LedgerUsageByKey(ctx, "acct_r", t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
+	if err != nil || !reflect.DeepEqual(got, []ledger.KeyUsage{{KeyID: "rollupkey001", Charged: 150, Refunded: 25, Jobs: 2}}) {
 		t.Fatalf("usage of one day %+v %v", got, err)
 	}
 	// A submit's debit beyond the balance moves neither the balance nor the key's spend.
@@ -363,6 +364,9 @@ func testPlans(t *testing.T, db *sqlstore.DB) {
 		if name == "submit: in-flight count" && !regexp.MustCompile(`jobs_in_flight`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the in-flight count does not read the partial index of unsettled jobs: %v", plan)
 		}
+		if name == "usage: export rows" && regexp.MustCompile(`TEMP B-TREE|Sort`).MatchString(fmt.Sprint(plan)) {
+			t.Errorf("the export's rows are sorted, not read in the rollup's key order: %v", plan)
+		}
 		t.Logf("%s: %v", name, plan)
 	}
 }
@@ -373,4 +377,63 @@ func ids(js []jobs.Job) []string {
 		out[i] = j.ID
 	}
 	return out
+}
+
+// The console's job list: filters by model, state and creation window, newest first, and a
+// page after a cursor continues exactly where the previous one stopped, ties on created_at
+// broken by id, another account's jobs never shown.
+func testSearch(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_s", auth.Pro, 100)
+	NewAccount(t, db, "acct_o", auth.Pro, 100)
+	var all []jobs.Job
+	for i := range 12 {
+		product := []string{"photo", "music"}[i%2]
+		// Pairs share a creation time: the cursor must break ties by id.
+		j := newJob("acct_s", product, fmt.Sprintf("s%02d", i), jobs.InQueue, t0.Add(time.Duration(i/2)*time.Minute))
+		if i%3 == 0 {
+			j.Status, j.Outcome = jobs.Completed, jobs.Failed
+		}
+		all = append(all, j)
+	}
+	other := newJob("acct_o", "photo", "o1", jobs.InQueue, t0)
+	if err := insert(t, db, append(all, other)...); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	var after *jobs.Cursor
+	for page := 0; ; page++ {
+		got, err := s.SearchJobs(ctx, "acct_s", jobs.Search{After: after, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		if page > 5 {
+			t.Fatal("paging does not end")
+		}
+		for _, j := range got {
+			seen = append(seen, j.ID)
+			if j.Input != nil || j.AccountID != "acct_s" {
+				t.Fatalf("search answered %+v", j)
+			}
+		}
+		last := got[len(got)-1]
+		after = &jobs.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	want := []string{"photo_s10", "music_s11", "photo_s08", "music_s09", "photo_s06", "music_s07", "photo_s04", "music_s05",
+		"photo_s02", "music_s03", "photo_s00", "music_s01"}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("pages %v, want %v", seen, want)
+	}
+	got, err := s.SearchJobs(ctx, "acct_s", jobs.Search{Model: "m-photo", State: jobs.StateFailed, Limit: 50})
+	if err != nil || !reflect.DeepEqual(ids(got), []string{"photo_s06", "photo_s00"}) {
+		t.Fatalf("photo failed: %v %v", ids(got), err)
+	}
+	got, err = s.SearchJobs(ctx, "acct_s", jobs.Search{State: jobs.StateQueued, From: t0.Add(time.Minute), To: t0.Add(3 * time.Minute), Limit: 50})
+	if err != nil || !reflect.DeepEqual(ids(got), []string{"photo_s04", "music_s05", "photo_s02"}) {
+		t.Fatalf("queued in window: %v %v", ids(got), err)
+	}
 }

@@ -12,9 +12,12 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// RunUsage is the conformance suite of the usage read (per-key spend in a window, ACC-14).
+// RunUsage is the conformance suite of the usage reads: per-key spend in a window (ACC-14) and
+// the rollup's rows per day, key and model that the export streams (ACC-15).
 func RunUsage(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("UsageByKeyInWindow", func(t *testing.T) { testUsage(t, open(t)) })
+	t.Run("UsageDaysInWindow", func(t *testing.T) { testUsageDays(t, open(t)) })
+	t.Run("UsageLinesInWindow", func(t *testing.T) { testUsageLines(t, open(t)) })
 }
 
 func testUsage(t *testing.T, db *sqlstore.DB) {
@@ -43,23 +46,182 @@ func testUsage(t *testing.T, db *sqlstore.DB) {
 	add("acct_u", "key_b", "music_0", ledger.Charge, -100, from.Add(-time.Microsecond)) // last month: out
 	add("acct_v", "key_c", "photo_1", ledger.Charge, -50, from.Add(time.Hour))          // another account
 
-	got, err := db.Usage(ctx, "acct_u", from, to)
+	got, err := db.LedgerUsageByKey(ctx, "acct_u", from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sqlstore.UsageRow{
+	want := []ledger.KeyUsage{
 		{KeyID: "key_a", Charged: 30, Refunded: 24, Jobs: 2},
 		{KeyID: "key_b", Charged: 7, Refunded: 0, Jobs: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage = %+v, want %+v", got, want)
 	}
-	got, err = db.Usage(ctx, "acct_u", from.AddDate(0, -1, 0), from)
-	if err != nil || !reflect.DeepEqual(got, []sqlstore.UsageRow{{KeyID: "key_b", Charged: 100, Jobs: 1}}) {
+	got, err = db.LedgerUsageByKey(ctx, "acct_u", from.AddDate(0, -1, 0), from)
+	if err != nil || !reflect.DeepEqual(got, []ledger.KeyUsage{{KeyID: "key_b", Charged: 100, Jobs: 1}}) {
 		t.Fatalf("last month = %+v, %v", got, err)
 	}
-	got, err = db.Usage(ctx, "acct_none", from, to)
+	got, err = db.LedgerUsageByKey(ctx, "acct_none", from, to)
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("no entries = %#v, %v (want an empty, non-nil list)", got, err)
+	}
+}
+
+func testUsageDays(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_d", auth.Pro, 1000)
+	NewAccount(t, db, "acct_e", auth.Pro, 1000)
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	add := func(acct, key, model string, kind ledger.Kind, amount int64, at time.Time) {
+		t.Helper()
+		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: "j", Model: model, Kind: kind,
+				Amount: ledger.Credits(amount), At: at}, math.MinInt64)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d2 := from.AddDate(0, 0, 1)
+	add("acct_d", "key_b", "photo", ledger.Charge, -10, d2.Add(time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Charge, -5, d2.Add(2*time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Charge, -5, d2.Add(3*time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Refund, 5, d2.Add(4*time.Hour))
+	add("acct_d", "key_a", "music", ledger.Charge, -30, d2.Add(5*time.Hour))
+	add("acct_d", "key_a", "photo", ledger.Charge, -8, from)                          // first instant: in
+	add("acct_d", "key_a", "photo", ledger.Charge, -9, to.Add(-time.Microsecond))     // last instant: in
+	add("acct_d", "key_a", "photo", ledger.Charge, -100, to)                          // next month: out
+	add("acct_d", "key_a", "photo", ledger.Charge, -100, from.Add(-time.Microsecond)) // last month: out
+	add("acct_d", "", "", ledger.Grant, 500, d2)                                      // not spend
+	add("acct_e", "key_c", "photo", ledger.Charge, -50, d2)                           // another account
+
+	// read pages through the window, size rows at a time, each page resuming after the last.
+	read := func(acct string, size int) []ledger.DayUsage {
+		t.Helper()
+		var out []ledger.DayUsage
+		var after *ledger.DayUsage
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+			rows, err := db.LedgerUsageDays(ctx, acct, from, to, after, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rows...)
+			if len(rows) < size {
+				return out
+			}
+			after = &rows[len(rows)-1]
+		}
+	}
+	want := []ledger.DayUsage{
+		{Day: from, KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 8},
+		{Day: d2, KeyID: "key_a", Model: "music", Jobs: 1, Charged: 30},
+		{Day: d2, KeyID: "key_a", Model: "photo", Jobs: 2, Charged: 10, Refunded: 5},
+		{Day: d2, KeyID: "key_b", Model: "photo", Jobs: 1, Charged: 10},
+		{Day: to.AddDate(0, 0, -1), KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 9},
+	}
+	for _, size := range []int{1, 2, 3, 100} {
+		if got := read("acct_d", size); !reflect.DeepEqual(got, want) {
+			t.Fatalf("days in pages of %d = %+v, want %+v", size, got, want)
+		}
+	}
+	if rows, err := db.LedgerUsageDays(ctx, "acct_d", from, to, nil, 2); err != nil || !reflect.DeepEqual(rows, want[:2]) {
+		t.Fatalf("first page of 2 = %+v %v", rows, err)
+	}
+	if n, err := db.LedgerUsageDayCount(ctx, "acct_d", from, to); err != nil || n != int64(len(want)) {
+		t.Fatalf("count = %d %v, want %d", n, err, len(want))
+	}
+	if n, err := db.LedgerUsageDayCount(ctx, "acct_none", from, to); err != nil || n != 0 {
+		t.Fatalf("count of an account without spend = %d %v", n, err)
+	}
+	if got := read("acct_none", 10); len(got) != 0 {
+		t.Fatalf("days of an account without spend = %+v", got)
+	}
+}
+
+func testUsageLines(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_l", auth.Pro, 1000)
+	NewAccount(t, db, "acct_m", auth.Pro, 1000)
+	for _, k := range []struct{ id, acct string }{{"linekey00001", "acct_l"}, {"linekey00002", "acct_l"}, {"linekey00003", "acct_m"}} {
+		if err := db.InsertKey(ctx, key(k.id, k.acct, t0.AddDate(1, 0, 0)), 25, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
+		t.Helper()
+		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Model: "photo", Kind: kind,
+				Amount: ledger.Credits(amount), At: at}, math.MinInt64)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := func(n int) time.Time { return from.Add(time.Duration(n) * time.Hour) }
+	add("acct_l", "linekey00002", "job_2", ledger.Charge, -20, h(2))
+	add("acct_l", "linekey00001", "job_1", ledger.Charge, -10, h(1))
+	add("acct_l", "linekey00001", "job_1", ledger.Refund, 4, h(1)) // the same instant: written order
+	add("acct_l", "linekey00001", "job_3", ledger.Charge, -3, h(3))
+	add("acct_l", "", "", ledger.Grant, 500, h(4))                                         // not spend
+	add("acct_l", "linekey00001", "job_0", ledger.Charge, -7, from.Add(-time.Microsecond)) // last month: out
+	add("acct_l", "linekey00001", "job_9", ledger.Charge, -7, to)                          // next month: out
+	add("acct_m", "linekey00003", "job_x", ledger.Charge, -50, h(1))                       // another account
+
+	read := func(keyID string, size int) []ledger.UsageLine {
+		t.Helper()
+		var out []ledger.UsageLine
+		var after *ledger.UsageLine
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+			rows, err := db.LedgerUsageLines(ctx, keyID, from, to, after, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rows...)
+			if len(rows) < size {
+				return out
+			}
+			after = &rows[len(rows)-1]
+		}
+	}
+	if keys, err := db.LedgerUsageKeys(ctx, "acct_l"); err != nil || !reflect.DeepEqual(keys, []string{"linekey00001", "linekey00002"}) {
+		t.Fatalf("keys = %v %v", keys, err)
+	}
+	// No job rows stand behind these entries: the model is empty (the join finds none).
+	want1 := []ledger.UsageLine{
+		{At: h(1), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Charge, Charged: 10},
+		{At: h(1), KeyID: "linekey00001", JobID: "job_1", Kind: ledger.Refund, Refunded: 4},
+		{At: h(3), KeyID: "linekey00001", JobID: "job_3", Kind: ledger.Charge, Charged: 3},
+	}
+	for _, size := range []int{1, 2, 10} {
+		got := read("linekey00001", size)
+		for i := range got {
+			if got[i].EntryID == 0 {
+				t.Fatalf("line %d has no entry id", i)
+			}
+			got[i].EntryID = 0
+		}
+		if !reflect.DeepEqual(got, want1) {
+			t.Fatalf("lines in pages of %d = %+v, want %+v", size, got, want1)
+		}
+	}
+	if got := read("linekey00002", 10); len(got) != 1 || got[0].Charged != 20 || !got[0].At.Equal(h(2)) {
+		t.Fatalf("second key's lines = %+v", got)
+	}
+	if n, err := db.LedgerUsageLineCount(ctx, "acct_l", from, to); err != nil || n != 4 {
+		t.Fatalf("line count = %d %v, want 4", n, err)
+	}
+	if n, err := db.LedgerUsageLineCount(ctx, "acct_none", from, to); err != nil || n != 0 {
+		t.Fatalf("line count of an account without keys = %d %v", n, err)
 	}
 }

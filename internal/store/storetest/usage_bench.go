@@ -39,7 +39,7 @@ func BenchUsage(b *testing.B, db *sqlstore.DB) {
 	from, to := start.AddDate(0, 0, -1), start.AddDate(1, 0, 0)
 	b.ResetTimer()
 	for range b.N {
-		rows, err := db.Usage(ctx, "acct_b", from, to)
+		rows, err := db.LedgerUsageByKey(ctx, "acct_b", from, to)
 		if err != nil || len(rows) != 3 || rows[0].Jobs != 365*9 {
 			b.Fatalf("%+v %v", rows, err)
 		}

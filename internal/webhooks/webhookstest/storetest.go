@@ -231,6 +231,40 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 			t.Fatal("existed twice")
 		}
 	})
+
+	t.Run("RecentNewestFirstBoundedAndClaimOne", func(t *testing.T) {
+		s := newStore(t)
+		create(t, s, "wh_a", "acc")
+		activate(t, s, "wh_a")
+		create(t, s, "wh_b", "acc")
+		activate(t, s, "wh_b")
+		for i := range 5 {
+			enqueue(t, s, t0.Add(time.Duration(i)*time.Minute), "wh_a", "evt_"+string(rune('a'+i)))
+		}
+		enqueue(t, s, t0.Add(10*time.Minute), "wh_b", "evt_b")
+		got, err := s.RecentDeliveries(ctx, "wh_a", 3)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("recent %v %v", got, err)
+		}
+		for i, want := range []string{"evt_e", "evt_d", "evt_c"} {
+			if got[i].EventID != want || got[i].EndpointID != "wh_a" {
+				t.Fatalf("recent[%d] = %s of %s, want %s", i, got[i].EventID, got[i].EndpointID, want)
+			}
+		}
+		if none, err := s.RecentDeliveries(ctx, "wh_none", 3); err != nil || len(none) != 0 {
+			t.Fatalf("unknown endpoint: %v %v", none, err)
+		}
+		// A claim naming one delivery takes that row only, even behind older due rows.
+		one := webhooks.DeliveryID("wh_a", "evt_d")
+		claimed, err := s.ClaimDue(ctx, webhooks.ClaimParams{Now: t0.Add(time.Hour), Limit: 1, DeliveryID: one, LeaseUntil: t0.Add(2 * time.Hour)})
+		if err != nil || len(claimed) != 1 || claimed[0].ID != one {
+			t.Fatalf("claim one: %v %v", claimed, err)
+		}
+		again, err := s.ClaimDue(ctx, webhooks.ClaimParams{Now: t0.Add(time.Hour), Limit: 1, DeliveryID: one, LeaseUntil: t0.Add(2 * time.Hour)})
+		if err != nil || len(again) != 0 {
+			t.Fatalf("leased row claimed again: %v %v", again, err)
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

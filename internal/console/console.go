@@ -1,0 +1,313 @@
+package console
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/webhooks"
+)
+
+// Handler serves the console. Every dependency is a field set by the server's constructor;
+// optional ones leave their pages saying what is not configured.
+type Handler struct {
+	Sessions *auth.Sessions
+	Auth     *auth.Service
+	Ledger   *ledger.Service
+	Catalog  *catalog.Catalog
+	// Webhooks registers, challenges, tests and lists webhook endpoints (nil: the deployment
+	// delivers none, and the webhooks page says so).
+	Webhooks *webhooks.Service
+	// Directory lists accounts for the operator pages (the store; nil: the list says it is
+	// not available).
+	Directory AccountDirectory
+	// Usage reads the account's spend for the usage page and its CSV download (nil: the page
+	// says usage reports are not configured).
+	Usage *ledger.Usage
+	// Secret keys the CSRF tokens (the deployment secret).
+	Secret []byte
+	// Secure marks cookies Secure: the console's public URL is https.
+	Secure bool
+	// APIBase is the account API's public URL, for the examples pages show.
+	APIBase string
+	Now     func() time.Time
+	Log     *slog.Logger
+	// Jobs lists and reads the account's jobs and runs the playground's submissions.
+	Jobs *jobs.Service
+	// Signer turns stored outputs into the signed links the API hands out.
+	Signer jobview.Signer
+	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
+	Deliveries Deliveries
+	// Paused reports whether the operator has paused the API or a product: the playground
+	// refuses then, as the model hosts do (nil: never paused).
+	Paused func(product string) bool
+
+	pages    map[string]*template.Template
+	throttle signInThrottle
+}
+
+// The cookies of the console.
+const (
+	sessionCookie = "modelexec_session"
+	preCSRFCookie = "modelexec_signin" // double-submit token of the sign-in form
+	formLimit     = 256 << 10          // the most a console form may send
+)
+
+// viewer is the signed-in person of a request.
+type viewer struct {
+	User    auth.User
+	Session auth.Session
+	Account auth.Account // zero for an operator
+	CSRF    string
+}
+
+// view is what every page template receives.
+type view struct {
+	Title  string
+	Nav    string // the section the page belongs to
+	V      *viewer
+	Flash  string
+	Error  string
+	Status int
+	Data   any
+}
+
+// Routes lists the whole console surface, every path under /console.
+func (h *Handler) Routes() http.Handler {
+	if h.pages == nil {
+		h.pages = parsePages()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", staticFiles()))
+	mux.Handle("GET /console/sign-in", h.public(h.signInForm))
+	mux.Handle("POST /console/sign-in", h.public(h.signIn))
+	mux.Handle("POST /console/sign-out", h.signedIn(h.signOut))
+	mux.Handle("GET /console/{$}", h.signedIn(h.home))
+	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusSeeOther))
+
+	mux.Handle("GET /console/keys", h.account(h.keys))
+	mux.Handle("POST /console/keys", h.account(h.mintKey))
+	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
+	h.webhookRoutes(mux)
+	h.operatorRoutes(mux)
+	h.usageRoutes(mux)
+	h.jobRoutes(mux)
+
+	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
+		return errNotFound
+	}))
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.renderError(w, r, nil, http.StatusForbidden, "This form was sent from another site, so it was refused. Open the console and try again.")
+	}))
+	return secureHeaders(cop.Handler(mux))
+}
+
+// errNotFound renders the console's 404 page.
+var errNotFound = errors.New("console: not found")
+
+// pageError is a refusal rendered on the error page with its status.
+type pageError struct {
+	status int
+	msg    string
+}
+
+func (e *pageError) Error() string { return e.msg }
+
+func refuse(status int, msg string) error { return &pageError{status: status, msg: msg} }
+
+// public serves a page that needs no session.
+func (h *Handler) public(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.fail(w, r, nil, err)
+		}
+	})
+}
+
+// signedIn serves a page for any signed-in user; unsafe methods must carry the CSRF token.
+func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := h.viewerOf(r)
+		if errors.Is(err, auth.ErrSessionEnded) {
+			clearCookie(w, sessionCookie, h.Secure)
+			next := ""
+			if r.Method == http.MethodGet {
+				next = r.URL.RequestURI()
+			}
+			http.Redirect(w, r, signInURL(next), http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			h.fail(w, r, nil, err)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, formLimit)
+			if err := r.ParseMultipartForm(formLimit); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+				h.fail(w, r, v, refuse(http.StatusRequestEntityTooLarge, "The form was too large or malformed."))
+				return
+			}
+			if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.CSRF)) {
+				h.fail(w, r, v, refuse(http.StatusForbidden, "This form has expired or did not come from this console. Reload the page and try again."))
+				return
+			}
+		}
+		if err := fn(w, r, v); err != nil {
+			h.fail(w, r, v, err)
+		}
+	})
+}
+
+// account serves a page of an account's own (operators have none: they see the operator pages).
+func (h *Handler) account(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+	return h.signedIn(func(w http.ResponseWriter, r *http.Request, v *viewer) error {
+		if v.User.AccountID == "" {
+			return refuse(http.StatusNotFound, "Operators have no account pages; open an account from the operator pages.")
+		}
+		return fn(w, r, v)
+	})
+}
+
+// operator serves a page for operators only; others are told nothing exists there.
+func (h *Handler) operator(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+	return h.signedIn(func(w http.ResponseWriter, r *http.Request, v *viewer) error {
+		if !v.User.Operator {
+			return errNotFound
+		}
+		return fn(w, r, v)
+	})
+}
+
+func (h *Handler) viewerOf(r *http.Request) (*viewer, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil, auth.ErrSessionEnded
+	}
+	u, sess, err := h.Sessions.Resolve(r.Context(), c.Value)
+	if err != nil {
+		return nil, err
+	}
+	v := &viewer{User: u, Session: sess, CSRF: h.csrfToken("session:" + sess.ID)}
+	if u.AccountID != "" {
+		if v.Account, err = h.Auth.Account(r.Context(), u.AccountID); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// csrfToken binds a form to a session (or to the sign-in cookie) under the deployment secret.
+func (h *Handler) csrfToken(subject string) string {
+	m := hmac.New(sha256.New, h.Secret)
+	m.Write([]byte("modelexec console csrf\x00" + subject))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func signInURL(next string) string {
+	if next == "" || next == "/console/" {
+		return "/console/sign-in"
+	}
+	return "/console/sign-in?next=" + url.QueryEscape(next)
+}
+
+// safeNext keeps a post-sign-in redirect inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/console/"
+	}
+	return next
+}
+
+func (h *Handler) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/console", MaxAge: int(maxAge / time.Second),
+		HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
+}
+
+func clearCookie(w http.ResponseWriter, name string, secure bool) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/console", MaxAge: -1, HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteLaxMode})
+}
+
+// render writes a page.
+func (h *Handler) render(w http.ResponseWriter, status int, page string, v view) {
+	t, ok := h.pages[page]
+	if !ok {
+		panic("console: no template " + page)
+	}
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
+		h.Log.Error("console: render", "page", page, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail renders err: a catalogued refusal with its status and message, a page error as given,
+// anything else as a 500 whose cause goes to the log only.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, v *viewer, err error) {
+	var pe *pageError
+	switch {
+	case errors.Is(err, errNotFound):
+		h.renderError(w, r, v, http.StatusNotFound, "There is no such page.")
+	case errors.As(err, &pe):
+		h.renderError(w, r, v, pe.status, pe.msg)
+	default:
+		if e, ok := apierr.As(err); ok {
+			h.renderError(w, r, v, e.HTTPStatus(), e.Text())
+			return
+		}
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		h.Log.Error("console: page failed", "path", r.URL.Path, "err", err)
+		h.renderError(w, r, v, http.StatusInternalServerError, "Something went wrong on our side; nothing was changed. Try again in a moment.")
+	}
+}
+
+func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, v *viewer, status int, msg string) {
+	h.render(w, status, "error", view{Title: http.StatusText(status), V: v, Error: msg, Status: status})
+}
+
+// randomToken is 32 random bytes, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// secureHeaders sets what every console response carries: no caching of pages that show
+// account data, no framing, no sniffing, and a content policy that runs only the console's
+// own scripts. Images and audio may come from signed links on the blob store's host.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https: http:; "+
+			"media-src 'self' blob: https: http:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(r.URL.Path, "/console/static/") {
+			hd.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,387 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/webhooks"
+)
+
+// Deliveries reads the webhook deliveries of a job (the webhooks store), for the job page.
+type Deliveries interface {
+	ListDeliveries(ctx context.Context, p webhooks.ListDeliveriesParams) ([]webhooks.Delivery, error)
+}
+
+// jobsPage is how many jobs a page of the list shows.
+const jobsPage = 50
+
+func (h *Handler) jobRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /console/jobs", h.withJobs(h.jobsList))
+	mux.Handle("GET /console/jobs/{id}", h.withJobs(h.jobPage))
+	mux.Handle("GET /console/jobs/{id}/live", h.withJobs(h.jobLive))
+	mux.Handle("GET /console/playground", h.withJobs(h.playground))
+	mux.Handle("POST /console/playground", h.withJobs(h.playgroundSubmit))
+	mux.Handle("POST /console/playground/quote", h.withJobs(h.playgroundQuote))
+}
+
+// withJobs serves an account's page that needs the jobs engine and the link signer; a console
+// built without them says so.
+func (h *Handler) withJobs(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+	return h.account(func(w http.ResponseWriter, r *http.Request, v *viewer) error {
+		if h.Jobs == nil || h.Signer == nil {
+			return refuse(http.StatusServiceUnavailable, "Jobs are not available on this server.")
+		}
+		return fn(w, r, v)
+	})
+}
+
+type jobRow struct {
+	ID, Model, State, Key, Coverage string
+	Quoted, Charged                 int64
+	Created                         time.Time
+	Took                            string
+}
+
+type jobsData struct {
+	Rows                   []jobRow
+	Models                 []string
+	States                 []string
+	Model, State, From, To string
+	Next, First            string // links to the next page and back to the first
+	Filtered               bool
+	FilterError            string
+	PageSize               int
+}
+
+// jobsList is the account's jobs, newest first, narrowed by model, state and the days they
+// were created in (from and to, both included, UTC), a page at a time after a cursor.
+func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	q := r.URL.Query()
+	d := jobsData{Model: q.Get("model"), State: q.Get("status"), From: q.Get("from"), To: q.Get("to"), PageSize: jobsPage}
+	for _, m := range h.Catalog.Models() {
+		d.Models = append(d.Models, m.Slug)
+	}
+	for _, s := range jobs.States {
+		d.States = append(d.States, string(s))
+	}
+	s := jobs.Search{Model: d.Model, State: jobs.State(d.State), Limit: jobsPage + 1}
+	status := http.StatusOK
+	if d.State != "" {
+		if _, _, ok := s.State.Columns(); !ok {
+			d.FilterError, d.State, s.State = "There is no status "+strconv.Quote(d.State)+": pick one from the list.", "", ""
+		}
+	}
+	var err error
+	if s.From, err = parseDay(d.From); err != nil {
+		d.FilterError, d.From = "From is a day written 2006-01-02.", ""
+	}
+	if s.To, err = parseDay(d.To); err != nil {
+		d.FilterError, d.To = "To is a day written 2006-01-02.", ""
+	} else if !s.To.IsZero() {
+		s.To = s.To.AddDate(0, 0, 1) // the whole of the last day
+	}
+	if d.FilterError != "" {
+		status = http.StatusBadRequest
+	}
+	if c, ok := parseCursor(q.Get("after")); ok {
+		s.After = &c
+	}
+	d.Filtered = d.Model != "" || d.State != "" || d.From != "" || d.To != ""
+	list, err := h.Jobs.Search(r.Context(), v.Account.ID, s)
+	if err != nil {
+		return err
+	}
+	if len(list) > jobsPage {
+		list = list[:jobsPage]
+		last := list[len(list)-1]
+		d.Next = "/console/jobs?" + d.query(last)
+	}
+	if s.After != nil {
+		d.First = "/console/jobs?" + d.query(jobs.Job{})
+	}
+	for _, j := range list {
+		d.Rows = append(d.Rows, jobRow{ID: j.ID, Model: j.Model, State: string(jobs.StateOf(j)), Key: j.KeyID,
+			Coverage: coverageText(j), Quoted: j.Quoted, Charged: j.Charged, Created: j.CreatedAt, Took: took(j)})
+	}
+	h.render(w, status, "jobs", view{Title: "Jobs", Nav: "jobs", V: v, Data: d, Error: d.FilterError})
+	return nil
+}
+
+// query is the list's filters, and the cursor after last when it has an id.
+func (d jobsData) query(last jobs.Job) string {
+	q := url.Values{}
+	for k, val := range map[string]string{"model": d.Model, "status": d.State, "from": d.From, "to": d.To} {
+		if val != "" {
+			q.Set(k, val)
+		}
+	}
+	if last.ID != "" {
+		q.Set("after", strconv.FormatInt(last.CreatedAt.UnixMicro(), 10)+"."+last.ID)
+	}
+	return q.Encode()
+}
+
+func parseDay(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.DateOnly, s)
+}
+
+// parseCursor reads "<created_at in µs>.<job id>"; a cursor that does not parse starts over.
+func parseCursor(s string) (jobs.Cursor, bool) {
+	at, id, ok := strings.Cut(s, ".")
+	if !ok || id == "" {
+		return jobs.Cursor{}, false
+	}
+	us, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return jobs.Cursor{}, false
+	}
+	return jobs.Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, true
+}
+
+func coverageText(j jobs.Job) string {
+	c := j.Coverage
+	switch {
+	case c == nil:
+		return ""
+	case c.Covered() && *c.By == "promotion":
+		return "a promotion"
+	case c.Covered():
+		return "pass " + c.Pass
+	case c.Miss != nil:
+		return "pass " + c.Miss.Pass + " did not cover it (" + c.Miss.Why + ")"
+	}
+	return ""
+}
+
+func took(j jobs.Job) string {
+	if j.StartedAt == nil || j.FinishedAt == nil {
+		return ""
+	}
+	return j.FinishedAt.Sub(*j.StartedAt).Round(time.Millisecond).String()
+}
+
+type historyRow struct {
+	At    time.Time
+	State string
+	Note  string
+}
+
+type output struct {
+	Kind        string `json:"kind"` // image, audio, video or file
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	Name        string `json:"name"`
+}
+
+type jobDeliveryRow struct {
+	ID, Event, Status, URL, LastError string
+	Attempts                          int
+	Code                              string
+	Created                           time.Time
+	LastAttempt                       *time.Time
+}
+
+type jobData struct {
+	Job                    jobs.Job
+	State                  string
+	Settled                bool
+	Input, Result          string
+	History                []historyRow
+	Refunded               int64
+	Coverage               string
+	EventID, EventType     string
+	Deliveries             []jobDeliveryRow
+	DeliveriesUnavailable  bool
+	Outputs                []output
+	Logs                   []jobs.LogLine
+	Progress               int
+	ErrorCode, ErrorDetail string
+	GiveUpAfter            int
+	FromPlayground         bool
+}
+
+// jobPage shows one of the account's jobs: what was sent, how it went, what it cost, who was
+// told, and what it made (previews, players and download links).
+func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	j, err := h.accountJob(r, v)
+	if err != nil {
+		return err
+	}
+	d := jobData{Job: j, State: string(jobs.StateOf(j)), Settled: j.Settled(), Input: pretty(j.Input), Coverage: coverageText(j),
+		Logs: j.Logs, Progress: int(j.Progress * 100), ErrorCode: j.ErrorCode, FromPlayground: r.URL.Query().Has("submitted")}
+	if m, ok := h.Catalog.Model(j.Model); ok {
+		d.GiveUpAfter = jobview.GiveUpAfterSeconds(j, m)
+	}
+	d.History = append(d.History, historyRow{At: j.CreatedAt, State: "submitted", Note: "quoted " + groupDigits(j.Quoted) + " credits"})
+	if j.StartedAt != nil {
+		note := ""
+		if j.Attempts > 1 {
+			note = strconv.Itoa(j.Attempts) + " attempts"
+		}
+		d.History = append(d.History, historyRow{At: *j.StartedAt, State: "running", Note: note})
+	} else if !j.Settled() {
+		d.History = append(d.History, historyRow{At: j.CreatedAt, State: "queued"})
+	}
+	if j.Settled() {
+		at := j.CreatedAt
+		if j.FinishedAt != nil {
+			at = *j.FinishedAt
+		}
+		note := ""
+		if j.ErrorCode != "" {
+			note = j.ErrorCode
+			if j.ErrorMessage != "" {
+				note += ": " + j.ErrorMessage
+			}
+		}
+		d.History = append(d.History, historyRow{At: at, State: string(j.Outcome), Note: note})
+		d.Refunded = max(j.Reserved-j.Charged, 0)
+		d.EventID, d.EventType = "evt_"+j.ID+"_"+string(j.Outcome), "job."+string(j.Outcome)
+	}
+	for _, dv := range j.ErrorDetail {
+		d.ErrorDetail += strings.Join(dv.Loc, ".") + ": " + dv.Msg + "\n"
+	}
+	if j.Result != nil {
+		if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
+			d.Result = pretty(mustJSON(doc))
+		} else {
+			h.Log.Warn("console: sign result links", "job", j.ID, "err", err)
+		}
+		d.Outputs = h.outputs(r.Context(), j)
+	}
+	if h.Deliveries != nil {
+		ds, err := h.Deliveries.ListDeliveries(r.Context(), webhooks.ListDeliveriesParams{Account: v.Account.ID, JobID: j.ID})
+		if err != nil {
+			h.Log.Warn("console: job deliveries", "job", j.ID, "err", err)
+			d.DeliveriesUnavailable = true
+		}
+		for _, dl := range ds {
+			row := jobDeliveryRow{ID: dl.ID, Event: dl.EventType, Status: string(dl.Status), URL: dl.URL, LastError: dl.LastError,
+				Attempts: dl.Attempts, Created: dl.CreatedAt, LastAttempt: dl.LastAttemptAt}
+			if dl.URL == "" {
+				row.URL = "endpoint " + dl.EndpointID
+			}
+			if dl.LastStatusCode != nil {
+				row.Code = strconv.Itoa(*dl.LastStatusCode)
+			}
+			d.Deliveries = append(d.Deliveries, row)
+		}
+	}
+	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
+	return nil
+}
+
+// accountJob reads the job named in the path; another account's job is not found.
+func (h *Handler) accountJob(r *http.Request, v *viewer) (jobs.Job, error) {
+	j, err := h.Jobs.GetByID(r.Context(), v.Account.ID, r.PathValue("id"))
+	if e, ok := apierr.As(err); ok && e.Code == apierr.NotFound {
+		return jobs.Job{}, errNotFound
+	}
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	if j.AccountID != v.Account.ID {
+		return jobs.Job{}, errNotFound
+	}
+	return j, nil
+}
+
+// outputs are the job's stored files behind signed links (valid 15 minutes, as the API's),
+// each shown the way its type plays: an image preview, an audio or video player, or a link.
+func (h *Handler) outputs(ctx context.Context, j jobs.Job) []output {
+	var out []output
+	for _, f := range j.Result.Files {
+		link, _, err := h.Signer.SignGet(ctx, f.Key)
+		if err != nil {
+			h.Log.Warn("console: sign output", "job", j.ID, "err", err)
+			continue
+		}
+		kind, _, _ := strings.Cut(f.ContentType, "/")
+		if !slices.Contains([]string{"image", "audio", "video"}, kind) {
+			kind = "file"
+		}
+		name := f.Key
+		if i := strings.LastIndexByte(name, '/'); i >= 0 {
+			name = name[i+1:]
+		}
+		out = append(out, output{Kind: kind, URL: link, ContentType: f.ContentType, Bytes: f.Bytes, Name: name})
+	}
+	return out
+}
+
+// liveJob is what the job page's script polls while the job runs.
+type liveJob struct {
+	State    string          `json:"state"`
+	Settled  bool            `json:"settled"`
+	Progress float64         `json:"progress"`
+	Position *int            `json:"queue_position,omitempty"`
+	Logs     []jobs.LogLine  `json:"logs"`
+	Charged  int64           `json:"credits_charged"`
+	Error    *string         `json:"error_code"`
+	Outputs  []output        `json:"outputs"`
+	Result   json.RawMessage `json:"result,omitempty"`
+}
+
+// jobLive answers the job's progress and logs as JSON, and its outputs once settled.
+func (h *Handler) jobLive(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	j, err := h.accountJob(r, v)
+	if err != nil {
+		return err
+	}
+	l := liveJob{State: string(jobs.StateOf(j)), Settled: j.Settled(), Progress: j.Progress, Logs: j.Logs, Charged: j.Charged,
+		Outputs: []output{}}
+	if l.Logs == nil {
+		l.Logs = []jobs.LogLine{}
+	}
+	if j.ErrorCode != "" {
+		l.Error = &j.ErrorCode
+	}
+	if j.Status == jobs.InQueue {
+		n := h.Jobs.QueuePosition(r.Context(), j)
+		l.Position = &n
+	}
+	if j.Result != nil {
+		l.Outputs = h.outputs(r.Context(), j)
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func pretty(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

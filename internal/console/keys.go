@@ -1,0 +1,166 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+)
+
+type keyRow struct {
+	ID           string
+	Scopes       []string
+	Created      time.Time
+	Expires      time.Time
+	Revoked      *time.Time
+	Status       string
+	ExpiringSoon bool
+	DaysLeft     int
+	Spent        int64
+	Ceiling      string
+}
+
+type scopeChoice struct {
+	Name            string
+	Checked, Locked bool
+}
+
+type keysData struct {
+	Keys      []keyRow
+	Live, Max int
+	Scopes    []scopeChoice
+	Lifetimes []int
+	Default   int
+	Allowance int64
+	// Minted is set once, on the page that answers a mint: the only time the key is shown.
+	Minted  string
+	MintID  string
+	APIBase string
+	// Form values kept after a refusal.
+	CeilingMode, CeilingAmount string
+}
+
+func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
+	recs, err := h.Auth.Keys(r.Context(), v.Account.ID)
+	if err != nil {
+		return keysData{}, err
+	}
+	now := h.Now()
+	d := keysData{Max: v.Account.Plan.MaxLiveKeys(), Lifetimes: auth.Lifetimes, Default: auth.DefaultLifetimeDays,
+		Allowance: v.Account.MonthlyAllowance, APIBase: h.APIBase, CeilingMode: "plan"}
+	// Newest first: the key just minted or about to expire is what the owner looks for.
+	slices.SortFunc(recs, func(a, b auth.KeyRecord) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	for _, k := range recs {
+		st := k.Status(now)
+		if st == auth.KeyLive {
+			d.Live++
+		}
+		ceiling := "plan (" + groupDigits(k.Ceiling.Effective(v.Account.MonthlyAllowance)) + ")"
+		switch k.Ceiling.Mode {
+		case auth.Fixed:
+			ceiling = groupDigits(k.Ceiling.Amount)
+		case auth.NoCap:
+			ceiling = "none"
+		}
+		if k.Ceiling.Mode == auth.FollowPlan && v.Account.MonthlyAllowance == 0 {
+			ceiling = "plan (no cap)"
+		}
+		d.Keys = append(d.Keys, keyRow{ID: k.ID, Scopes: auth.Strings(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
+			Revoked: k.RevokedAt, Status: string(st), ExpiringSoon: k.ExpiringSoon(now),
+			DaysLeft: int(k.ExpiresAt.Sub(now).Hours() / 24), Spent: k.SpentIn(now), Ceiling: ceiling})
+	}
+	for _, s := range auth.Current {
+		d.Scopes = append(d.Scopes, scopeChoice{Name: string(s), Checked: slices.Contains(auth.Ticked, s) || slices.Contains(auth.AlwaysOn, s),
+			Locked: slices.Contains(auth.AlwaysOn, s)})
+	}
+	return d, nil
+}
+
+func (h *Handler) keys(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	d, err := h.keysData(r, v)
+	if err != nil {
+		return err
+	}
+	h.render(w, http.StatusOK, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d, Flash: h.flash(w, r)})
+	return nil
+}
+
+// mintKey mints a key from the form: current scopes only, a lifetime of 30/90/180/365 days
+// and a ceiling that follows the plan or is a figure within the spec's bounds. The key is
+// shown once, on the answer to this POST, which no cache keeps.
+func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	d, err := h.keysData(r, v)
+	if err != nil {
+		return err
+	}
+	again := func(status int, msg string) error {
+		d.CeilingMode, d.CeilingAmount = r.PostFormValue("ceiling_mode"), r.PostFormValue("ceiling")
+		for i := range d.Scopes {
+			d.Scopes[i].Checked = d.Scopes[i].Locked || slices.Contains(r.PostForm["scope"], d.Scopes[i].Name)
+		}
+		h.render(w, status, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d, Error: msg})
+		return nil
+	}
+	var scopes []auth.Scope
+	for _, s := range r.PostForm["scope"] {
+		if !auth.Mintable(auth.Scope(s)) {
+			return again(http.StatusBadRequest, fmt.Sprintf("%q is not a scope a key can be minted with.", s))
+		}
+		scopes = append(scopes, auth.Scope(s))
+	}
+	if scopes == nil {
+		scopes = []auth.Scope{} // nothing ticked: the always-on scopes only, not the default set
+	}
+	days, err := strconv.Atoi(r.PostFormValue("expires_days"))
+	if err != nil || !slices.Contains(auth.Lifetimes, days) {
+		return again(http.StatusBadRequest, "Pick a lifetime of 30, 90, 180 or 365 days.")
+	}
+	p := auth.MintParams{AccountID: v.Account.ID, Scopes: scopes, LifetimeDays: days}
+	if r.PostFormValue("ceiling_mode") == "fixed" {
+		n, err := strconv.ParseInt(strings.TrimSpace(strings.ReplaceAll(r.PostFormValue("ceiling"), ",", "")), 10, 64)
+		if err != nil {
+			return again(http.StatusBadRequest, "The ceiling is a whole number of credits.")
+		}
+		p.Ceiling = &auth.CeilingRequest{Amount: n}
+	}
+	m, err := h.Auth.Mint(r.Context(), p)
+	if errors.Is(err, auth.ErrTooManyKeys) {
+		return again(http.StatusConflict, fmt.Sprintf("Your plan allows %d live keys and they are all in use: revoke one first.", d.Max))
+	}
+	if e, ok := apierr.As(err); ok {
+		return again(e.HTTPStatus(), e.Text())
+	}
+	if err != nil {
+		return err
+	}
+	if d, err = h.keysData(r, v); err != nil {
+		return err
+	}
+	d.Minted, d.MintID = m.Key, m.Record.ID
+	h.render(w, http.StatusOK, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d})
+	return nil
+}
+
+// revokeKey stamps one of the account's own keys; a key of another account is not found.
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	id := r.PathValue("id")
+	recs, err := h.Auth.Keys(r.Context(), v.Account.ID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(recs, func(k auth.KeyRecord) bool { return k.ID == id }) {
+		return errNotFound
+	}
+	at, err := h.Auth.Revoke(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s revoked at %s.", id, at.UTC().Format(time.RFC3339)))
+	return nil
+}

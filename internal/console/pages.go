@@ -1,0 +1,99 @@
+package console
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticDir embed.FS
+
+// funcs are the helpers templates may call.
+var funcs = template.FuncMap{
+	"date": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"day": func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"credits": func(v any) string {
+		var n int64
+		switch x := v.(type) {
+		case int64:
+			n = x
+		case int:
+			n = int64(x)
+		default:
+			n = reflectInt(x)
+		}
+		return groupDigits(n)
+	},
+	"join": strings.Join,
+}
+
+// reflectInt turns a named integer type (ledger.Credits) into int64 for display.
+func reflectInt(v any) int64 {
+	var n int64
+	_, _ = fmt.Sscan(fmt.Sprint(v), &n)
+	return n
+}
+
+// groupDigits writes n with thin grouping: 1,234,567.
+func groupDigits(n int64) string {
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// parsePages parses every page with the layout: page "keys" is templates/keys.html.
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*template.Template{}
+	for _, n := range names {
+		name := strings.TrimSuffix(path.Base(n), ".html")
+		if name == "layout" {
+			continue
+		}
+		out[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFiles, n))
+	}
+	return out
+}
+
+func staticFiles() http.Handler {
+	sub, err := fs.Sub(staticDir, "static")
+	if err != nil {
+		panic(err)
+	}
+	fsrv := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		fsrv.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,87 @@
+package console
+
+import (
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+)
+
+type signInData struct {
+	CSRF, Next, Email string
+}
+
+// signInForm shows the form with a fresh double-submit token: the sign-in POST has no
+// session yet, so its CSRF token is bound to a short-lived cookie instead.
+func (h *Handler) signInForm(w http.ResponseWriter, r *http.Request) error {
+	if v, err := h.viewerOf(r); err == nil && v != nil {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return nil
+	}
+	h.renderSignIn(w, r, http.StatusOK, "", "")
+	return nil
+}
+
+func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, email, msg string) {
+	seed := randomToken()
+	h.setCookie(w, preCSRFCookie, seed, 30*time.Minute)
+	next := r.URL.Query().Get("next")
+	if r.Method == http.MethodPost {
+		next = r.PostFormValue("next")
+	}
+	h.render(w, status, "signin", view{Title: "Sign in", Error: msg,
+		Data: signInData{CSRF: h.csrfToken("signin:" + seed), Next: safeNext(next), Email: email}})
+}
+
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, formLimit)
+	if err := r.ParseForm(); err != nil {
+		return refuse(http.StatusRequestEntityTooLarge, "The form was too large or malformed.")
+	}
+	seed, err := r.Cookie(preCSRFCookie)
+	if err != nil || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(h.csrfToken("signin:"+seed.Value))) {
+		h.renderSignIn(w, r, http.StatusForbidden, r.PostFormValue("email"), "This form has expired. Please sign in again.")
+		return nil
+	}
+	email := r.PostFormValue("email")
+	now := h.Now()
+	if until, blocked := h.throttle.blocked(email, now); blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(int(until.Sub(now).Seconds())+1))
+		h.renderSignIn(w, r, http.StatusTooManyRequests, email,
+			fmt.Sprintf("Too many failed sign-ins for this email. Try again after %s.", until.UTC().Format("15:04 UTC")))
+		return nil
+	}
+	token, _, sess, err := h.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"))
+	if errors.Is(err, auth.ErrBadCredentials) {
+		h.throttle.fail(email, now)
+		h.Log.Info("console: sign-in refused")
+		h.renderSignIn(w, r, http.StatusUnauthorized, email, "Wrong email or password.")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h.throttle.succeed(email)
+	clearCookie(w, preCSRFCookie, h.Secure)
+	h.setCookie(w, sessionCookie, token, sess.ExpiresAt.Sub(h.Now()))
+	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+	return nil
+}
+
+// signOut revokes the session (KEY-29): the token is refused from now on, even if a copy of
+// the cookie survives somewhere.
+func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	c, err := r.Cookie(sessionCookie)
+	if err == nil {
+		if err := h.Sessions.SignOut(r.Context(), c.Value); err != nil {
+			return err
+		}
+	}
+	clearCookie(w, sessionCookie, h.Secure)
+	http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
+	return nil
+}

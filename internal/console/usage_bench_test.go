@@ -1,0 +1,119 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+// BenchmarkConsoleUsagePage measures the usage page and its download with 10,000 jobs charged
+// in the account on SQLite, spread over the last twelve months, five keys and four models, one
+// in ten refunded: the month's page, the twelve months' page (every rollup row of the year,
+// about 7,000) and the month's CSV. Each is reported as p50 and p99 in milliseconds. The budget
+// is 50 ms a page; this is a benchmark, not a timed test:
+//
+//	go test -run '^$' -bench ConsoleUsagePage -benchtime 100x ./internal/console/
+func BenchmarkConsoleUsagePage(b *testing.B) {
+	db := storetest.OpenSQLite(b)
+	s := newUsageSite(b, db, 0)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	s.clock.Set(now)
+	s.account("acct_ubench")
+	var keys []string
+	for range 5 {
+		m, err := s.auth.Mint(context.Background(), auth.MintParams{AccountID: "acct_ubench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys = append(keys, m.Record.ID)
+	}
+	seedCharges(b, db, "acct_ubench", keys, now, 10_000)
+	p := s.signIn("acct_ubench")
+	pages := []struct{ name, path string }{
+		{"month", "/console/usage"},
+		{"12m", "/console/usage?window=12m"},
+		{"csv-month", "/console/usage/export.csv?window=month"},
+	}
+	lat := make([][]time.Duration, len(pages))
+	get := func(i int) {
+		start := time.Now()
+		res, err := p.c.Get(s.url + pages[i].path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			b.Fatalf("%s answered %d", pages[i].name, res.StatusCode)
+		}
+		lat[i] = append(lat[i], time.Since(start))
+	}
+	for i := range pages { // warm connections and caches
+		get(i)
+		lat[i] = lat[i][:0]
+	}
+	b.ResetTimer()
+	for range b.N {
+		for i := range pages {
+			get(i)
+		}
+	}
+	b.StopTimer()
+	pct := func(d []time.Duration, q float64) float64 {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
+	}
+	for i, pg := range pages {
+		b.ReportMetric(pct(lat[i], 0.5), pg.name+"-p50-ms")
+		b.ReportMetric(pct(lat[i], 0.99), pg.name+"-p99-ms")
+	}
+	b.ReportMetric(0, "ns/op") // the per-page figures above are the result
+}
+
+// seedCharges charges n jobs through the ledger, as the engine does at a job's start, spread
+// evenly over the year before now, cycling through the keys and four models; one in ten is
+// refunded in full, as a failed job is.
+func seedCharges(b *testing.B, db *sqlstore.DB, account string, keys []string, now time.Time, n int) {
+	b.Helper()
+	ctx := context.Background()
+	models := []string{"image-4b", "image-lite", "music-turbo", "upscale"}
+	step := 365 * 24 * time.Hour / time.Duration(n)
+	svc := db.Ledger(func() time.Time { return now })
+	const batch = 1000
+	for lo := 0; lo < n; lo += batch {
+		err := sqlstore.Jobs{DB: db}.InTx(ctx, func(tx jobs.Tx) error {
+			for i := lo; i < min(lo+batch, n); i++ {
+				at := now.Add(-time.Duration(n-i) * step)
+				a, err := svc.Open(ctx, tx, account, at)
+				if err != nil {
+					return err
+				}
+				j := ledger.Job{AccountID: account, KeyID: keys[i%len(keys)], JobID: "bench_" + at.Format("20060102150405.000000"),
+					Model: models[(i/len(keys))%len(models)], Quote: 3}
+				c, err := svc.Charge(ctx, tx, a, j, at)
+				if err != nil {
+					return err
+				}
+				if i%10 == 0 {
+					if _, err := svc.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, StartedAt: at}, at.Add(time.Second)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+// KeyUsage is one key's spend in a window: Charged is what its charges took (positive),
+// Refunded what refunds gave back, Jobs how many jobs were charged.
+type KeyUsage struct {
+	KeyID    string
+	Charged  Credits
+	Refunded Credits
+	Jobs     int64
+}
+
+// Net is what the key's jobs cost once refunds are given back.
+func (u KeyUsage) Net() Credits { return u.Charged - u.Refunded }
+
+// DayUsage is one row of the usage rollup: what one key spent on one model in one UTC day.
+type DayUsage struct {
+	Day      time.Time // start of the UTC day
+	KeyID    string
+	Model    string // "" for a movement that named no model
+	Jobs     int64
+	Charged  Credits
+	Refunded Credits
+}
+
+// Net is what the row's jobs cost once refunds are given back.
+func (u DayUsage) Net() Credits { return u.Charged - u.Refunded }
+
+// UsageLine is one charge or refund entry of a job: the export's per-job granularity.
+type UsageLine struct {
+	EntryID  int64 // the entry's id: with At, where the next page of lines resumes
+	At       time.Time
+	KeyID    string
+	Model    string // "" when the job is no longer on record
+	JobID    string
+	Kind     Kind    // Charge or Refund
+	Charged  Credits // what a charge took (positive); 0 on a refund
+	Refunded Credits // what a refund gave back; 0 on a charge
+}
+
+// MaxUsageMonths is the longest window usage is read over: twelve calendar months.
+const MaxUsageMonths = 12
+
+// UsageWindows lists the window names accepted (the refusal's `allowed`).
+var UsageWindows = []string{"month", "last_month", "1m", "3m", "6m", "12m"}
+
+// Window is a named span of whole calendar months, [From, To) in UTC.
+type Window struct {
+	Name     string // as asked, "month" when none was
+	From, To time.Time
+}
+
+// ParseWindow resolves a window name at now (UTC). The account API's GET /v1/usage and its
+// export, and the console's charts, accept the same names:
+//   - "month" (also ""): the current calendar month;
+//   - "last_month": the whole previous calendar month;
+//   - "<N>m" with N from 1 to 12: the current month and the N-1 before it ("1m" is "month",
+//     "12m" the last twelve calendar months).
+//
+// To is exclusive and a month boundary: the current month's window ends where the next month
+// starts (nothing is written after now, so it reads everything up to now).
+//
+// Refusals: a recognised form longer than twelve months ("24m", "13m") is 413
+// usage_window_too_large carrying `window`. A name that is not a window at all ("week", "0m",
+// "bogus") is not "too large" but a malformed value: 400 invalid_input carrying `window` and
+// `allowed`, with a message naming the windows accepted.
+func ParseWindow(name string, now time.Time) (Window, error) {
+	now = now.UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	next := month.AddDate(0, 1, 0)
+	switch name {
+	case "", "month":
+		return Window{Name: "month", From: month, To: next}, nil
+	case "last_month":
+		return Window{Name: name, From: month.AddDate(0, -1, 0), To: month}, nil
+	}
+	if n, ok := strings.CutSuffix(name, "m"); ok {
+		if v, e := strconv.Atoi(n); e == nil && n == strconv.Itoa(v) && v >= 1 {
+			if v > MaxUsageMonths {
+				return Window{}, apierr.Newf(apierr.UsageWindowTooLarge, "The usage window is too big to read: at most 12 months (12m).").
+					With("window", name).With("allowed", UsageWindows).With("max_months", MaxUsageMonths)
+			}
+			return Window{Name: name, From: month.AddDate(0, -(v - 1), 0), To: next}, nil
+		}
+	}
+	return Window{}, apierr.Newf(apierr.InvalidInput,
+		"window %q is not a usage window: send month, last_month, or 1m to 12m (the current month and up to eleven before it).", name).
+		With("window", name).With("allowed", UsageWindows)
+}
+
+// DefaultExportRows is how many rows one usage export may hold: "one file".
+const DefaultExportRows = 100_000
+
+// Usage reads what an account spent: from the rollup the ledger writes in the transaction of
+// each charge and refund, per key for GET /v1/usage and per day, key and model for the export
+// and the console's charts; from the charge and refund entries themselves for the per-job
+// export. Every read is bounded by its window (at most twelve months), an export also by its
+// row limit, and the long ones are read in pages.
+type Usage struct {
+	store UsageStore
+	// MaxExportRows is the most rows one export holds; past it Export refuses with
+	// export_too_large. Zero means DefaultExportRows.
+	MaxExportRows int
+	// PageRows is how many rows one statement reads while streaming (0: DefaultPageRows).
+	PageRows int
+}
+
+// DefaultPageRows is how many rows a streaming read takes per statement: enough to make the
+// round trips cheap, few enough that memory holds a page, never the file.
+const DefaultPageRows = 1000
+
+// NewUsage wires the usage reads over the store.
+func NewUsage(store UsageStore) *Usage { return &Usage{store: store} }
+
+// ByKey is the account's spend per key in the window, ordered by key id; keys that neither
+// charged nor refunded are left out.
+func (u *Usage) ByKey(ctx context.Context, accountID string, w Window) ([]KeyUsage, error) {
+	from, to := days(w)
+	rows, err := u.store.LedgerUsageByKey(ctx, accountID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if r.Charged != 0 || r.Refunded != 0 || r.Jobs != 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Days hands fn the account's rollup rows in the window in (day, key, model) order, at most
+// limit of them (limit <= 0: no limit), a page at a time: a chart sums what it needs.
+func (u *Usage) Days(ctx context.Context, accountID string, w Window, limit int, fn func(DayUsage) error) error {
+	from, to := days(w)
+	return u.days(ctx, accountID, from, to, limit, fn)
+}
+
+func (u *Usage) days(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(DayUsage) error) error {
+	var after *DayUsage
+	_, err := u.pages(limit, func(size int) (int, error) {
+		rows, err := u.store.LedgerUsageDays(ctx, accountID, from, to, after, size)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return 0, err
+			}
+		}
+		if len(rows) > 0 {
+			after = &rows[len(rows)-1]
+		}
+		return len(rows), nil
+	})
+	return err
+}
+
+// lines hands fn the charge and refund entries of the account's keys in the window, key by key
+// (in key id order), each key's in the order they were written, at most limit of them.
+func (u *Usage) lines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(UsageLine) error) error {
+	keys, err := u.store.LedgerUsageKeys(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		var after *UsageLine
+		n, err := u.pages(limit, func(size int) (int, error) {
+			rows, err := u.store.LedgerUsageLines(ctx, k, from, to, after, size)
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range rows {
+				if err := fn(r); err != nil {
+					return 0, err
+				}
+			}
+			if len(rows) > 0 {
+				after = &rows[len(rows)-1]
+			}
+			return len(rows), nil
+		})
+		if err != nil {
+			return err
+		}
+		if limit > 0 {
+			if limit -= n; limit <= 0 {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// pages calls read with page sizes until a page comes back short or limit rows were read
+// (limit <= 0: no limit), and answers how many were.
+func (u *Usage) pages(limit int, read func(size int) (int, error)) (int, error) {
+	page := u.PageRows
+	if page <= 0 {
+		page = DefaultPageRows
+	}
+	total := 0
+	for {
+		size := page
+		if limit > 0 && limit-total < size {
+			size = limit - total
+		}
+		if size <= 0 {
+			return total, nil
+		}
+		n, err := read(size)
+		total += n
+		if err != nil || n < size {
+			return total, err
+		}
+	}
+}
+
+// Export is an export the window fits in, ready to stream.
+type Export struct {
+	Rows int64 // rows counted when it was prepared
+
+	u         *Usage
+	accountID string
+	from, to  time.Time
+	limit     int
+}
+
+// Each hands fn every row of the export in (day, key, model) order, a page at a time.
+func (e *Export) Each(ctx context.Context, fn func(DayUsage) error) error {
+	// The read is bounded by the row limit, not the count: a row written between the count
+	// and the read (a new key or model today) is included, and the file still never exceeds
+	// one file.
+	return e.u.days(ctx, e.accountID, e.from, e.to, e.limit, fn)
+}
+
+// Export prepares the window's rollup rows (one per day, key and model) for one file. It
+// counts them first, so a window past the row limit is refused with 413 export_too_large
+// (carrying `window`) before anything is written; the rows are then read as they are sent
+// (Each), never held together.
+func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export, error) {
+	from, to := days(w)
+	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageDayCount(ctx, accountID, from, to) })
+	if err != nil {
+		return nil, err
+	}
+	return &Export{Rows: n, u: u, accountID: accountID, from: from, to: to, limit: limit}, nil
+}
+
+// LineExport is an export of a window's charge and refund entries, ready to stream.
+type LineExport struct {
+	Rows int64 // entries counted when it was prepared
+
+	u         *Usage
+	accountID string
+	from, to  time.Time
+	limit     int
+}
+
+// Each hands fn every entry of the export, key by key in key id order and each key's in the
+// order they were written, a page at a time (bounded by the row limit, like Export.Each).
+func (e *LineExport) Each(ctx context.Context, fn func(UsageLine) error) error {
+	return e.u.lines(ctx, e.accountID, e.from, e.to, e.limit, fn)
+}
+
+// ExportLines prepares the window's charge and refund entries, one per line, for one file:
+// the export's per-job granularity. It is refused like Export past the row limit.
+func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*LineExport, error) {
+	from, to := days(w)
+	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageLineCount(ctx, accountID, from, to) })
+	if err != nil {
+		return nil, err
+	}
+	return &LineExport{Rows: n, u: u, accountID: accountID, from: from, to: to, limit: limit}, nil
+}
+
+// fits counts an export's rows and refuses it with export_too_large past the row limit; it
+// answers the count and the limit the read is bounded by.
+func (u *Usage) fits(w Window, count func() (int64, error)) (int64, int, error) {
+	limit := u.MaxExportRows
+	if limit <= 0 {
+		limit = DefaultExportRows
+	}
+	n, err := count()
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage export count: %w", err)
+	}
+	if n > int64(limit) {
+		return 0, 0, apierr.Newf(apierr.ExportTooLarge,
+			"The usage export would exceed one file (%d rows, at most %d): pick a smaller window, such as month or last_month.", n, limit).
+			With("window", w.Name).With("rows", n).With("max_rows", limit)
+	}
+	return n, limit, nil
+}
+
+// days widens a window to whole UTC days, the rollup's grain (the windows served are calendar
+// months, so this changes nothing for them).
+func days(w Window) (from, to time.Time) {
+	from = w.From.UTC().Truncate(24 * time.Hour)
+	to = w.To.UTC()
+	if t := to.Truncate(24 * time.Hour); !t.Equal(to) {
+		to = t.Add(24 * time.Hour)
+	}
+	return from, to
+}
