@@ -21,7 +21,8 @@ type conn struct {
 	statements   atomic.Int64
 	transactions atomic.Int64
 	commits      atomic.Int64
-	group        *group // SQLite: group commit (group.go)
+	group        *group        // SQLite: group commit (group.go)
+	ckpt         *checkpointer // SQLite: WAL checkpoints off the commit path (checkpoint.go)
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
@@ -35,6 +36,7 @@ func newConn(raw *sql.DB, d Dialect) *conn {
 	if d == SQLite {
 		c.writer = make(chan struct{}, 1)
 		c.group = newGroup(c)
+		c.ckpt = newCheckpointer(c)
 	}
 	return c
 }
@@ -74,6 +76,7 @@ func (c *conn) lockWriter(ctx context.Context, q string) (func(), error) {
 	if c.writer == nil || !isWrite(q) {
 		return func() {}, nil
 	}
+	c.ckpt.committed()
 	select {
 	case c.writer <- struct{}{}:
 		return func() { <-c.writer }, nil
@@ -119,6 +122,9 @@ func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Ro
 // take the writer lock (the row is read after this returns); SQLite's busy handler orders it.
 func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	c.statements.Add(1)
+	if c.ckpt != nil && isWrite(q) {
+		c.ckpt.committed()
+	}
 	if s := c.stmt(ctx, q); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
@@ -130,6 +136,10 @@ func (c *conn) PingContext(ctx context.Context) error { return c.raw.PingContext
 func (c *conn) Close() error {
 	if c.group != nil {
 		c.group.close()
+	}
+	if c.ckpt != nil {
+		c.ckpt.close()
+		_, _ = c.raw.Exec(`PRAGMA wal_checkpoint(PASSIVE)`) // leave the WAL short for the next opener
 	}
 	c.mu.Lock()
 	for _, s := range c.stmts {
@@ -159,6 +169,9 @@ func (c *conn) begin(ctx context.Context) (*sql.Tx, func(), error) {
 	}
 	c.transactions.Add(1)
 	c.commits.Add(1)
+	if c.ckpt != nil {
+		c.ckpt.committed()
+	}
 	return tx, release, nil
 }
 

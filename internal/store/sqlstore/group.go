@@ -169,6 +169,9 @@ func (g *group) commit(batch []*groupReq) {
 		return
 	}
 	c.commits.Add(1)
+	if c.ckpt != nil {
+		c.ckpt.committed()
+	}
 	if len(live) == 1 {
 		r := live[0]
 		c.transactions.Add(1)
