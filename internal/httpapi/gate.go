@@ -91,7 +91,15 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 // A surface that renders its own error envelope (the compatibility surface) calls it
 // instead of Protect.
 func (g *Gate) Check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
-	return g.check(w, r, route)
+	p, err := g.check(w, r, route)
+	if err == nil && p != nil && p.Unconfirmed {
+		// Such a surface writes its own errors, past WriteError's confirmation: confirm now.
+		if err := g.refuse(w, r, p, route.Bucket, nil); err != nil {
+			return nil, err
+		}
+		p.Unconfirmed = false
+	}
+	return p, err
 }
 
 func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
