@@ -72,16 +72,18 @@ func TestWH37_ServeWiresWebhooks(t *testing.T) {
 			t.Fatalf("%s %s: %d %s", r[0], r[1], rec.Code, rec.Body)
 		}
 	}
-	if a.Workers() != 2 {
-		t.Fatalf("webhooks role runs %d workers, want the engine and the relay", a.Workers())
+	// The engine and the relay, and (as every serving process) the keys' last-use writer.
+	if a.Workers() != 3 {
+		t.Fatalf("webhooks role runs %d workers, want the engine, the relay and the last-use writer", a.Workers())
 	}
-	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); a.Workers() != 0 {
-		t.Fatalf("api role alone runs %d workers", a.Workers())
+	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); a.Workers() != 1 {
+		t.Fatalf("api role alone runs %d workers, want the last-use writer", a.Workers())
 	}
 	// Without a deployment secret nothing is wired: the whole service runs only the worker
-	// role's two (jobs and allowances), and a process of only some roles refuses to start.
+	// role's two (jobs and allowances) and the last-use writer, and a process of only some
+	// roles refuses to start.
 	a = buildServe(t, "", "api,queue,sync,worker,webhooks", "")
-	if rec := get(a.Handler(server.RoleAPI), "GET", webhooks.JWKSPath); rec.Code != 404 || a.Workers() != 2 {
+	if rec := get(a.Handler(server.RoleAPI), "GET", webhooks.JWKSPath); rec.Code != 404 || a.Workers() != 3 {
 		t.Fatalf("unconfigured: jwks %d, %d workers", rec.Code, a.Workers())
 	}
 	c := &ServeCmd{Roles: "api,webhooks", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}

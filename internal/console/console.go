@@ -39,6 +39,10 @@ type Handler struct {
 	// Usage reads the account's spend for the usage page and its CSV download (nil: the page
 	// says usage reports are not configured).
 	Usage *ledger.Usage
+	// KeysUsed reads when the account's keys were last used (nil: the key list leaves it out).
+	KeysUsed interface {
+		KeysLastUsed(ctx context.Context, accountID string) (map[string]time.Time, error)
+	}
 	// Secret keys the CSRF tokens (the deployment secret).
 	Secret []byte
 	// Secure marks cookies Secure: the console's public URL is https.

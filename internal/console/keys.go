@@ -24,6 +24,7 @@ type keyRow struct {
 	DaysLeft     int
 	Spent        int64
 	Ceiling      string
+	LastUsed     time.Time // zero: never (noted about once a minute)
 }
 
 type scopeChoice struct {
@@ -51,6 +52,12 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 	if err != nil {
 		return keysData{}, err
 	}
+	var used map[string]time.Time
+	if h.KeysUsed != nil {
+		if used, err = h.KeysUsed.KeysLastUsed(r.Context(), v.Account.ID); err != nil {
+			return keysData{}, err
+		}
+	}
 	now := h.Now()
 	d := keysData{Max: v.Account.Plan.MaxLiveKeys(), Lifetimes: auth.Lifetimes, Default: auth.DefaultLifetimeDays,
 		Allowance: v.Account.MonthlyAllowance, APIBase: h.APIBase, CeilingMode: "plan"}
@@ -73,7 +80,7 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 		}
 		d.Keys = append(d.Keys, keyRow{ID: k.ID, Scopes: auth.Strings(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
 			Revoked: k.RevokedAt, Status: string(st), ExpiringSoon: k.ExpiringSoon(now),
-			DaysLeft: int(k.ExpiresAt.Sub(now).Hours() / 24), Spent: k.SpentIn(now), Ceiling: ceiling})
+			DaysLeft: int(k.ExpiresAt.Sub(now).Hours() / 24), Spent: k.SpentIn(now), Ceiling: ceiling, LastUsed: used[k.ID]})
 	}
 	for _, s := range auth.Current {
 		d.Scopes = append(d.Scopes, scopeChoice{Name: string(s), Checked: slices.Contains(auth.Ticked, s) || slices.Contains(auth.AlwaysOn, s),

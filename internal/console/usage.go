@@ -113,30 +113,26 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v *viewer) e
 	d.Window, d.Last = win, win.To.AddDate(0, 0, -1)
 	d.Custom = !slices.ContainsFunc(usageWindowChoices, func(c struct{ Name, Label string }) bool { return c.Name == win.Name })
 
+	sum, err := h.Usage.Summary(r.Context(), v.Account.ID, win)
+	if err != nil {
+		return fmt.Errorf("usage read: %w", err)
+	}
 	nDays := int(win.To.Sub(win.From).Hours()/24 + 0.5)
 	days := make([]dayBar, nDays)
-	models := map[string]*usageTotals{}
-	keys := map[string]*usageTotals{}
-	err = h.Usage.Days(r.Context(), v.Account.ID, win, 0, func(u ledger.DayUsage) error {
+	for _, u := range sum.Days {
 		if i := int(u.Day.Sub(win.From).Hours() / 24); i >= 0 && i < nDays {
 			days[i].add(u)
 		}
 		d.Total.add(u)
-		for _, g := range []struct {
-			m    map[string]*usageTotals
-			name string
-		}{{models, u.Model}, {keys, u.KeyID}} {
-			t := g.m[g.name]
-			if t == nil {
-				t = &usageTotals{Name: g.name}
-				g.m[g.name] = t
-			}
-			t.add(u)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("usage read: %w", err)
+	}
+	models := map[string]*usageTotals{}
+	for _, u := range sum.Models {
+		models[u.Model] = &usageTotals{Name: u.Model}
+		models[u.Model].add(u)
+	}
+	keys := map[string]*usageTotals{}
+	for _, k := range sum.Keys {
+		keys[k.KeyID] = &usageTotals{Name: k.KeyID, Jobs: k.Jobs, Charged: int64(k.Charged), Refunded: int64(k.Refunded)}
 	}
 	d.ModelTable = usageTable{ID: "usage-models", Label: "Model", Rows: usageRows(models), Total: d.Total}
 	d.KeyTable = usageTable{ID: "usage-keys", Label: "Key", Rows: usageRows(keys), Total: d.Total}

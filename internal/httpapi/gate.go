@@ -55,7 +55,8 @@ type Gate struct {
 	Switches *Switches
 	Now      func() time.Time
 	Log      *slog.Logger
-	Metrics  RateRecorder // nil: refusals are not counted
+	Metrics  RateRecorder   // nil: refusals are not counted
+	LastUsed *auth.LastUsed // nil: keys' last use is not noted
 }
 
 // Principal returns the authenticated caller of r (nil on public routes).
@@ -161,6 +162,9 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 			e.With("bucket", string(bucket))
 		}
 		return nil, err
+	}
+	if g.LastUsed != nil {
+		g.LastUsed.Note(p.Key.ID, now) // the key list's "last used"
 	}
 	if p.Account.Status == auth.Limited && bucket != ratelimit.Read {
 		g.anonymousHeaders(w, r, now)

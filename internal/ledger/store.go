@@ -80,6 +80,9 @@ type UsageStore interface {
 	// LedgerUsageByKey sums the rollup of accountID over [from, to) per key, ordered by key id;
 	// an account without spend answers an empty, non-nil list.
 	LedgerUsageByKey(ctx context.Context, accountID string, from, to time.Time) ([]KeyUsage, error)
+	// LedgerUsagePer sums the rollup of accountID over [from, to) per UTC day (Day set) or per
+	// model (Model set), in that order.
+	LedgerUsagePer(ctx context.Context, accountID string, from, to time.Time, per UsageGroup) ([]DayUsage, error)
 	// LedgerUsageDayCount counts the rollup rows of accountID over [from, to).
 	LedgerUsageDayCount(ctx context.Context, accountID string, from, to time.Time) (int64, error)
 	// LedgerUsageDays answers up to limit rollup rows of accountID over [from, to) in (day,

@@ -138,6 +138,38 @@ func (u *Usage) ByKey(ctx context.Context, accountID string, w Window) ([]KeyUsa
 	return out, nil
 }
 
+// UsageGroup is what Summary sums the rollup by.
+type UsageGroup int
+
+const (
+	PerDay UsageGroup = iota
+	PerModel
+)
+
+// Summary is a window's spend summed three ways: per UTC day (Day set, days without spend left
+// out), per model (Model set) and per key.
+type Summary struct {
+	Days   []DayUsage
+	Models []DayUsage
+	Keys   []KeyUsage
+}
+
+// Summary sums the account's spend in the window per day, per model and per key: three grouped
+// reads of the rollup, whose cost follows the window's rows, never the account's jobs.
+func (u *Usage) Summary(ctx context.Context, accountID string, w Window) (Summary, error) {
+	from, to := days(w)
+	var s Summary
+	var err error
+	if s.Days, err = u.store.LedgerUsagePer(ctx, accountID, from, to, PerDay); err != nil {
+		return s, err
+	}
+	if s.Models, err = u.store.LedgerUsagePer(ctx, accountID, from, to, PerModel); err != nil {
+		return s, err
+	}
+	s.Keys, err = u.ByKey(ctx, accountID, w)
+	return s, err
+}
+
 // Days hands fn the account's rollup rows in the window in (day, key, model) order, at most
 // limit of them (limit <= 0: no limit), a page at a time: a chart sums what it needs.
 func (u *Usage) Days(ctx context.Context, accountID string, w Window, limit int, fn func(DayUsage) error) error {

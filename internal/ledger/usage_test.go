@@ -59,6 +59,10 @@ func (f *fakeUsage) LedgerUsageByKey(context.Context, string, time.Time, time.Ti
 	return []ledger.KeyUsage{}, nil
 }
 
+func (f *fakeUsage) LedgerUsagePer(context.Context, string, time.Time, time.Time, ledger.UsageGroup) ([]ledger.DayUsage, error) {
+	panic("not used by these tests")
+}
+
 func (f *fakeUsage) LedgerUsageDayCount(context.Context, string, time.Time, time.Time) (int64, error) {
 	return int64(len(f.days)), nil
 }

@@ -46,6 +46,7 @@ type consoleEnv struct {
 	db               *sqlstore.DB
 	auth             *auth.Service
 	clock            *clock
+	srv              *server.Server
 }
 
 const consolePassword = "correct horse battery"
@@ -70,6 +71,7 @@ func newConsoleEnv(t testing.TB) *consoleEnv {
 	for _, role := range []server.Role{server.RoleAPI, server.RoleQueue, server.RoleSync} {
 		handlers[role] = srv.Handler(role)
 	}
+	e.srv = srv
 	users := auth.NewSessions(auth.SessionsConfig{Store: e.db, Now: e.clock.Now, Cost: bcrypt.MinCost})
 	for _, acct := range []string{"acct_a", "acct_b"} {
 		storetest.NewAccount(t, e.db, acct, auth.Pro, 1000)
@@ -371,6 +373,44 @@ func TestKEY23_ConsoleMarksKeysExpiringWithin14Days(t *testing.T) {
 	class, cells := row()
 	if !strings.Contains(class, "expiring") || !strings.Contains(cells, "12 days left") {
 		t.Fatalf("fewer than 14 days left: class %q, cells %s", class, cells)
+	}
+}
+
+// The key list says when each key was last used: a key that passed the gate shows the time of
+// its last request once the process has written its notes (about once a minute), another
+// "never".
+func TestConsoleKeysShowLastUsed(t *testing.T) {
+	e := newConsoleEnv(t)
+	ctx := context.Background()
+	used, err := e.auth.Mint(ctx, auth.MintParams{AccountID: "acct_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := e.auth.Mint(ctx, auth.MintParams{AccountID: "acct_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(time.Hour)
+	if status, code := apiCall(t, http.MethodGet, e.api.URL+"/v1/me", "Bearer "+used.Key); status != http.StatusOK {
+		t.Fatalf("/v1/me: %d %s", status, code)
+	}
+	if err := e.srv.LastUsed().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser(t)
+	b.mustSignIn("acct_a@example.test")
+	body := b.get("/console/keys").body
+	cells := map[string]string{}
+	for _, r := range keyRow.FindAllStringSubmatch(body, -1) {
+		cells[r[1]] = r[3]
+	}
+	want := e.clock.Now().Format("2006-01-02 15:04 UTC")
+	lastUsed := regexp.MustCompile(`<td class="last-used">(.*?)</td>`)
+	if m := lastUsed.FindStringSubmatch(cells[used.Record.ID]); m == nil || m[1] != want {
+		t.Fatalf("used key's last-used cell %v, want %s", m, want)
+	}
+	if m := lastUsed.FindStringSubmatch(cells[idle.Record.ID]); m == nil || !strings.Contains(m[1], "never") {
+		t.Fatalf("idle key's last-used cell %v, want never", m)
 	}
 }
 

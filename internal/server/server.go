@@ -52,6 +52,7 @@ type Server struct {
 	account  *accountapi.Handler
 	usage    *ledger.Usage
 	console  *console.Handler // nil without a deployment secret or the API role
+	lastUsed *auth.LastUsed
 	bucket   *blobs.Bucket
 	ownsBkt  bool
 	handlers map[Role]http.Handler
@@ -182,7 +183,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.jobs = jobs.New(store, cat, reg, env, seats, d.Now, d.Log, jcfg)
 	chatSvc.Jobs = s.jobs
 
-	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log}
+	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log,
+		LastUsed: &auth.LastUsed{Store: d.DB}}
+	s.lastUsed = gate.LastUsed
 	switch {
 	case d.Pacer != nil:
 		gate.Pacer = d.Pacer
@@ -252,6 +255,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	if roles[RoleWebhooks] {
 		s.workers = append(s.workers, hookWorkers...)
+	}
+	if roles[RoleAPI] || roles[RoleQueue] || roles[RoleSync] {
+		s.workers = append(s.workers, gate.LastUsed.Run) // writes the keys' last use about once a minute
 	}
 	return s, nil
 }
@@ -324,6 +330,9 @@ func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[st
 
 // Handler is the HTTP surface of role (nil when this process does not serve it).
 func (s *Server) Handler(role Role) http.Handler { return s.handlers[role] }
+
+// LastUsed is the keys' last-use notes of this process (written by a worker about once a minute).
+func (s *Server) LastUsed() *auth.LastUsed { return s.lastUsed }
 
 // Jobs is the jobs engine.
 func (s *Server) Jobs() *jobs.Service { return s.jobs }

@@ -32,6 +32,13 @@ const (
 	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
  FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
  GROUP BY key_id ORDER BY key_id`
+	// qUsagePerDay and qUsagePerModel sum one window of an account's rollup per UTC day and per
+	// model: the usage page's chart and table, summed by the database rather than row by row.
+	// The range is one stretch of the primary key; per day it is read in key order.
+	qUsagePerDay = `SELECT day, CAST(SUM(jobs) AS BIGINT), CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT)
+ FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3 GROUP BY day ORDER BY day`
+	qUsagePerModel = `SELECT model, CAST(SUM(jobs) AS BIGINT), CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT)
+ FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3 GROUP BY model ORDER BY model`
 	// qUsageDayCount and qUsageDays read one range of usage_daily's primary key (account_id, day,
 	// key_id, model), in its order: no sort, and a bounded read. A page of qUsageDays resumes
 	// after the row ($2, $4, $5) that ended the one before: the index range starts at that day
@@ -87,6 +94,8 @@ var hot = map[string]struct {
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
 	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+	"usage: per day":             {qUsagePerDay, []any{"acct", int64(0), int64(1)}},
+	"usage: per model":           {qUsagePerModel, []any{"acct", int64(0), int64(1)}},
 	"usage: export count":        {qUsageDayCount, []any{"acct", int64(0), int64(1)}},
 	"usage: export rows":         {qUsageDays, []any{"acct", int64(0), int64(1), "", "", 1000}},
 	"usage: export lines count":  {qUsageLineCount, []any{"acct", int64(0), int64(1)}},

@@ -34,6 +34,36 @@ func (db *DB) LedgerUsageByKey(ctx context.Context, accountID string, from, to t
 	return out, rows.Err()
 }
 
+// LedgerUsagePer sums the rollup of accountID over [from, to) per UTC day (Day set) or per
+// model (Model set), in that order.
+func (db *DB) LedgerUsagePer(ctx context.Context, accountID string, from, to time.Time, per ledger.UsageGroup) ([]ledger.DayUsage, error) {
+	q := qUsagePerDay
+	if per == ledger.PerModel {
+		q = qUsagePerModel
+	}
+	rows, err := db.sql.QueryContext(ctx, q, accountID, dayStart(from), dayEnd(to))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []ledger.DayUsage{}
+	for rows.Next() {
+		var r ledger.DayUsage
+		if per == ledger.PerModel {
+			err = rows.Scan(&r.Model, &r.Jobs, &r.Charged, &r.Refunded)
+		} else {
+			var day int64
+			err = rows.Scan(&day, &r.Jobs, &r.Charged, &r.Refunded)
+			r.Day = fromMicros(day)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // LedgerUsageDayCount counts the rollup rows of accountID over [from, to): what an export of
 // the window would hold.
 func (db *DB) LedgerUsageDayCount(ctx context.Context, accountID string, from, to time.Time) (int64, error) {
