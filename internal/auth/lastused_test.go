@@ -13,7 +13,9 @@ func (s *touches) TouchKeys(_ context.Context, m map[string]time.Time) error {
 	return nil
 }
 
-func (s *touches) KeysLastUsed(context.Context, string) (map[string]time.Time, error) { return nil, nil }
+func (s *touches) KeysLastUsed(context.Context, string) (map[string]time.Time, error) {
+	return nil, nil
+}
 
 func TestLastUsedKeepsTheLatestAndWritesOncePerFlush(t *testing.T) {
 	st := &touches{}
