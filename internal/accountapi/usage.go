@@ -91,16 +91,8 @@ func (h *Handler) usageExport() http.Handler {
 		}
 		p := httpapi.Principal(r)
 		q := r.URL.Query()
-		granularity, err := ledger.ParseGranularity(q.Get("granularity"))
-		if err != nil {
-			return err
-		}
-		win, err := ledger.ParseWindow(q.Get("window"), h.Now())
-		if err != nil {
-			return err
-		}
 		// Counted (and refused when too large) before any byte of the file is written.
-		exp, err := h.Usage.CSV(r.Context(), p.Account.ID, win, granularity)
+		exp, err := h.Usage.CSVAsked(r.Context(), p.Account.ID, q.Get("window"), q.Get("granularity"), h.Now())
 		if err != nil {
 			return err
 		}
@@ -113,7 +105,7 @@ func (h *Handler) usageExport() http.Handler {
 			// The status and some rows are sent: an error body would corrupt the file. The
 			// connection is cut instead, so the client sees a broken download, never a
 			// complete-looking file with rows missing.
-			h.Log.Warn("usage export cut", "account", p.Account.ID, "window", win.Name, "err", err, "request_id", httpapi.RequestID(r))
+			h.Log.Warn("usage export cut", "account", p.Account.ID, "file", exp.Filename, "err", err, "request_id", httpapi.RequestID(r))
 			panic(http.ErrAbortHandler)
 		}
 		return nil

@@ -226,15 +226,7 @@ func (h *Handler) usageExport(w http.ResponseWriter, r *http.Request, v *viewer)
 		return refuse(http.StatusNotFound, "Usage reports are not configured on this deployment.")
 	}
 	q := r.URL.Query()
-	granularity, err := ledger.ParseGranularity(q.Get("granularity"))
-	if err != nil {
-		return err
-	}
-	win, err := ledger.ParseWindow(q.Get("window"), h.Now())
-	if err != nil {
-		return err
-	}
-	exp, err := h.Usage.CSV(r.Context(), v.Account.ID, win, granularity)
+	exp, err := h.Usage.CSVAsked(r.Context(), v.Account.ID, q.Get("window"), q.Get("granularity"), h.Now())
 	if err != nil {
 		return err
 	}
@@ -245,7 +237,7 @@ func (h *Handler) usageExport(w http.ResponseWriter, r *http.Request, v *viewer)
 	if err := exp.WriteTo(r.Context(), w); err != nil {
 		// Rows are already sent: a page would corrupt the file. The connection is cut instead,
 		// so the browser shows a failed download, never a complete-looking file with rows missing.
-		h.Log.Warn("console: usage export cut", "account", v.Account.ID, "window", win.Name, "err", err)
+		h.Log.Warn("console: usage export cut", "account", v.Account.ID, "file", exp.Filename, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil

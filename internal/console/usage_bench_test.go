@@ -2,9 +2,6 @@ package console_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -38,46 +35,11 @@ func BenchmarkConsoleUsagePage(b *testing.B) {
 	}
 	seedCharges(b, db, "acct_ubench", keys, now, 10_000)
 	p := s.signIn("acct_ubench")
-	pages := []struct{ name, path string }{
-		{"month", "/console/usage"},
-		{"12m", "/console/usage?window=12m"},
-		{"csv-month", "/console/usage/export.csv?window=month"},
-	}
-	lat := make([][]time.Duration, len(pages))
-	get := func(i int) {
-		start := time.Now()
-		res, err := p.c.Get(s.url + pages[i].path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			b.Fatalf("%s answered %d", pages[i].name, res.StatusCode)
-		}
-		lat[i] = append(lat[i], time.Since(start))
-	}
-	for i := range pages { // warm connections and caches
-		get(i)
-		lat[i] = lat[i][:0]
-	}
-	b.ResetTimer()
-	for range b.N {
-		for i := range pages {
-			get(i)
-		}
-	}
-	b.StopTimer()
-	pct := func(d []time.Duration, q float64) float64 {
-		d = slices.Clone(d)
-		slices.Sort(d)
-		return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
-	}
-	for i, pg := range pages {
-		b.ReportMetric(pct(lat[i], 0.5), pg.name+"-p50-ms")
-		b.ReportMetric(pct(lat[i], 0.99), pg.name+"-p99-ms")
-	}
-	b.ReportMetric(0, "ns/op") // the per-page figures above are the result
+	measurePages(b, p.c, []benchPage{
+		{"month", s.url + "/console/usage"},
+		{"12m", s.url + "/console/usage?window=12m"},
+		{"csv-month", s.url + "/console/usage/export.csv?window=month"},
+	})
 }
 
 // seedCharges charges n jobs through the ledger, as the engine does at a job's start, spread

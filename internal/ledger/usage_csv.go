@@ -56,6 +56,20 @@ type CSVExport struct {
 	each func(ctx context.Context, cw *csv.Writer) error
 }
 
+// CSVAsked is CSV for a request's own words: the window and granularity names as given (empty:
+// the month, per day), refused with the same codes and messages on every surface.
+func (u *Usage) CSVAsked(ctx context.Context, accountID, window, granularity string, now time.Time) (*CSVExport, error) {
+	g, err := ParseGranularity(granularity)
+	if err != nil {
+		return nil, err
+	}
+	w, err := ParseWindow(window, now)
+	if err != nil {
+		return nil, err
+	}
+	return u.CSV(ctx, accountID, w, g)
+}
+
 // CSV prepares the window's export at a granularity (as ParseGranularity answers) for one
 // file: the rows are counted first, so a window past the row limit is refused with 413
 // export_too_large before anything is written.
