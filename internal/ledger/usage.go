@@ -170,13 +170,6 @@ func (u *Usage) Summary(ctx context.Context, accountID string, w Window) (Summar
 	return s, err
 }
 
-// Days hands fn the account's rollup rows in the window in (day, key, model) order, at most
-// limit of them (limit <= 0: no limit), a page at a time: a chart sums what it needs.
-func (u *Usage) Days(ctx context.Context, accountID string, w Window, limit int, fn func(DayUsage) error) error {
-	from, to := days(w)
-	return u.days(ctx, accountID, from, to, limit, fn)
-}
-
 func (u *Usage) days(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(DayUsage) error) error {
 	var after *DayUsage
 	_, err := u.pages(limit, func(size int) (int, error) {
@@ -257,62 +250,46 @@ func (u *Usage) pages(limit int, read func(size int) (int, error)) (int, error) 
 	}
 }
 
-// Export is an export the window fits in, ready to stream.
-type Export struct {
+// Export is an export the window fits in, ready to stream: rollup rows (Export[DayUsage]) or
+// charge and refund entries (Export[UsageLine]).
+type Export[T any] struct {
 	Rows int64 // rows counted when it was prepared
 
-	u         *Usage
-	accountID string
-	from, to  time.Time
-	limit     int
+	each func(ctx context.Context, fn func(T) error) error
 }
 
-// Each hands fn every row of the export in (day, key, model) order, a page at a time.
-func (e *Export) Each(ctx context.Context, fn func(DayUsage) error) error {
-	// The read is bounded by the row limit, not the count: a row written between the count
-	// and the read (a new key or model today) is included, and the file still never exceeds
-	// one file.
-	return e.u.days(ctx, e.accountID, e.from, e.to, e.limit, fn)
-}
+// Each hands fn every row of the export, a page at a time. The read is bounded by the row
+// limit, not the count: a row written between the count and the read (a new key or model
+// today) is included, and the file still never exceeds one file.
+func (e *Export[T]) Each(ctx context.Context, fn func(T) error) error { return e.each(ctx, fn) }
 
-// Export prepares the window's rollup rows (one per day, key and model) for one file. It
-// counts them first, so a window past the row limit is refused with 413 export_too_large
-// (carrying `window`) before anything is written; the rows are then read as they are sent
-// (Each), never held together.
-func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export, error) {
+// Export prepares the window's rollup rows (one per day, key and model, in that order) for one
+// file. It counts them first, so a window past the row limit is refused with 413
+// export_too_large (carrying `window`) before anything is written; the rows are then read as
+// they are sent (Each), never held together.
+func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export[DayUsage], error) {
 	from, to := days(w)
 	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageDayCount(ctx, accountID, from, to) })
 	if err != nil {
 		return nil, err
 	}
-	return &Export{Rows: n, u: u, accountID: accountID, from: from, to: to, limit: limit}, nil
+	return &Export[DayUsage]{Rows: n, each: func(ctx context.Context, fn func(DayUsage) error) error {
+		return u.days(ctx, accountID, from, to, limit, fn)
+	}}, nil
 }
 
-// LineExport is an export of a window's charge and refund entries, ready to stream.
-type LineExport struct {
-	Rows int64 // entries counted when it was prepared
-
-	u         *Usage
-	accountID string
-	from, to  time.Time
-	limit     int
-}
-
-// Each hands fn every entry of the export, key by key in key id order and each key's in the
-// order they were written, a page at a time (bounded by the row limit, like Export.Each).
-func (e *LineExport) Each(ctx context.Context, fn func(UsageLine) error) error {
-	return e.u.lines(ctx, e.accountID, e.from, e.to, e.limit, fn)
-}
-
-// ExportLines prepares the window's charge and refund entries, one per line, for one file:
-// the export's per-job granularity. It is refused like Export past the row limit.
-func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*LineExport, error) {
+// ExportLines prepares the window's charge and refund entries, one per line, for one file: the
+// export's per-job granularity, key by key in key id order and each key's in the order they
+// were written. It is refused like Export past the row limit.
+func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*Export[UsageLine], error) {
 	from, to := days(w)
 	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageLineCount(ctx, accountID, from, to) })
 	if err != nil {
 		return nil, err
 	}
-	return &LineExport{Rows: n, u: u, accountID: accountID, from: from, to: to, limit: limit}, nil
+	return &Export[UsageLine]{Rows: n, each: func(ctx context.Context, fn func(UsageLine) error) error {
+		return u.lines(ctx, accountID, from, to, limit, fn)
+	}}, nil
 }
 
 // fits counts an export's rows and refuses it with export_too_large past the row limit; it

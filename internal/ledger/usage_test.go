@@ -158,9 +158,16 @@ func TestACC15_ExportPages(t *testing.T) {
 		t.Fatalf("rows read before the refusal: %v", f.asked)
 	}
 
+	// Rows written between the count and the read still never take the file past the limit.
+	u.MaxExportRows = 5
+	if exp, err = u.Export(ctx, "acct", w); err != nil {
+		t.Fatal(err)
+	}
+	f.days = append(f.days, ledger.DayUsage{Day: day.AddDate(0, 0, 5), KeyID: "k", Model: "m", Jobs: 1},
+		ledger.DayUsage{Day: day.AddDate(0, 0, 6), KeyID: "k", Model: "m", Jobs: 1})
 	got = nil
-	if err := u.Days(ctx, "acct", w, 3, func(d ledger.DayUsage) error { got = append(got, d); return nil }); err != nil || len(got) != 3 ||
-		!slices.Equal(f.asked, []int{2, 1}) {
-		t.Fatalf("days limited to 3: %d rows, pages %v, %v", len(got), f.asked, err)
+	if err := exp.Each(ctx, func(d ledger.DayUsage) error { got = append(got, d); return nil }); err != nil || len(got) != 5 ||
+		!slices.Equal(f.asked, []int{2, 2, 1}) {
+		t.Fatalf("export limited to 5: %d rows, pages %v, %v", len(got), f.asked, err)
 	}
 }

@@ -7,41 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/modelexec/modelexec/internal/metrics"
+	"github.com/modelexec/modelexec/internal/metrics/metricstest"
 )
 
 // scrape reads the exposition of m as Prometheus would, with its text parser.
 func scrape(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
-	if err != nil {
-		t.Fatalf("exposition does not parse: %v", err)
-	}
-	out := map[string]float64{}
-	for name, f := range families {
-		for _, s := range f.GetMetric() {
-			var labels []string
-			for _, l := range s.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			key := name + "{" + strings.Join(labels, ",") + "}"
-			switch {
-			case s.Counter != nil:
-				out[key] = s.Counter.GetValue()
-			case s.Gauge != nil:
-				out[key] = s.Gauge.GetValue()
-			case s.Histogram != nil:
-				out[key] = float64(s.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return out
+	return metricstest.Scrape(t, m.Handler())
 }
 
 // TestRequestsBySurfaceRouteStatus: wrapped around a ServeMux, requests count under the

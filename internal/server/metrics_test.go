@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/modelexec/modelexec/internal/metrics/metricstest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,9 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
@@ -86,39 +84,10 @@ func (l *syncLog) String() string {
 	return l.buf.String()
 }
 
-// scrape reads the operator listener's /metrics with Prometheus's text parser: counters and
-// gauges by value, histograms by sample count, keyed name{label=value,...} (labels sorted).
+// scrape reads the operator listener's /metrics with Prometheus's text parser.
 func scrape(t *testing.T, h http.Handler) map[string]float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
-	if err != nil {
-		t.Fatalf("exposition does not parse: %v", err)
-	}
-	out := map[string]float64{}
-	for name, f := range families {
-		for _, s := range f.GetMetric() {
-			var labels []string
-			for _, l := range s.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			key := name + "{" + strings.Join(labels, ",") + "}"
-			switch {
-			case s.Counter != nil:
-				out[key] = s.Counter.GetValue()
-			case s.Gauge != nil:
-				out[key] = s.Gauge.GetValue()
-			case s.Histogram != nil:
-				out[key] = float64(s.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return out
+	return metricstest.Scrape(t, h)
 }
 
 // TestI14_MetricsWiredThroughServer: with an operator listener, jobs run over HTTP show up

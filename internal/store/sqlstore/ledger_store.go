@@ -122,13 +122,14 @@ func rollupOf(e ledger.Entry) (charged, refunded, jobs int64, counted bool) {
 	return 0, 0, 0, false
 }
 
-// ledgerApplyOneTrip is LedgerApply on PostgreSQL in one round trip: the balance update, the
-// entry and the rollup are data-modifying parts of one statement, which all run or none.
-func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
-	charged, refunded, jobs, counted := rollupOf(e)
-	var bal int64
-	err := tx.q.QueryRowContext(ctx, `WITH b AS (
-   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),
+// The parts of a one-trip ledger movement on PostgreSQL that every such statement shares: the
+// guarded balance update (b), and the entry and the rollup written only when it took a row (e,
+// u). Parameters: $1 amount, $2 account, $3 floor, $4 key, $5 job, $6 kind, $7 period, $8 at,
+// $9 day, $10 model, $11-$13 rollup charged, refunded, jobs, $14 whether the rollup counts it.
+const (
+	oneTripBalance = `WITH b AS (
+   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),`
+	oneTripEntry = `
  e AS (
    INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
    SELECT $2::text, $4::text, $5::text, $10::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
@@ -136,8 +137,15 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
    INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
    SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
    ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
-   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs)
- SELECT balance FROM b`,
+   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs)`
+)
+
+// ledgerApplyOneTrip is LedgerApply on PostgreSQL in one round trip: the balance update, the
+// entry and the rollup are data-modifying parts of one statement, which all run or none.
+func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
+	charged, refunded, jobs, counted := rollupOf(e)
+	var bal int64
+	err := tx.q.QueryRowContext(ctx, oneTripBalance+oneTripEntry+` SELECT balance FROM b`,
 		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
 		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted).Scan(&bal)
 	if isNoRows(err) {
@@ -159,19 +167,10 @@ func (tx *Tx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period string
 		return bal, k, err
 	}
 	charged, refunded, jobs, counted := rollupOf(e)
-	row := tx.q.QueryRowContext(ctx, `WITH b AS (
-   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),
+	row := tx.q.QueryRowContext(ctx, oneTripBalance+`
  k AS (
    UPDATE api_keys SET spent = CASE WHEN spent_period = $15::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $15::text
-   WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),
- e AS (
-   INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
-   SELECT $2::text, $4::text, $5::text, $10::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
- u AS (
-   INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
-   SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
-   ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
-   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs)
+   WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),`+oneTripEntry+`
  SELECT b.balance, `+prefixed("k.", keyCols)+` FROM b, k`,
 		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
 		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, period)
