@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
 //go:embed templates/*.html
@@ -33,19 +35,14 @@ var funcs = template.FuncMap{
 			n = x
 		case int:
 			n = int64(x)
+		case ledger.Credits:
+			n = int64(x)
 		default:
-			n = reflectInt(x)
+			panic(fmt.Sprintf("console: credits of a %T", v)) // a template bug, caught by the page tests
 		}
 		return groupDigits(n)
 	},
 	"join": strings.Join,
-}
-
-// reflectInt turns a named integer type (ledger.Credits) into int64 for display.
-func reflectInt(v any) int64 {
-	var n int64
-	_, _ = fmt.Sscan(fmt.Sprint(v), &n)
-	return n
 }
 
 // groupDigits writes n with thin grouping: 1,234,567.
