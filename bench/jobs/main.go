@@ -63,7 +63,10 @@ const (
 	secret   = "bench-secret-0123456789abcdef"
 )
 
-var clientCounts = []int{1, 8, 32}
+var (
+	clientCounts  = []int{1, 8, 32}
+	accountCounts = []int{accounts, 1}
+)
 
 func main() {
 	backend := flag.String("db", "sqlite", "database: sqlite or postgres")
@@ -71,7 +74,21 @@ func main() {
 	history := flag.String("history", "0,100000,1000000", "comma-separated rows of settled history to measure a job's cost at")
 	pg := flag.String("postgres", envOr("MODELEXEC_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL URL (-db postgres)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	points := flag.String("clients", "1,8,32", "comma-separated client counts to measure at")
+	oneAccount := flag.Bool("one-account", true, "also measure with every client on one account")
 	flag.Parse()
+	clientCounts = nil
+	for _, s := range strings.Split(*points, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -clients: %q is not a client count\n", s)
+			os.Exit(2)
+		}
+		clientCounts = append(clientCounts, n)
+	}
+	if !*oneAccount {
+		accountCounts = accountCounts[:1]
+	}
 	if err := run(*backend, *pg, *duration, *history, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -119,11 +136,11 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
 			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "", round(ceil.post[c].cpu), "")
 	}
-	var statusURL string
-	for _, nAcct := range []int{accounts, 1} {
+	var statusURL, statusKey string
+	for _, nAcct := range accountCounts {
 		for _, c := range clientCounts {
 			m := e.jobs(client, c, nAcct, d)
-			statusURL = m.statusURL
+			statusURL, statusKey = m.statusURL, strings.TrimPrefix(m.statusAuth, "Bearer ")
 			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
 				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.commits, round(m.cpu), m.errors)
 		}
@@ -131,7 +148,7 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 	if statusURL == "" {
 		return fmt.Errorf("no job settled")
 	}
-	reads := readLoad(client, 32, d, statusURL, e.keys[0])
+	reads := readLoad(client, 32, d, statusURL, statusKey)
 	fmt.Printf("\n%-34s %10.0f\n", "bare net/http GET, c=32", ceil.get)
 	fmt.Printf("%-34s %10.0f %34s %9.3f\n", "status reads, c=32", reads, "", reads/ceil.get)
 
@@ -340,7 +357,7 @@ func (e *engine) jobs(client *http.Client, c, nAcct int, d time.Duration) measur
 			}
 			return false
 		}
-		statusURL.Store(doc.StatusURL)
+		statusURL.Store([2]string{doc.StatusURL, res.Request.Header.Get("Authorization")})
 		return true
 	})
 	s1, t1 := e.db.Stats()
@@ -349,7 +366,9 @@ func (e *engine) jobs(client *http.Client, c, nAcct int, d time.Duration) measur
 		m.stmts, m.txs = float64(s1-s0)/float64(m.n), float64(t1-t0)/float64(m.n)
 		m.commits = float64(c1-c0) / float64(m.n)
 	}
-	m.statusURL, _ = statusURL.Load().(string)
+	if last, ok := statusURL.Load().([2]string); ok {
+		m.statusURL, m.statusAuth = last[0], last[1]
+	}
 	return m
 }
 
@@ -440,8 +459,9 @@ type measure struct {
 	commits    float64 // COMMITs per job: below tx/job when group commit carries several
 	// cpu is this process's CPU time (user and system, the load's clients included) per good
 	// request: a figure that holds on a machine shared with other work, where rates do not.
-	cpu       time.Duration
-	statusURL string
+	cpu        time.Duration
+	statusURL  string
+	statusAuth string // the Authorization of the request that made statusURL
 }
 
 // load sends requests from c clients for d and measures the good ones.
