@@ -73,7 +73,7 @@ func main() {
 	duration := flag.Duration("duration", 3*time.Second, "how long each measurement runs")
 	history := flag.String("history", "0,100000,1000000", "comma-separated rows of settled history to measure a job's cost at")
 	pg := flag.String("postgres", envOr("MODELEXEC_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL URL (-db postgres)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the submit→settled loads to this file")
 	points := flag.String("clients", "1,8,32", "comma-separated client counts to measure at")
 	oneAccount := flag.Bool("one-account", true, "also measure with every client on one account")
 	flag.Parse()
@@ -111,16 +111,6 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 		histories = append(histories, n)
 	}
 	slices.Sort(histories)
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 
 	ceil := bare(client, d)
@@ -136,6 +126,16 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 		fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.post[c].perSec,
 			round(ceil.post[c].p50), round(ceil.post[c].p99), "", "", "", "", round(ceil.post[c].cpu), "")
 	}
+	// The profile covers the submit→settled loads only: the service's own work under load.
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	var statusURL, statusKey string
 	for _, nAcct := range accountCounts {
 		for _, c := range clientCounts {
@@ -144,6 +144,9 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
 				round(m.p50), round(m.p99), m.perSec/ceil.post[c].perSec, m.stmts, m.txs, m.commits, round(m.cpu), m.errors)
 		}
+	}
+	if cpuprofile != "" {
+		pprof.StopCPUProfile()
 	}
 	if statusURL == "" {
 		return fmt.Errorf("no job settled")

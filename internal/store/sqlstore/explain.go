@@ -71,7 +71,7 @@ const qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries W
 
 func countInFlightSQL(d Dialect) string {
 	if d == SQLite {
-		return strings.Replace(qCountInFlight, "FROM jobs", "FROM jobs INDEXED BY jobs_in_flight", 1)
+		return strings.Replace(qCountInFlight, "FROM jobs", "FROM jobs INDEXED BY jobs_account_open", 1)
 	}
 	return qCountInFlight
 }
@@ -111,6 +111,7 @@ var hotSearches = map[string]jobs.Search{
 	"console: jobs page after a cursor":   {After: &jobs.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}, Limit: 51},
 	"console: jobs of a model":            {Model: "m", From: time.Unix(1, 0), To: time.Unix(2, 0), Limit: 51},
 	"console: jobs in a state":            {State: jobs.StateFailed, After: &jobs.Cursor{CreatedAt: time.Unix(1, 0), ID: "x"}, Limit: 51},
+	"console: jobs running":               {State: jobs.StateRunning, Limit: 51},
 	"console: jobs of a model in a state": {Model: "m", State: jobs.StateQueued, Limit: 51},
 }
 

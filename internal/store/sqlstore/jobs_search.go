@@ -17,9 +17,11 @@ const summaryCols = `account_id, id, key_id, request_id, model, product, status,
 
 // searchJobsSQL builds the page read of a search. Each filter is an equality on a leading
 // column of one index whose last columns are (created_at, id), so the page is read in index
-// order and stops at its limit: a model filter reads jobs_account_model, a state filter
-// jobs_account_state (both with the state's status and outcome), none jobs_account_recent.
-// SQLite's planner, without statistics, is told which (INDEXED BY).
+// order and stops at its limit: a model filter reads jobs_account_model; a state filter reads
+// jobs_account_open while unsettled (queued or running, the few jobs in flight) and
+// jobs_account_done by outcome once settled, each a partial index whose condition the query
+// repeats; no filter reads jobs_account_recent. SQLite's planner, without statistics, is told
+// which (INDEXED BY).
 func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 	args := []any{accountID}
 	arg := func(v any) string {
@@ -35,8 +37,16 @@ func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 	}
 	if st, out, ok := q.State.Columns(); ok {
 		where.WriteString(" AND outcome = " + arg(string(out)) + " AND status = " + arg(string(st)))
+		if st == jobs.Completed {
+			where.WriteString(" AND status = 'COMPLETED'")
+		} else {
+			where.WriteString(" AND status <> 'COMPLETED'")
+		}
 		if q.Model == "" {
-			index = "jobs_account_state"
+			index = "jobs_account_done"
+			if st != jobs.Completed {
+				index = "jobs_account_open"
+			}
 		}
 	}
 	if !q.From.IsZero() {

@@ -361,7 +361,7 @@ func testPlans(t *testing.T, db *sqlstore.DB) {
 				t.Errorf("%s reads a whole table: %v", name, plan)
 			}
 		}
-		if name == "submit: in-flight count" && !regexp.MustCompile(`jobs_in_flight`).MatchString(fmt.Sprint(plan)) {
+		if name == "submit: in-flight count" && !regexp.MustCompile(`jobs_account_open`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the in-flight count does not read the partial index of unsettled jobs: %v", plan)
 		}
 		if name == "usage: export rows" && regexp.MustCompile(`TEMP B-TREE|Sort`).MatchString(fmt.Sprint(plan)) {
