@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,6 +17,9 @@ import (
 // function fails is rolled back to its savepoint and leaves the others untouched. Every caller
 // gets its answer only after the COMMIT that holds its work returned, so nothing acknowledged
 // is lost by a crash; when the COMMIT fails, every transaction of the batch fails with it.
+//
+// The committer runs on a connection of its own (writer, below), on which every statement is
+// prepared once.
 //
 // A batch of one runs exactly as a plain transaction (no savepoint). Inside a batch of several,
 // statements ignore their caller's cancellation: SQLite answers an interrupted write inside a
@@ -43,6 +48,7 @@ type group struct {
 	stopped chan struct{}
 	once    sync.Once
 	taken   atomic.Int64 // transactions taken from the queue so far (the tests watch it)
+	w       *writer      // the committer's connection (only the committer goroutine touches it)
 }
 
 func newGroup(c *conn) *group {
@@ -95,6 +101,13 @@ func (g *group) close() {
 
 func (g *group) run() {
 	defer close(g.stopped)
+	defer func() {
+		if g.w != nil {
+			g.w.close()
+			_ = g.w.conn.Close()
+			g.w = nil
+		}
+	}()
 	batch := make([]*groupReq, 0, maxBatch)
 	for {
 		select {
@@ -163,8 +176,13 @@ func (g *group) commit(batch []*groupReq) {
 		return
 	}
 	ctx := context.Background()
-	tx, err := c.raw.BeginTx(ctx, nil)
+	w, err := g.writerConn(ctx)
 	if err != nil {
+		fail(live, err)
+		return
+	}
+	if err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		g.dropWriter()
 		fail(live, err)
 		return
 	}
@@ -175,36 +193,41 @@ func (g *group) commit(batch []*groupReq) {
 	if len(live) == 1 {
 		r := live[0]
 		c.transactions.Add(1)
-		res := call(r.fn, &Tx{q: txConn{tx: tx, c: c}, dialect: SQLite})
+		res := call(r.fn, &Tx{q: writerQ{w: w, c: c}, dialect: SQLite})
 		if res.err != nil {
-			_ = tx.Rollback()
+			w.rollback()
 			r.done <- res
 			return
 		}
-		r.done <- groupResult{err: tx.Commit()}
+		if err := w.exec(ctx, "COMMIT"); err != nil {
+			w.rollback()
+			r.done <- groupResult{err: err}
+			return
+		}
+		r.done <- groupResult{}
 		return
 	}
 	results := make([]groupResult, len(live))
-	q := &Tx{q: txConn{tx: tx, c: c, shared: true}, dialect: SQLite}
+	q := &Tx{q: writerQ{w: w, c: c, shared: true}, dialect: SQLite}
 	for i, r := range live {
 		c.transactions.Add(1)
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT g"); err != nil {
-			_ = tx.Rollback()
+		if err := w.exec(ctx, "SAVEPOINT g"); err != nil {
+			w.rollback()
 			fail(live, err)
 			return
 		}
 		results[i] = call(r.fn, q)
 		var err error
 		if results[i].err != nil {
-			_, err = tx.ExecContext(ctx, "ROLLBACK TO g")
+			err = w.exec(ctx, "ROLLBACK TO g")
 		}
 		if err == nil {
-			_, err = tx.ExecContext(ctx, "RELEASE g")
+			err = w.exec(ctx, "RELEASE g")
 		}
 		if err != nil {
 			// The transaction itself is gone (SQLite rolled it back on an I/O or
 			// interrupt error): everyone's work of this batch is lost and said so.
-			_ = tx.Rollback()
+			w.rollback()
 			for j, r := range live {
 				if j <= i && results[j].err != nil {
 					r.done <- results[j]
@@ -215,7 +238,10 @@ func (g *group) commit(batch []*groupReq) {
 			return
 		}
 	}
-	cerr := tx.Commit()
+	cerr := w.exec(ctx, "COMMIT")
+	if cerr != nil {
+		w.rollback()
+	}
 	for i, r := range live {
 		if results[i].err != nil {
 			r.done <- results[i]
@@ -223,4 +249,124 @@ func (g *group) commit(batch []*groupReq) {
 			r.done <- groupResult{err: cerr}
 		}
 	}
+}
+
+// writer is the committer's own connection, held for the life of the database. Only the
+// committer writes through it, so its page cache stays valid from one batch to the next (a
+// pooled connection re-reads what another connection changed since it last ran), and its
+// statements are prepared on it once: a statement runs without database/sql's per-statement
+// transaction bookkeeping.
+type writer struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// writerConn answers the committer's connection, taking one from the pool the first time
+// (and again after a failure dropped it).
+func (g *group) writerConn(ctx context.Context) (*writer, error) {
+	if g.w != nil {
+		return g.w, nil
+	}
+	conn, err := g.c.raw.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.w = &writer{conn: conn, stmts: map[string]*sql.Stmt{}}
+	return g.w, nil
+}
+
+// dropWriter gives a connection that failed to begin back to the pool, closed.
+func (g *group) dropWriter() {
+	if g.w == nil {
+		return
+	}
+	g.w.close()
+	_ = g.w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = g.w.conn.Close()
+	g.w = nil
+}
+
+func (w *writer) close() {
+	for _, s := range w.stmts {
+		s.Close()
+	}
+	clear(w.stmts)
+}
+
+// exec runs one statement of the transaction's own (BEGIN, SAVEPOINT, COMMIT …), prepared.
+func (w *writer) exec(ctx context.Context, q string) error {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return err
+	}
+	_, err = s.ExecContext(ctx)
+	return err
+}
+
+// rollback ends the transaction, if SQLite has not ended it already.
+func (w *writer) rollback() {
+	_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// stmt is q prepared on the writer's connection; past maxPrepared statements SQL built from
+// variable parts is prepared for one run.
+func (w *writer) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := w.stmts[q]; ok {
+		return s, nil
+	}
+	s, err := w.conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.stmts) < maxPrepared {
+		w.stmts[q] = s
+	}
+	return s, nil
+}
+
+// writerQ is a transaction's querier on the committer's connection: counted, and, when the
+// batch carries other callers' work, deaf to the caller's cancellation (an interrupted write
+// makes SQLite roll back the whole batch).
+type writerQ struct {
+	w      *writer
+	c      *conn
+	shared bool
+}
+
+func (q writerQ) context(ctx context.Context) context.Context {
+	if q.shared {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+func (q writerQ) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	q.c.statements.Add(1)
+	ctx = q.context(ctx)
+	s, err := q.w.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	q.c.statements.Add(1)
+	ctx = q.context(ctx)
+	s, err := q.w.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	q.c.statements.Add(1)
+	ctx = q.context(ctx)
+	s, err := q.w.stmt(ctx, query)
+	if err != nil {
+		// A *sql.Row carrying the error: the same statement, unprepared, fails the same way.
+		return q.w.conn.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
 }
