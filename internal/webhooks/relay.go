@@ -93,6 +93,11 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		}
 		var done []int64
 		var notifyErr error
+		// The batch's settled events go to Notify together (one endpoint read per account
+		// when the notifier takes a batch), in order; an event that can never be delivered
+		// is marked without one.
+		var evsOK []JobEvent
+		var seqs []int64
 		for _, e := range evs {
 			ev := JobEventOf(e)
 			if _, err := ev.EventType(); err != nil && !ev.Chat {
@@ -100,12 +105,12 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 				done = append(done, e.Seq)
 				continue
 			}
-			if _, err := r.Notify.Notify(ctx, ev); err != nil {
-				notifyErr = err
-				break
-			}
-			done = append(done, e.Seq)
+			evsOK = append(evsOK, ev)
+			seqs = append(seqs, e.Seq)
 		}
+		n, err := r.notifyAll(ctx, evsOK)
+		done = append(done, seqs[:n]...)
+		notifyErr = err
 		if len(done) > 0 {
 			if err := r.Outbox.MarkFannedOut(ctx, done); err != nil {
 				return total, err
@@ -119,6 +124,24 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// BatchNotifier is a Notifier that takes a batch at once (Service.NotifyAll).
+type BatchNotifier interface {
+	NotifyAll(ctx context.Context, evs []JobEvent) (int, error)
+}
+
+// notifyAll hands evs to the notifier in order and answers how many it took before an error.
+func (r *Relay) notifyAll(ctx context.Context, evs []JobEvent) (int, error) {
+	if b, ok := r.Notify.(BatchNotifier); ok {
+		return b.NotifyAll(ctx, evs)
+	}
+	for i, ev := range evs {
+		if _, err := r.Notify.Notify(ctx, ev); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
 }
 
 // Wake asks a running Run loop to poll now.

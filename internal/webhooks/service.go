@@ -251,6 +251,33 @@ func (s *Service) List(ctx context.Context, account string) ([]Endpoint, error) 
 // ids are deterministic, so notifying the same job outcome twice enqueues once. Returns the
 // ids of the deliveries inserted and wakes the engine.
 func (s *Service) Notify(ctx context.Context, ev JobEvent) ([]string, error) {
+	return s.notify(ctx, ev, s.cfg.Store.ListEndpoints)
+}
+
+// NotifyAll is Notify for each event in order, reading each account's endpoints once for the
+// lot (the relay hands a batch of settled jobs at once). It answers how many events were
+// notified before the first error.
+func (s *Service) NotifyAll(ctx context.Context, evs []JobEvent) (int, error) {
+	seen := map[string][]Endpoint{}
+	list := func(ctx context.Context, account string) ([]Endpoint, error) {
+		if eps, ok := seen[account]; ok {
+			return eps, nil
+		}
+		eps, err := s.cfg.Store.ListEndpoints(ctx, account)
+		if err == nil {
+			seen[account] = eps
+		}
+		return eps, err
+	}
+	for i, ev := range evs {
+		if _, err := s.notify(ctx, ev, list); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
+}
+
+func (s *Service) notify(ctx context.Context, ev JobEvent, list func(context.Context, string) ([]Endpoint, error)) ([]string, error) {
 	if ev.Chat || ev.Product == ProductChat {
 		return nil, nil
 	}
@@ -258,7 +285,7 @@ func (s *Service) Notify(ctx context.Context, ev JobEvent) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	eps, err := s.cfg.Store.ListEndpoints(ctx, ev.Account)
+	eps, err := list(ctx, ev.Account)
 	if err != nil {
 		return nil, err
 	}

@@ -293,35 +293,40 @@ func (w *writer) close() {
 	clear(w.stmts)
 }
 
+// rollback ends the transaction, if SQLite has not ended it already.
+func (w *writer) rollback() {
+	_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// stmt is q prepared on the writer's connection, or nil past maxPrepared statements (SQL
+// built from variable parts then runs unprepared).
+func (w *writer) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := w.stmts[q]; ok {
+		return s, nil
+	}
+	if len(w.stmts) >= maxPrepared {
+		return nil, nil
+	}
+	s, err := w.conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[q] = s
+	return s, nil
+}
+
 // exec runs one statement of the transaction's own (BEGIN, SAVEPOINT, COMMIT …), prepared.
 func (w *writer) exec(ctx context.Context, q string) error {
 	s, err := w.stmt(ctx, q)
 	if err != nil {
 		return err
 	}
-	_, err = s.ExecContext(ctx)
+	if s == nil {
+		_, err = w.conn.ExecContext(ctx, q)
+	} else {
+		_, err = s.ExecContext(ctx)
+	}
 	return err
-}
-
-// rollback ends the transaction, if SQLite has not ended it already.
-func (w *writer) rollback() {
-	_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
-}
-
-// stmt is q prepared on the writer's connection; past maxPrepared statements SQL built from
-// variable parts is prepared for one run.
-func (w *writer) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	if s, ok := w.stmts[q]; ok {
-		return s, nil
-	}
-	s, err := w.conn.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if len(w.stmts) < maxPrepared {
-		w.stmts[q] = s
-	}
-	return s, nil
 }
 
 // writerQ is a transaction's querier on the committer's connection: counted, and, when the
@@ -344,8 +349,8 @@ func (q writerQ) ExecContext(ctx context.Context, query string, args ...any) (sq
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)
-	if err != nil {
-		return nil, err
+	if err != nil || s == nil {
+		return q.w.conn.ExecContext(ctx, query, args...)
 	}
 	return s.ExecContext(ctx, args...)
 }
@@ -354,18 +359,19 @@ func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (*
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)
-	if err != nil {
-		return nil, err
+	if err != nil || s == nil {
+		return q.w.conn.QueryContext(ctx, query, args...)
 	}
 	return s.QueryContext(ctx, args...)
 }
 
+// QueryRowContext: a statement that fails to prepare runs unprepared and reports its own
+// error through the row.
 func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)
-	if err != nil {
-		// A *sql.Row carrying the error: the same statement, unprepared, fails the same way.
+	if err != nil || s == nil {
 		return q.w.conn.QueryRowContext(ctx, query, args...)
 	}
 	return s.QueryRowContext(ctx, args...)
