@@ -84,6 +84,11 @@ type commitHook struct {
 	after *atomic.Pointer[func()]
 }
 
+// InOneStatement goes through InTx: the hook sees every transaction.
+func (c *commitHook) InOneStatement(ctx context.Context, fn func(jobs.Tx) error) error {
+	return c.InTx(ctx, fn)
+}
+
 func (c *commitHook) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
 	var inserted bool
 	err := c.Store.InTx(ctx, func(tx jobs.Tx) error {

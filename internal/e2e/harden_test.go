@@ -228,6 +228,11 @@ type faultStore struct {
 	failInsert, failEvent *atomic.Bool
 }
 
+// InOneStatement goes through InTx: the faults apply to every transaction.
+func (f *faultStore) InOneStatement(ctx context.Context, fn func(jobs.Tx) error) error {
+	return f.InTx(ctx, fn)
+}
+
 func (f *faultStore) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
 	return f.Store.InTx(ctx, func(tx jobs.Tx) error { return fn(faultTx{Tx: tx, f: f}) })
 }

@@ -194,6 +194,15 @@ type settlement struct {
 	balance *int64 // the balance the job's charge left, when this process charged it
 }
 
+// charged is the share of the quote the settlement keeps: what the run did, nothing when it
+// failed.
+func (st settlement) charged() float64 {
+	if st.outcome == Failed {
+		return 0
+	}
+	return st.done
+}
+
 // settle closes a job exactly once: the charge settles at or below the quote, the rest is
 // refunded, and the outbox gets the job's one event — all in one transaction.
 func (s *Service) settle(ctx context.Context, requestID string, st settlement) error {
@@ -225,7 +234,13 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 // elsewhere meanwhile is settled once.
 func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, cancelAsked bool) error {
 	var settled Job
-	err := s.store.InTx(ctx, func(tx Tx) error {
+	// A settlement that gives nothing back writes the job and its event only: one statement
+	// where the store can (CloseJob), and no transaction around it.
+	inTx := s.store.InTx
+	if _, refund := ledger.Settle(rj.job.Reserved, st.charged()); refund == 0 {
+		inTx = s.store.InOneStatement
+	}
+	err := inTx(ctx, func(tx Tx) error {
 		j := rj.job
 		j.CancelAsked = j.CancelAsked || cancelAsked
 		return s.settleTx(ctx, tx, &j, st, &settled)
@@ -243,10 +258,7 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 
 func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, out *Job) error {
 	now := s.now()
-	done := st.done
-	if st.outcome == Failed {
-		done = 0
-	}
+	done := st.charged()
 	var started time.Time
 	if j.StartedAt != nil {
 		started = *j.StartedAt

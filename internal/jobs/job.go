@@ -121,6 +121,9 @@ var ErrDuplicate = errors.New("jobs: duplicate job id")
 type Store interface {
 	ledger.Store
 	InTx(ctx context.Context, fn func(Tx) error) error
+	// InOneStatement is InTx for a function that makes at most one statement; the store may
+	// run it without a transaction around it (one statement is atomic on its own).
+	InOneStatement(ctx context.Context, fn func(Tx) error) error
 	JobByRequest(ctx context.Context, requestID string) (Job, error)
 	Job(ctx context.Context, accountID, id string) (Job, error)
 	// JobByIdempotencyKey reads the account's job submitted under key, whatever its product.

@@ -152,6 +152,51 @@ func (db *DB) inTx(ctx context.Context, fn func(*Tx) error) error {
 	return tx.Commit()
 }
 
+// InOneStatement runs fn, which makes at most one statement, as InTx does; on PostgreSQL
+// without a BEGIN and a COMMIT around it: one statement is a transaction of its own, and the
+// work takes one round trip instead of three. A second statement is a programming error and
+// panics before it runs. On SQLite it is InTx (the group commit).
+func (db *DB) InOneStatement(ctx context.Context, fn func(*Tx) error) error {
+	if db.dialect != Postgres {
+		return db.InTx(ctx, fn)
+	}
+	for attempt := 0; ; attempt++ {
+		err := fn(&Tx{q: &oneStatement{c: db.sql}, dialect: db.dialect})
+		if err != nil && attempt < 5 && retryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+// oneStatement is the querier of InOneStatement: the pool, for one statement.
+type oneStatement struct {
+	c    *conn
+	used bool
+}
+
+func (o *oneStatement) take() {
+	if o.used {
+		panic("sqlstore: InOneStatement's function made a second statement")
+	}
+	o.used = true
+}
+
+func (o *oneStatement) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	o.take()
+	return o.c.ExecContext(ctx, q, args...)
+}
+
+func (o *oneStatement) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	o.take()
+	return o.c.QueryContext(ctx, q, args...)
+}
+
+func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	o.take()
+	return o.c.QueryRowContext(ctx, q, args...)
+}
+
 func retryable(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "SQLSTATE 40001") || strings.Contains(s, "SQLSTATE 40P01")
@@ -197,3 +242,4 @@ func isUniqueViolation(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "constraint failed: UNIQUE")
 }
+

@@ -25,6 +25,10 @@ func (s Jobs) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
 	return s.DB.InTx(ctx, func(tx *Tx) error { return fn(tx) })
 }
 
+func (s Jobs) InOneStatement(ctx context.Context, fn func(jobs.Tx) error) error {
+	return s.DB.InOneStatement(ctx, func(tx *Tx) error { return fn(tx) })
+}
+
 const jobCols = `account_id, id, key_id, request_id, model, product, idem_key, input, status, outcome, error_code, error_detail,
  error_message, quoted, reserved, charged, coverage, priority, start_by, webhook, provider_job_id, dispatched, cancel_asked,
  result, logs, metrics, progress, lease_owner, lease_until, attempts, created_at, started_at, finished_at`

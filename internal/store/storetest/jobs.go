@@ -126,8 +126,11 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 	j.Status, j.Outcome, j.Charged, j.FinishedAt = jobs.Completed, jobs.Succeeded, 7, &done
 	ev := jobs.Event{ID: "evt_" + j.ID + "_succeeded", AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID, Type: "job.succeeded",
 		Product: j.Product, Status: jobs.Succeeded, Charged: 7, Reserved: 10, CreatedAt: done}
+	// The engine closes a job whose settlement moves no credits in one statement, which
+	// PostgreSQL runs without a transaction around it: the job and its event still go
+	// together, and the second settlement is refused.
 	closeJob := func() error {
-		return s.InTx(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, j, &ev) })
+		return s.InOneStatement(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, j, &ev) })
 	}
 	if err := closeJob(); err != nil {
 		t.Fatal(err)
@@ -138,6 +141,20 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 	got, err := s.JobByRequest(ctx, j.RequestID)
 	if err != nil || !got.Settled() || got.Charged != 7 {
 		t.Fatalf("settled job: %+v %v", got, err)
+	}
+	if db.Dialect() == sqlstore.Postgres {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("a second statement in InOneStatement ran")
+				}
+			}()
+			_ = s.InOneStatement(ctx, func(tx jobs.Tx) error {
+				_, _ = tx.CountInFlight(ctx, "acct_c")
+				_, err := tx.CountInFlight(ctx, "acct_c")
+				return err
+			})
+		}()
 	}
 	evs, err := sqlstore.WebhookOutbox{DB: db}.Pending(ctx, 10)
 	if err != nil || len(evs) != 1 || evs[0].ID != ev.ID || evs[0].Charged != 7 || evs[0].Reserved != 10 || !evs[0].CreatedAt.Equal(done) {
