@@ -242,4 +242,3 @@ func isUniqueViolation(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "constraint failed: UNIQUE")
 }
-
