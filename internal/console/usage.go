@@ -96,8 +96,9 @@ type usageData struct {
 }
 
 // usagePage shows what the account spent in a window: net credits per day as a bar chart, and
-// per model and per key as tables with bars and totals. It reads the ledger's daily rollup, so
-// its cost follows the window's rows (days × keys × models), not the account's jobs.
+// per model and per key as tables with bars and totals. It reads the ledger's usage rollup, so
+// its cost follows the window's days and months (a row per day, and per month, key and model),
+// not the account's jobs.
 func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	d := usageData{Choices: usageWindowChoices, Configured: h.Usage != nil}
 	if !d.Configured {

@@ -25,7 +25,7 @@ var creditWrites = []*regexp.Regexp{
 	regexp.MustCompile(`(?is)\bUPDATE\s+accounts\s+SET\b[^;]*\bbalance\b`),
 	regexp.MustCompile(`(?is)\bINSERT\s+INTO\s+accounts\b[^;]*\bbalance\b`),
 	regexp.MustCompile(`(?is)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+ledger_entries\b`),
-	regexp.MustCompile(`(?is)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+usage_daily\b`),
+	regexp.MustCompile(`(?is)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(usage_daily|usage_monthly|usage_daily_totals)\b`),
 	regexp.MustCompile(`(?is)\bUPDATE\s+api_keys\s+SET\b[^;]*\bspent\b`),
 	regexp.MustCompile(`(?is)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+passes\b`),
 }

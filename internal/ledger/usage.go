@@ -154,8 +154,9 @@ type Summary struct {
 	Keys   []KeyUsage
 }
 
-// Summary sums the account's spend in the window per day, per model and per key: three grouped
-// reads of the rollup, whose cost follows the window's rows, never the account's jobs.
+// Summary sums the account's spend in the window per day, per model and per key: three reads
+// of the rollup, whose cost follows the window's days and months (at most a row per day, and a
+// row per month, key and model), never the account's jobs.
 func (u *Usage) Summary(ctx context.Context, accountID string, w Window) (Summary, error) {
 	from, to := days(w)
 	var s Summary

@@ -29,16 +29,20 @@ const (
 	qCountWaiting  = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
 	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
 	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
-	qUsage         = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT)
- FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
+	// qUsage and qUsagePerModel sum one window of an account's spend per key and per model: its
+	// whole UTC months [$3, $4) from usage_monthly, its part-month edges [$2, $3) and [$4, $5)
+	// from usage_daily, each one range of a primary key. A window of whole months (every window
+	// the routes serve) reads at most a row per month, key and model, and two empty ranges.
+	qUsage = `SELECT key_id, CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(jobs) AS BIGINT) FROM (` + usageWindowRows + `) u
  GROUP BY key_id ORDER BY key_id`
-	// qUsagePerDay and qUsagePerModel sum one window of an account's rollup per UTC day and per
-	// model: the usage page's chart and table, summed by the database rather than row by row.
-	// The range is one stretch of the primary key; per day it is read in key order.
-	qUsagePerDay = `SELECT day, CAST(SUM(jobs) AS BIGINT), CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT)
- FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3 GROUP BY day ORDER BY day`
-	qUsagePerModel = `SELECT model, CAST(SUM(jobs) AS BIGINT), CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT)
- FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3 GROUP BY model ORDER BY model`
+	qUsagePerModel = `SELECT model, CAST(SUM(jobs) AS BIGINT), CAST(SUM(charged) AS BIGINT), CAST(SUM(refunded) AS BIGINT) FROM (` + usageWindowRows + `) u
+ GROUP BY model ORDER BY model`
+	usageWindowRows = `SELECT key_id, model, charged, refunded, jobs FROM usage_monthly WHERE account_id = $1 AND month >= $3 AND month < $4
+ UNION ALL SELECT key_id, model, charged, refunded, jobs FROM usage_daily WHERE account_id = $1 AND day >= $2 AND day < $3
+ UNION ALL SELECT key_id, model, charged, refunded, jobs FROM usage_daily WHERE account_id = $1 AND day >= $4 AND day < $5`
+	// qUsagePerDay is the usage page's chart: one range of usage_daily_totals, a row per UTC day
+	// of the window with spend, every key and model already summed.
+	qUsagePerDay = `SELECT day, jobs, charged, refunded FROM usage_daily_totals WHERE account_id = $1 AND day >= $2 AND day < $3 ORDER BY day`
 	// qUsageDayCount and qUsageDays read one range of usage_daily's primary key (account_id, day,
 	// key_id, model), in its order: no sort, and a bounded read. A page of qUsageDays resumes
 	// after the row ($2, $4, $5) that ended the one before: the index range starts at that day
@@ -93,9 +97,9 @@ var hot = map[string]struct {
 	"sweep: stale leases":        {qStale, []any{int64(0), 50}},
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
 	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
-	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1)}},
+	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1), int64(2), int64(3)}},
 	"usage: per day":             {qUsagePerDay, []any{"acct", int64(0), int64(1)}},
-	"usage: per model":           {qUsagePerModel, []any{"acct", int64(0), int64(1)}},
+	"usage: per model":           {qUsagePerModel, []any{"acct", int64(0), int64(1), int64(2), int64(3)}},
 	"usage: export count":        {qUsageDayCount, []any{"acct", int64(0), int64(1)}},
 	"usage: export rows":         {qUsageDays, []any{"acct", int64(0), int64(1), "", "", 1000}},
 	"usage: export lines count":  {qUsageLineCount, []any{"acct", int64(0), int64(1)}},

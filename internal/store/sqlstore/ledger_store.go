@@ -23,6 +23,13 @@ var (
 
 const dayMicros = int64(24 * time.Hour / time.Microsecond)
 
+// monthMicros is the start of t's UTC calendar month in the rollups' unit (microseconds since
+// the epoch).
+func monthMicros(t time.Time) int64 {
+	t = t.UTC()
+	return micros(time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC))
+}
+
 // LedgerTx runs fn in one transaction.
 func (db *DB) LedgerTx(ctx context.Context, fn func(ledger.Tx) error) error {
 	return db.InTx(ctx, func(tx *Tx) error { return fn(tx) })
@@ -79,11 +86,12 @@ func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth
 }
 
 // LedgerApply moves the balance and records the entry, and counts charges and refunds in the
-// usage rollup, all in the caller's transaction and in one statement: the balance always
-// equals the sum of entries, and the rollup the sum of charges and refunds. On SQLite the
-// statement inserts the entry with the balance it leaves, guarded by the floor, and the
-// trigger ledger_entries_apply (migration 00080) moves the balance and the rollup with it;
-// on PostgreSQL the three are data-modifying parts of one statement.
+// usage rollups (per day, key and model; per month, key and model; per day), all in the
+// caller's transaction and in one statement: the balance always equals the sum of entries,
+// and each rollup the sum of charges and refunds. On SQLite the statement inserts the entry
+// with the balance it leaves, guarded by the floor, and the trigger ledger_entries_apply
+// (migration 00100) moves the balance and the rollups with it; on PostgreSQL they are all
+// data-modifying parts of one statement.
 func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
 	if tx.dialect == Postgres {
 		return tx.ledgerApplyOneTrip(ctx, e, floor)
@@ -123,9 +131,10 @@ func rollupOf(e ledger.Entry) (charged, refunded, jobs int64, counted bool) {
 }
 
 // The parts of a one-trip ledger movement on PostgreSQL that every such statement shares: the
-// guarded balance update (b), and the entry and the rollup written only when it took a row (e,
-// u). Parameters: $1 amount, $2 account, $3 floor, $4 key, $5 job, $6 kind, $7 period, $8 at,
-// $9 day, $10 model, $11-$13 rollup charged, refunded, jobs, $14 whether the rollup counts it.
+// guarded balance update (b), and the entry and the rollups written only when it took a row (e;
+// u per day, key and model; m per month, key and model; d per day). Parameters: $1 amount,
+// $2 account, $3 floor, $4 key, $5 job, $6 kind, $7 period, $8 at, $9 day, $10 model,
+// $11-$13 rollup charged, refunded, jobs, $14 whether the rollups count it, $15 month.
 const (
 	oneTripBalance = `WITH b AS (
    UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),`
@@ -137,7 +146,17 @@ const (
    INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
    SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
    ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
-   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs)`
+   refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs),
+ m AS (
+   INSERT INTO usage_monthly (account_id, month, key_id, model, charged, refunded, jobs)
+   SELECT $2::text, $15::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   ON CONFLICT (account_id, month, key_id, model) DO UPDATE SET charged = usage_monthly.charged + excluded.charged,
+   refunded = usage_monthly.refunded + excluded.refunded, jobs = usage_monthly.jobs + excluded.jobs),
+ d AS (
+   INSERT INTO usage_daily_totals (account_id, day, charged, refunded, jobs)
+   SELECT $2::text, $9::bigint, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   ON CONFLICT (account_id, day) DO UPDATE SET charged = usage_daily_totals.charged + excluded.charged,
+   refunded = usage_daily_totals.refunded + excluded.refunded, jobs = usage_daily_totals.jobs + excluded.jobs)`
 )
 
 // ledgerApplyOneTrip is LedgerApply on PostgreSQL in one round trip: the balance update, the
@@ -147,7 +166,7 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
 	var bal int64
 	err := tx.q.QueryRowContext(ctx, oneTripBalance+oneTripEntry+` SELECT balance FROM b`,
 		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
-		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted).Scan(&bal)
+		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, monthMicros(e.At)).Scan(&bal)
 	if isNoRows(err) {
 		return 0, tx.refused(ctx, e.AccountID, floor)
 	}
@@ -169,11 +188,11 @@ func (tx *Tx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period string
 	charged, refunded, jobs, counted := rollupOf(e)
 	row := tx.q.QueryRowContext(ctx, oneTripBalance+`
  k AS (
-   UPDATE api_keys SET spent = CASE WHEN spent_period = $15::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $15::text
+   UPDATE api_keys SET spent = CASE WHEN spent_period = $16::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $16::text
    WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),`+oneTripEntry+`
  SELECT b.balance, `+prefixed("k.", keyCols)+` FROM b, k`,
 		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
-		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, period)
+		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, monthMicros(e.At), period)
 	var bal int64
 	k, err := scanKey(balanceThen{row: row, bal: &bal})
 	if errors.Is(err, auth.ErrNotFound) {

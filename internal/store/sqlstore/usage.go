@@ -7,10 +7,13 @@ import (
 	"github.com/modelexec/modelexec/internal/ledger"
 )
 
-// This file is the read side of the usage rollup (usage_daily), which the ledger's adapter
-// (ledger_store.go) writes in the transaction of each charge and refund. Every read here takes
-// one account's rows over a window of days: one range of the rollup's primary key
-// (account_id, day, key_id, model), so it costs the window's rows, not the account's history.
+// This file is the read side of the usage rollups, which the ledger's adapter (ledger_store.go)
+// writes in the statement of each charge and refund: usage_daily (a row per account, UTC day,
+// key and model), usage_monthly (per account, UTC calendar month, key and model) and
+// usage_daily_totals (per account and UTC day). Every read here takes one account's rows over a
+// window of days, each part one range of a rollup's primary key, so it costs the window's rows,
+// not the account's history; the sums per key and per model read whole months from
+// usage_monthly, so twelve months cost at most a row per month, key and model.
 
 var _ ledger.UsageStore = (*DB)(nil)
 
@@ -18,7 +21,8 @@ var _ ledger.UsageStore = (*DB)(nil)
 // caused them, ordered by key id. Grants and allowances are not spend and are not in the
 // rollup. A refund counts in the day it was written, which may differ from its charge's.
 func (db *DB) LedgerUsageByKey(ctx context.Context, accountID string, from, to time.Time) ([]ledger.KeyUsage, error) {
-	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, dayStart(from), dayEnd(to))
+	d0, m0, m1, d1 := usageSpans(from, to)
+	rows, err := db.sql.QueryContext(ctx, qUsage, accountID, d0, m0, m1, d1)
 	if err != nil {
 		return nil, err
 	}
@@ -37,11 +41,12 @@ func (db *DB) LedgerUsageByKey(ctx context.Context, accountID string, from, to t
 // LedgerUsagePer sums the rollup of accountID over [from, to) per UTC day (Day set) or per
 // model (Model set), in that order.
 func (db *DB) LedgerUsagePer(ctx context.Context, accountID string, from, to time.Time, per ledger.UsageGroup) ([]ledger.DayUsage, error) {
-	q := qUsagePerDay
+	q, args := qUsagePerDay, []any{accountID, dayStart(from), dayEnd(to)}
 	if per == ledger.PerModel {
-		q = qUsagePerModel
+		d0, m0, m1, d1 := usageSpans(from, to)
+		q, args = qUsagePerModel, []any{accountID, d0, m0, m1, d1}
 	}
-	rows, err := db.sql.QueryContext(ctx, q, accountID, dayStart(from), dayEnd(to))
+	rows, err := db.sql.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -167,3 +172,18 @@ func (db *DB) LedgerUsageLines(ctx context.Context, keyID string, from, to time.
 // since the epoch): the day holding from, and the end of the day holding the instant before to.
 func dayStart(from time.Time) int64 { return micros(from) / dayMicros * dayMicros }
 func dayEnd(to time.Time) int64     { return (micros(to) + dayMicros - 1) / dayMicros * dayMicros }
+
+// usageSpans splits the days of [from, to) (widened as dayStart and dayEnd do) into [d0, m0),
+// the days before its first whole UTC calendar month; [m0, m1), its whole months; and [m1, d1),
+// the days after them. A window without a whole month is all days: m0 = m1 = d1.
+func usageSpans(from, to time.Time) (d0, m0, m1, d1 int64) {
+	d0, d1 = dayStart(from), dayEnd(to)
+	if m0 = monthMicros(fromMicros(d0)); m0 < d0 {
+		m0 = micros(fromMicros(m0).AddDate(0, 1, 0))
+	}
+	m1 = monthMicros(fromMicros(d1))
+	if m0 >= m1 {
+		m0, m1 = d1, d1
+	}
+	return d0, m0, m1, d1
+}

@@ -13,3 +13,8 @@ func TestACC14_UsagePostgres(t *testing.T) { storetest.RunUsage(t, storetest.Ope
 
 func BenchmarkUsageYearSQLite(b *testing.B)   { storetest.BenchUsage(b, storetest.OpenSQLite(b)) }
 func BenchmarkUsageYearPostgres(b *testing.B) { storetest.BenchUsage(b, storetest.OpenPostgres(b)) }
+
+// BenchmarkUsage1MSQLite and BenchmarkUsage1MPostgres measure the usage reads of one account
+// with a million settled jobs of history in the database (storetest.BenchUsage1M).
+func BenchmarkUsage1MSQLite(b *testing.B)   { storetest.BenchUsage1M(b, storetest.OpenSQLite(b)) }
+func BenchmarkUsage1MPostgres(b *testing.B) { storetest.BenchUsage1M(b, storetest.OpenPostgres(b)) }

@@ -356,8 +356,8 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 }
 
 var (
-	sqliteFullScan = regexp.MustCompile(`^SCAN (jobs|ledger_entries|usage_daily|accounts|api_keys)$`)
-	pgSeqScan      = regexp.MustCompile(`Seq Scan on (jobs|ledger_entries|usage_daily|accounts|api_keys)\b`)
+	sqliteFullScan = regexp.MustCompile(`^SCAN (jobs|ledger_entries|usage_daily|usage_monthly|usage_daily_totals|accounts|api_keys)$`)
+	pgSeqScan      = regexp.MustCompile(`Seq Scan on (jobs|ledger_entries|usage_daily|usage_monthly|usage_daily_totals|accounts|api_keys)\b`)
 )
 
 // The hot queries (submit, settle, claim, stale leases, overdue jobs, listing, usage) read

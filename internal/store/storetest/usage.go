@@ -2,8 +2,12 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +22,7 @@ func RunUsage(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("UsageByKeyInWindow", func(t *testing.T) { testUsage(t, open(t)) })
 	t.Run("UsageDaysInWindow", func(t *testing.T) { testUsageDays(t, open(t)) })
 	t.Run("UsageLinesInWindow", func(t *testing.T) { testUsageLines(t, open(t)) })
+	t.Run("UsageRollupsAgree", func(t *testing.T) { testUsageRollups(t, open(t)) })
 }
 
 func testUsage(t *testing.T, db *sqlstore.DB) {
@@ -224,4 +229,114 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 	if n, err := db.LedgerUsageLineCount(ctx, "acct_none", from, to); err != nil || n != 0 {
 		t.Fatalf("line count of an account without keys = %d %v", n, err)
 	}
+}
+
+// The sums per key, per model and per day read whole months from their own rollups and the
+// part-month edges of a window from the daily one: over any window of days, whole months or
+// not, across month and year ends, they equal the daily rollup's rows summed (which the export
+// reads), and no other account's spend shows.
+func testUsageRollups(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_r", auth.Pro, 0)
+	NewAccount(t, db, "acct_s", auth.Pro, 0)
+	r := rand.New(rand.NewPCG(7, 7))
+	start := time.Date(2026, 10, 28, 0, 0, 0, 0, time.UTC) // to 2027-02-05: four month ends, a year end
+	err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
+		for i := range 600 {
+			acct := []string{"acct_r", "acct_s"}[r.IntN(4)/3]
+			e := ledger.Entry{AccountID: acct, KeyID: fmt.Sprint("key_", r.IntN(3)), JobID: fmt.Sprint("j", i), Model: fmt.Sprint("m", r.IntN(4)),
+				Kind: ledger.Charge, Amount: -ledger.Credits(1 + r.IntN(9)), At: start.Add(time.Duration(r.Int64N(int64(100 * 24 * time.Hour))))}
+			if i%5 == 0 {
+				e.Kind, e.Amount = ledger.Refund, -e.Amount
+			}
+			if i%50 == 0 {
+				e.Kind = ledger.Grant // not spend
+			}
+			if _, err := tx.LedgerApply(ctx, e, math.MinInt64); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(n int) time.Time { return start.AddDate(0, 0, n) }
+	month := func(y int, m time.Month) time.Time { return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC) }
+	windows := [][2]time.Time{
+		{month(2026, 11), month(2026, 12)}, {month(2026, 11), month(2027, 2)}, {month(2026, 1), month(2027, 1)},
+		{day(0), day(100)}, {day(3), day(5)}, {day(2), day(40)}, {day(4), day(66)}, {day(35), day(36)},
+		{month(2026, 12).Add(time.Hour), month(2027, 1).Add(-time.Hour)}, // inside one month
+		{month(2026, 11).Add(-time.Hour), month(2027, 1).Add(time.Hour)}, // a day either side of whole months
+	}
+	for range 20 {
+		a := r.IntN(100)
+		windows = append(windows, [2]time.Time{day(a), day(a + 1 + r.IntN(100-a))})
+	}
+	for _, w := range windows {
+		from, to := w[0], w[1]
+		var rows []ledger.DayUsage
+		var after *ledger.DayUsage
+		for {
+			page, err := db.LedgerUsageDays(ctx, "acct_r", from, to, after, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, page...)
+			if len(page) < 1000 {
+				break
+			}
+			after = &page[len(page)-1]
+		}
+		wantKeys := []ledger.KeyUsage{}
+		wantModels, wantDays := []ledger.DayUsage{}, []ledger.DayUsage{}
+		keys, models, days := map[string]*ledger.KeyUsage{}, map[string]*ledger.DayUsage{}, map[time.Time]*ledger.DayUsage{}
+		for _, row := range rows {
+			if keys[row.KeyID] == nil {
+				wantKeys = append(wantKeys, ledger.KeyUsage{KeyID: row.KeyID})
+				keys[row.KeyID] = &ledger.KeyUsage{}
+			}
+			k := keys[row.KeyID]
+			k.Charged, k.Refunded, k.Jobs = k.Charged+row.Charged, k.Refunded+row.Refunded, k.Jobs+row.Jobs
+			if models[row.Model] == nil {
+				models[row.Model] = &ledger.DayUsage{Model: row.Model}
+			}
+			addUsage(models[row.Model], row)
+			if days[row.Day] == nil {
+				days[row.Day] = &ledger.DayUsage{Day: row.Day}
+			}
+			addUsage(days[row.Day], row)
+		}
+		for i := range wantKeys {
+			k := keys[wantKeys[i].KeyID]
+			wantKeys[i].Charged, wantKeys[i].Refunded, wantKeys[i].Jobs = k.Charged, k.Refunded, k.Jobs
+		}
+		slices.SortFunc(wantKeys, func(a, b ledger.KeyUsage) int { return strings.Compare(a.KeyID, b.KeyID) })
+		for _, m := range models {
+			wantModels = append(wantModels, *m)
+		}
+		slices.SortFunc(wantModels, func(a, b ledger.DayUsage) int { return strings.Compare(a.Model, b.Model) })
+		for _, d := range days {
+			wantDays = append(wantDays, *d)
+		}
+		slices.SortFunc(wantDays, func(a, b ledger.DayUsage) int { return a.Day.Compare(b.Day) })
+
+		gotKeys, err := db.LedgerUsageByKey(ctx, "acct_r", from, to)
+		if err != nil || !reflect.DeepEqual(gotKeys, wantKeys) {
+			t.Fatalf("[%v, %v) per key = %+v %v, want %+v", from, to, gotKeys, err, wantKeys)
+		}
+		gotModels, err := db.LedgerUsagePer(ctx, "acct_r", from, to, ledger.PerModel)
+		if err != nil || !reflect.DeepEqual(gotModels, wantModels) {
+			t.Fatalf("[%v, %v) per model = %+v %v, want %+v", from, to, gotModels, err, wantModels)
+		}
+		gotDays, err := db.LedgerUsagePer(ctx, "acct_r", from, to, ledger.PerDay)
+		if err != nil || !reflect.DeepEqual(gotDays, wantDays) {
+			t.Fatalf("[%v, %v) per day = %+v %v, want %+v", from, to, gotDays, err, wantDays)
+		}
+	}
+}
+
+// addUsage sums row's figures into sum.
+func addUsage(sum *ledger.DayUsage, row ledger.DayUsage) {
+	sum.Jobs, sum.Charged, sum.Refunded = sum.Jobs+row.Jobs, sum.Charged+row.Charged, sum.Refunded+row.Refunded
 }
