@@ -175,26 +175,15 @@ func (c *conn) begin(ctx context.Context) (*sql.Tx, func(), error) {
 	return tx, release, nil
 }
 
-// txConn is a transaction's querier: counted, and on SQLite running the pool's prepared
-// statements on the transaction's connection.
+// txConn is a transaction's querier outside the group commit (PostgreSQL's transactions):
+// counted, and running the pool's prepared statements where the pool keeps them.
 type txConn struct {
 	tx *sql.Tx
 	c  *conn
-	// shared: the transaction carries other callers' work (a group commit batch), so a
-	// caller's cancellation must not interrupt a statement (SQLite would roll back the batch).
-	shared bool
-}
-
-func (t txConn) context(ctx context.Context) context.Context {
-	if t.shared {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
 }
 
 func (t txConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	t.c.statements.Add(1)
-	ctx = t.context(ctx)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
@@ -203,7 +192,6 @@ func (t txConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Res
 
 func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	t.c.statements.Add(1)
-	ctx = t.context(ctx)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
 	}
@@ -212,7 +200,6 @@ func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.R
 
 func (t txConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	t.c.statements.Add(1)
-	ctx = t.context(ctx)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
 	}
