@@ -172,9 +172,41 @@ func (u *Usage) Summary(ctx context.Context, accountID string, w Window) (Summar
 }
 
 func (u *Usage) days(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(DayUsage) error) error {
-	var after *DayUsage
-	_, err := u.pages(limit, func(size int) (int, error) {
-		rows, err := u.store.LedgerUsageDays(ctx, accountID, from, to, after, size)
+	_, err := u.pages(limit, keyset(func(after *DayUsage, size int) ([]DayUsage, error) {
+		return u.store.LedgerUsageDays(ctx, accountID, from, to, after, size)
+	}, fn))
+	return err
+}
+
+// lines hands fn the charge and refund entries of the account's keys in the window, key by key
+// (in key id order), each key's in the order they were written, at most limit of them.
+func (u *Usage) lines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(UsageLine) error) error {
+	keys, err := u.store.LedgerUsageKeys(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		n, err := u.pages(limit, keyset(func(after *UsageLine, size int) ([]UsageLine, error) {
+			return u.store.LedgerUsageLines(ctx, k, from, to, after, size)
+		}, fn))
+		if err != nil {
+			return err
+		}
+		if limit > 0 {
+			if limit -= n; limit <= 0 {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// keyset is one page read after another for pages: each fetches the rows after the last one
+// the page before handed to fn, and answers how many it read.
+func keyset[T any](fetch func(after *T, size int) ([]T, error), fn func(T) error) func(size int) (int, error) {
+	var after *T
+	return func(size int) (int, error) {
+		rows, err := fetch(after, size)
 		if err != nil {
 			return 0, err
 		}
@@ -187,44 +219,7 @@ func (u *Usage) days(ctx context.Context, accountID string, from, to time.Time, 
 			after = &rows[len(rows)-1]
 		}
 		return len(rows), nil
-	})
-	return err
-}
-
-// lines hands fn the charge and refund entries of the account's keys in the window, key by key
-// (in key id order), each key's in the order they were written, at most limit of them.
-func (u *Usage) lines(ctx context.Context, accountID string, from, to time.Time, limit int, fn func(UsageLine) error) error {
-	keys, err := u.store.LedgerUsageKeys(ctx, accountID)
-	if err != nil {
-		return err
 	}
-	for _, k := range keys {
-		var after *UsageLine
-		n, err := u.pages(limit, func(size int) (int, error) {
-			rows, err := u.store.LedgerUsageLines(ctx, k, from, to, after, size)
-			if err != nil {
-				return 0, err
-			}
-			for _, r := range rows {
-				if err := fn(r); err != nil {
-					return 0, err
-				}
-			}
-			if len(rows) > 0 {
-				after = &rows[len(rows)-1]
-			}
-			return len(rows), nil
-		})
-		if err != nil {
-			return err
-		}
-		if limit > 0 {
-			if limit -= n; limit <= 0 {
-				return nil
-			}
-		}
-	}
-	return nil
 }
 
 // pages calls read with page sizes until a page comes back short or limit rows were read

@@ -105,22 +105,9 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	// read pages through the window, size rows at a time, each page resuming after the last.
 	read := func(acct string, size int) []ledger.DayUsage {
 		t.Helper()
-		var out []ledger.DayUsage
-		var after *ledger.DayUsage
-		for pages := 0; ; pages++ {
-			if pages > 10 {
-				t.Fatal("paging does not end")
-			}
-			rows, err := db.LedgerUsageDays(ctx, acct, from, to, after, size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, rows...)
-			if len(rows) < size {
-				return out
-			}
-			after = &rows[len(rows)-1]
-		}
+		return readPages(t, size, func(after *ledger.DayUsage) ([]ledger.DayUsage, error) {
+			return db.LedgerUsageDays(ctx, acct, from, to, after, size)
+		})
 	}
 	want := []ledger.DayUsage{
 		{Day: from, KeyID: "key_a", Model: "photo", Jobs: 1, Charged: 8},
@@ -182,22 +169,9 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 
 	read := func(keyID string, size int) []ledger.UsageLine {
 		t.Helper()
-		var out []ledger.UsageLine
-		var after *ledger.UsageLine
-		for pages := 0; ; pages++ {
-			if pages > 10 {
-				t.Fatal("paging does not end")
-			}
-			rows, err := db.LedgerUsageLines(ctx, keyID, from, to, after, size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, rows...)
-			if len(rows) < size {
-				return out
-			}
-			after = &rows[len(rows)-1]
-		}
+		return readPages(t, size, func(after *ledger.UsageLine) ([]ledger.UsageLine, error) {
+			return db.LedgerUsageLines(ctx, keyID, from, to, after, size)
+		})
 	}
 	if keys, err := db.LedgerUsageKeys(ctx, "acct_l"); err != nil || !reflect.DeepEqual(keys, []string{"linekey00001", "linekey00002"}) {
 		t.Fatalf("keys = %v %v", keys, err)
@@ -339,4 +313,26 @@ func testUsageRollups(t *testing.T, db *sqlstore.DB) {
 // addUsage sums row's figures into sum.
 func addUsage(sum *ledger.DayUsage, row ledger.DayUsage) {
 	sum.Jobs, sum.Charged, sum.Refunded = sum.Jobs+row.Jobs, sum.Charged+row.Charged, sum.Refunded+row.Refunded
+}
+
+// readPages reads pages of size rows, each resuming after the last row of the one before,
+// until a page comes back short.
+func readPages[T any](t *testing.T, size int, page func(after *T) ([]T, error)) []T {
+	t.Helper()
+	var out []T
+	var after *T
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+		rows, err := page(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+		if len(rows) < size {
+			return out
+		}
+		after = &rows[len(rows)-1]
+	}
 }
