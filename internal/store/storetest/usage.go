@@ -33,13 +33,7 @@ func testUsage(t *testing.T, db *sqlstore.DB) {
 	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
-		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
-			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Kind: kind, Amount: ledger.Credits(amount), At: at}, math.MinInt64)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		applyEntry(t, db, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Kind: kind, Amount: ledger.Credits(amount), At: at})
 	}
 	add("acct_u", "", "", ledger.Grant, 500, from.Add(time.Hour))                       // not spend
 	add("acct_u", "key_a", "photo_1", ledger.Charge, -10, from)                         // first instant: in
@@ -80,14 +74,7 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(acct, key, model string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
-		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
-			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: "j", Model: model, Kind: kind,
-				Amount: ledger.Credits(amount), At: at}, math.MinInt64)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		applyEntry(t, db, ledger.Entry{AccountID: acct, KeyID: key, JobID: "j", Model: model, Kind: kind, Amount: ledger.Credits(amount), At: at})
 	}
 	d2 := from.AddDate(0, 0, 1)
 	add("acct_d", "key_b", "photo", ledger.Charge, -10, d2.Add(time.Hour))
@@ -148,14 +135,7 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
-		err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
-			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Model: "photo", Kind: kind,
-				Amount: ledger.Credits(amount), At: at}, math.MinInt64)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		applyEntry(t, db, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Model: "photo", Kind: kind, Amount: ledger.Credits(amount), At: at})
 	}
 	h := func(n int) time.Time { return from.Add(time.Duration(n) * time.Hour) }
 	add("acct_l", "linekey00002", "job_2", ledger.Charge, -20, h(2))
@@ -334,5 +314,18 @@ func readPages[T any](t *testing.T, size int, page func(after *T) ([]T, error)) 
 			return out
 		}
 		after = &rows[len(rows)-1]
+	}
+}
+
+// applyEntry writes one ledger entry in a transaction of its own, without a balance floor.
+func applyEntry(t *testing.T, db *sqlstore.DB, e ledger.Entry) {
+	t.Helper()
+	ctx := context.Background()
+	err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+		_, err := tx.LedgerApply(ctx, e, math.MinInt64)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
