@@ -343,6 +343,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 	var j Job
 	var settledNow bool
 	err := s.store.InTx(ctx, func(tx Tx) error {
+		settledNow = false // a retried transaction decides again
 		var err error
 		j, err = tx.JobByRequestForUpdate(ctx, requestID)
 		if errors.Is(err, ErrNotFound) || (err == nil && j.AccountID != accountID) {

@@ -181,8 +181,17 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	queues := lc.Queue == catalog.QueueOffers
 	var res SubmitResult
 	var claimed bool
+	base := job
 	err = s.store.InTx(ctx, func(tx Tx) (err error) {
-		claimed = false
+		// The store may run this function again (a retried transaction): each run starts from
+		// the job as it was before the first (a charge the earlier run wrote into it was rolled
+		// back with that run), and a slot the earlier run took is given back, or it would never
+		// be released.
+		job, res = base, SubmitResult{}
+		if claimed {
+			s.giveSlot(m.Slug)
+			claimed = false
+		}
 		// A refused submit gives its runner slot back at once, not after the COMMIT: the
 		// store may commit several transactions together (group commit), and refused
 		// submits waiting for that COMMIT must not hold slots that others could start on.
