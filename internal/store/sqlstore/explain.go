@@ -106,6 +106,7 @@ var hot = map[string]struct {
 	"usage: export keys":         {qUsageKeys, []any{"acct"}},
 	"usage: export lines":        {qUsageLines, []any{"key", int64(0), int64(1), int64(0), 1000}},
 	"console: recent deliveries": {qRecentDeliveries, []any{"wh", 20}},
+	"relay: pending events":      {qPendingEvents, []any{100}},
 	"console: accounts page":     {qAccountsPage, []any{int64(1 << 62), "acct", 50}},
 }
 

@@ -356,8 +356,8 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 }
 
 var (
-	sqliteFullScan = regexp.MustCompile(`^SCAN (jobs|ledger_entries|usage_daily|usage_monthly|usage_daily_totals|accounts|api_keys)$`)
-	pgSeqScan      = regexp.MustCompile(`Seq Scan on (jobs|ledger_entries|usage_daily|usage_monthly|usage_daily_totals|accounts|api_keys)\b`)
+	sqliteFullScan = regexp.MustCompile(`^SCAN (jobs|events|ledger_entries|usage_daily|usage_monthly|usage_daily_totals|accounts|api_keys)$`)
+	pgSeqScan      = regexp.MustCompile(`Seq Scan on (jobs|events|ledger_entries|usage_daily|usage_monthly|usage_daily_totals|accounts|api_keys)\b`)
 )
 
 // The hot queries (submit, settle, claim, stale leases, overdue jobs, listing, usage) read
@@ -380,6 +380,9 @@ func testPlans(t *testing.T, db *sqlstore.DB) {
 		}
 		if name == "submit: in-flight count" && !regexp.MustCompile(`jobs_account_open`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the in-flight count does not read the partial index of unsettled jobs: %v", plan)
+		}
+		if name == "relay: pending events" && !regexp.MustCompile(`events_pending`).MatchString(fmt.Sprint(plan)) {
+			t.Errorf("the relay's read does not use the partial index of pending events: %v", plan)
 		}
 		if name == "usage: export rows" && regexp.MustCompile(`TEMP B-TREE|Sort`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the export's rows are sorted, not read in the rollup's key order: %v", plan)
