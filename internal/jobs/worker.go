@@ -253,7 +253,10 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			if slot {
 				s.giveSlot(model)
 			}
-			if refusal != nil {
+			// The refusal closed the job only if its transaction committed: one whose COMMIT
+			// failed (or whose retries ran out) left the job waiting, and reporting it settled
+			// would count it twice when a later turn closes it.
+			if refusal != nil && err == nil {
 				s.settled(started)
 				s.broker.publish(started.RequestID)
 				continue
