@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver "pgx"
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // SQLite driver "sqlite"
@@ -197,9 +198,15 @@ func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...an
 	return o.c.QueryRowContext(ctx, q, args...)
 }
 
+// retryable reports a PostgreSQL serialization failure or deadlock, wherever it sits in the
+// error's chain: a domain error that wraps one (job_record_failed wraps the insert's error)
+// is retried too.
 func retryable(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "SQLSTATE 40001") || strings.Contains(s, "SQLSTATE 40P01")
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "40001" || pg.Code == "40P01"
+	}
+	return false
 }
 
 // direct runs outside a transaction.
