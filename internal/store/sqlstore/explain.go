@@ -16,7 +16,6 @@ import (
 const (
 	qJobByRequest        = `SELECT ` + jobCols + ` FROM jobs WHERE request_id = $1`
 	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2`
-	qListJobs            = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT $3`
 	// queueOrder is the order of a model's queue: normal before low, oldest first.
 	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
 	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
@@ -80,6 +79,12 @@ func countInFlightSQL(d Dialect) string {
 	return qCountInFlight
 }
 
+// listJobsSQL is the API's job list: an account's ($1) jobs created before $2, newest first,
+// $3 of them, every state's index merged (newestSQL).
+func listJobsSQL(d Dialect) string {
+	return newestSQL(d, jobCols, " AND created_at < $2", "$3")
+}
+
 // hot names each hot query with sample arguments.
 var hot = map[string]struct {
 	sql  string
@@ -96,7 +101,7 @@ var hot = map[string]struct {
 	"sweep: queued":              {qQueued, []any{"model", 1}},
 	"sweep: stale leases":        {qStale, []any{int64(0), 50}},
 	"sweep: overdue queued jobs": {qOverdue, []any{int64(0), 100}},
-	"read: list jobs":            {qListJobs, []any{"acct", int64(0), 20}},
+	"read: list jobs":            {"", []any{"acct", int64(0), 20}},
 	"usage: window":              {qUsage, []any{"acct", int64(0), int64(1), int64(2), int64(3)}},
 	"usage: per day":             {qUsagePerDay, []any{"acct", int64(0), int64(1)}},
 	"usage: per model":           {qUsagePerModel, []any{"acct", int64(0), int64(1), int64(2), int64(3)}},
@@ -159,8 +164,11 @@ func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 		defer c.ExecContext(context.WithoutCancel(ctx), `RESET enable_seqscan`) //nolint:errcheck
 	}
 	q := h.sql
-	if q == qCountInFlight {
+	switch name {
+	case "submit: in-flight count":
 		q = countInFlightSQL(db.dialect)
+	case "read: list jobs":
+		q = listJobsSQL(db.dialect)
 	}
 	rows, err := c.QueryContext(ctx, prefix+q, h.args...)
 	if err != nil {

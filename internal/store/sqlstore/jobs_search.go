@@ -20,8 +20,8 @@ const summaryCols = `account_id, id, key_id, request_id, model, product, status,
 // order and stops at its limit: a model filter reads jobs_account_model; a state filter reads
 // jobs_account_open while unsettled (queued or running, the few jobs in flight) and
 // jobs_account_done by outcome once settled, each a partial index whose condition the query
-// repeats; no filter reads jobs_account_recent. SQLite's planner, without statistics, is told
-// which (INDEXED BY).
+// repeats; no filter reads every state's index and merges them (newestSQL). SQLite's planner,
+// without statistics, is told which (INDEXED BY).
 func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 	args := []any{accountID}
 	arg := func(v any) string {
@@ -30,7 +30,7 @@ func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 	}
 	var where strings.Builder
 	where.WriteString("account_id = $1")
-	index := "jobs_account_recent"
+	index := ""
 	if q.Model != "" {
 		where.WriteString(" AND model = " + arg(q.Model))
 		index = "jobs_account_model"
@@ -59,12 +59,44 @@ func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 		c := arg(micros(q.After.CreatedAt))
 		where.WriteString(" AND created_at <= " + c + " AND (created_at < " + c + " OR id < " + arg(q.After.ID) + ")")
 	}
+	limit := arg(q.Limit)
+	if index == "" {
+		return newestSQL(d, summaryCols, strings.TrimPrefix(where.String(), "account_id = $1"), limit), args
+	}
 	from := "jobs"
 	if d == SQLite {
 		from = "jobs INDEXED BY " + index
 	}
-	limit := arg(q.Limit)
 	return `SELECT ` + summaryCols + ` FROM ` + from + ` WHERE ` + where.String() + ` ORDER BY created_at DESC, id DESC LIMIT ` + limit, args
+}
+
+// newestSQL reads an account's ($1) newest jobs of every state, cond (conditions on created_at
+// and id, each starting with " AND ") narrowing them: one read per state through the index a
+// filter on that state reads (the unsettled jobs, then the settled ones by outcome), each in
+// index order and stopped at limit, merged and cut at limit. No index of every job of an
+// account is kept: each such index cost every submit a page write, while a job list is read
+// far less often than jobs are made.
+func newestSQL(d Dialect, cols, cond, limit string) string {
+	arms := []struct{ index, state string }{{"jobs_account_open", "status <> 'COMPLETED'"}}
+	for _, st := range jobs.States {
+		if status, outcome, _ := st.Columns(); status == jobs.Completed {
+			arms = append(arms, struct{ index, state string }{"jobs_account_done", "outcome = '" + string(outcome) + "' AND status = 'COMPLETED'"})
+		}
+	}
+	var b strings.Builder
+	for i, a := range arms {
+		if i > 0 {
+			b.WriteString("\n UNION ALL ")
+		}
+		from := "jobs"
+		if d == SQLite {
+			from = "jobs INDEXED BY " + a.index
+		}
+		b.WriteString("SELECT * FROM (SELECT " + cols + " FROM " + from + " WHERE account_id = $1 AND " + a.state + cond +
+			" ORDER BY created_at DESC, id DESC LIMIT " + limit + ") s" + strconv.Itoa(i))
+	}
+	b.WriteString("\n ORDER BY created_at DESC, id DESC LIMIT " + limit)
+	return b.String()
 }
 
 // SearchJobs reads a page of an account's jobs narrowed by q, newest first.
