@@ -50,8 +50,6 @@ func (s twiceStore) InOneStatement(ctx context.Context, fn func(jobs.Tx) error) 
 // leaked, and with one slot per model every later submit of that model was refused
 // service_busy. The retried settlement, too, charges and records each job once.
 func TestRetriedSubmitKeepsOneSlot(t *testing.T) {
-	ctx := context.Background()
-	db := storetest.OpenSQLite(t)
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -60,45 +58,33 @@ func TestRetriedSubmitKeepsOneSlot(t *testing.T) {
 	if m.Lifecycle.Queue == catalog.QueueOffers {
 		t.Fatal("image-4b offers a queue: the test needs a model that starts at once or refuses")
 	}
-	reg := runners.Registry{}
-	for _, m := range cat.Models() {
-		reg[m.Slug] = doneRunner{}
-	}
-	fixed := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	now := func() time.Time { return fixed }
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := jobs.DefaultConfig()
-	cfg.Concurrency = map[string]int{"image-4b": 1}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(twiceStore{sqlstore.Jobs{DB: db}}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
-	storetest.NewAccount(t, db, "acct_r", auth.Pro, 10_000)
-	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("retry-test-secret"), now, log)
-	minted, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var quoted int64
-	for i := range 3 {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		ctx := context.Background()
+		fixed := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+		js, keyID := oneSlotService(t, db, twiceStore{sqlstore.Jobs{DB: db}}, cat, doneRunner{}, func() time.Time { return fixed }, "acct_r")
+		var quoted int64
+		for i := range 3 {
+			a, _ := db.Account(ctx, "acct_r")
+			k, _ := db.Key(ctx, keyID)
+			res, err := js.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: k}, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+			if e, ok := apierr.As(err); ok && e.Code == apierr.ServiceBusy {
+				t.Fatalf("submit %d: service_busy: a slot taken by a retried transaction was never given back", i+1)
+			} else if err != nil {
+				t.Fatalf("submit %d: %v", i+1, err)
+			}
+			js.Drain()
+			got, err := js.GetByID(ctx, "acct_r", res.Job.ID)
+			if err != nil || !got.Settled() || got.Outcome != jobs.Succeeded || got.Charged != res.Job.Quoted {
+				t.Fatalf("job %d: %+v %v: want succeeded, charged its quote once", i+1, got, err)
+			}
+			quoted += res.Job.Quoted
+		}
 		a, _ := db.Account(ctx, "acct_r")
-		k, _ := db.Key(ctx, minted.Record.ID)
-		res, err := js.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: k}, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
-		if e, ok := apierr.As(err); ok && e.Code == apierr.ServiceBusy {
-			t.Fatalf("submit %d: service_busy: a slot taken by a retried transaction was never given back", i+1)
-		} else if err != nil {
-			t.Fatalf("submit %d: %v", i+1, err)
+		sum, _ := db.LedgerSum(ctx, "acct_r")
+		if a.Balance != 10_000-quoted || sum != a.Balance {
+			t.Fatalf("balance %d, ledger sum %d: want %d for three jobs charged once each", a.Balance, sum, 10_000-quoted)
 		}
-		js.Drain()
-		got, err := js.GetByID(ctx, "acct_r", res.Job.ID)
-		if err != nil || !got.Settled() || got.Outcome != jobs.Succeeded || got.Charged != res.Job.Quoted {
-			t.Fatalf("job %d: %+v %v: want succeeded, charged its quote once", i+1, got, err)
-		}
-		quoted += res.Job.Quoted
-	}
-	a, _ := db.Account(ctx, "acct_r")
-	sum, _ := db.LedgerSum(ctx, "acct_r")
-	if a.Balance != 10_000-quoted || sum != a.Balance {
-		t.Fatalf("balance %d, ledger sum %d: want %d for three jobs charged once each", a.Balance, sum, 10_000-quoted)
-	}
+	})
 }
 
 // failingCommitStore fails the COMMIT of the next transaction whose function succeeds while it
@@ -167,25 +153,31 @@ func newQueueRig(t *testing.T, db *sqlstore.DB, store jobs.Store) *queueRig {
 	cat := queueCatalog(t)
 	r := &queueRig{t: t, db: db, gate: gateRunner{release: make(chan struct{})}, rec: &outcomes{},
 		fixed: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	r.js, r.key = oneSlotService(t, db, store, cat, r.gate, func() time.Time { return r.fixed }, "acct_q")
+	r.js.Observe(r.rec)
+	return r
+}
+
+// oneSlotService is a jobs service over store in which every model runs on run and image-4b
+// has one slot, with a Pro account of 10,000 credits and a key of it (whose id it answers).
+func oneSlotService(t *testing.T, db *sqlstore.DB, store jobs.Store, cat *catalog.Catalog, run runners.Runner, now func() time.Time, account string) (*jobs.Service, string) {
+	t.Helper()
 	reg := runners.Registry{}
 	for _, m := range cat.Models() {
-		reg[m.Slug] = r.gate
+		reg[m.Slug] = run
 	}
-	now := func() time.Time { return r.fixed }
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := jobs.DefaultConfig()
 	cfg.Concurrency = map[string]int{"image-4b": 1}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	r.js = jobs.New(store, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
-	r.js.Observe(r.rec)
-	storetest.NewAccount(t, db, "acct_q", auth.Pro, 10_000)
+	js := jobs.New(store, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	storetest.NewAccount(t, db, account, auth.Pro, 10_000)
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("retry-test-secret"), now, log)
-	minted, err := as.Mint(context.Background(), auth.MintParams{AccountID: "acct_q"})
+	minted, err := as.Mint(context.Background(), auth.MintParams{AccountID: account})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.key = minted.Record.ID
-	return r
+	return js, minted.Record.ID
 }
 
 func (r *queueRig) submit() jobs.Job {
