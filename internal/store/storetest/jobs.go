@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sort"
 	"testing"
 	"time"
 
@@ -26,6 +27,56 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
 	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
 	t.Run("SearchPagesByKeyset", func(t *testing.T) { testSearch(t, open(t)) })
+	t.Run("ListsEveryState", func(t *testing.T) { testListsEveryState(t, open(t)) })
+}
+
+// ACC-07: an account's job list without a filter reads one index per state and merges them;
+// a job of every state the service knows is listed, newest first, and a page cut by its limit
+// or by a cursor continues in the same order.
+func testListsEveryState(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_e", auth.Pro, 100)
+	var all []jobs.Job
+	for i, st := range jobs.States {
+		status, outcome, _ := st.Columns()
+		// Two jobs per state, the states interleaved in time.
+		for k := range 2 {
+			j := newJob("acct_e", "photo", fmt.Sprintf("%s-%d", st, k), status, t0.Add(time.Duration(k*len(jobs.States)+i)*time.Minute))
+			j.Outcome = outcome
+			all = append(all, j)
+		}
+	}
+	if err := insert(t, db, all...); err != nil {
+		t.Fatal(err)
+	}
+	newest := append([]jobs.Job(nil), all...)
+	sort.Slice(newest, func(a, b int) bool { return newest[a].CreatedAt.After(newest[b].CreatedAt) })
+	want := ids(newest)
+	list, err := s.ListJobs(ctx, "acct_e", t0.Add(time.Hour), 100)
+	if err != nil || fmt.Sprint(ids(list)) != fmt.Sprint(want) {
+		t.Fatalf("list %v %v, want every state newest first %v", ids(list), err, want)
+	}
+	if list, err = s.ListJobs(ctx, "acct_e", t0.Add(time.Hour), 3); err != nil || fmt.Sprint(ids(list)) != fmt.Sprint(want[:3]) {
+		t.Fatalf("list of 3 %v %v, want %v", ids(list), err, want[:3])
+	}
+	var got []string
+	var after *jobs.Cursor
+	for {
+		page, err := s.SearchJobs(ctx, "acct_e", jobs.Search{After: after, Limit: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(page)...)
+		if len(page) < 4 {
+			break
+		}
+		last := page[len(page)-1]
+		after = &jobs.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pages of 4 %v, want %v", got, want)
+	}
 }
 
 func newJob(account, product, key string, status jobs.QueueStatus, at time.Time) jobs.Job {
