@@ -73,10 +73,10 @@ type Tx interface {
 // UsageStore is the read side of the usage rollup the ledger writes with each charge and
 // refund (one row per account, UTC day, key and model, with the same sums kept per calendar
 // month and per day so that a long window's sums read a few hundred rows), and of the charge
-// and refund entries themselves. Reads take whole UTC days: from and to are day starts (Usage rounds them). Reads
-// that may be long come in pages, each one short statement resuming after the last row of the
-// page before, so a slow reader of an export never holds a connection or a snapshot. Only this
-// package calls it: every other package reads usage through Usage.
+// and refund entries themselves. Reads take whole UTC days: from and to are day starts (Usage
+// rounds them). Reads that may be long come in pages, each one short statement resuming after
+// the last row of the page before, so a slow reader of an export never holds a connection or a
+// snapshot. Only this package calls it: every other package reads usage through Usage.
 type UsageStore interface {
 	// LedgerUsageByKey sums the rollup of accountID over [from, to) per key, ordered by key id;
 	// an account without spend answers an empty, non-nil list.

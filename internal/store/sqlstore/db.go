@@ -128,8 +128,13 @@ type Tx struct {
 // InTx runs fn in one transaction, committing when it returns nil. On PostgreSQL a
 // serialization failure or deadlock is retried a few times.
 func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	return retrying(func() error { return db.inTx(ctx, fn) })
+}
+
+// retrying runs try again, up to five more times, while it fails retryably.
+func retrying(try func() error) error {
 	for attempt := 0; ; attempt++ {
-		err := db.inTx(ctx, fn)
+		err := try()
 		if err != nil && attempt < 5 && retryable(err) {
 			continue
 		}
@@ -161,13 +166,7 @@ func (db *DB) InOneStatement(ctx context.Context, fn func(*Tx) error) error {
 	if db.dialect != Postgres {
 		return db.InTx(ctx, fn)
 	}
-	for attempt := 0; ; attempt++ {
-		err := fn(&Tx{q: &oneStatement{c: db.sql}, dialect: db.dialect})
-		if err != nil && attempt < 5 && retryable(err) {
-			continue
-		}
-		return err
-	}
+	return retrying(func() error { return fn(&Tx{q: &oneStatement{c: db.sql}, dialect: db.dialect}) })
 }
 
 // oneStatement is the querier of InOneStatement: the pool, for one statement.

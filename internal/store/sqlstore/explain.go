@@ -79,10 +79,11 @@ func countInFlightSQL(d Dialect) string {
 	return qCountInFlight
 }
 
-// listJobsSQL is the API's job list: an account's ($1) jobs created before $2, newest first,
-// $3 of them, every state's index merged (newestSQL).
-func listJobsSQL(d Dialect) string {
-	return newestSQL(d, jobCols, " AND created_at < $2", "$3")
+// qListJobs is the API's job list per dialect: an account's ($1) jobs created before $2,
+// newest first, $3 of them, every state's index merged (newestSQL).
+var qListJobs = map[Dialect]string{
+	SQLite:   newestSQL(SQLite, jobCols, " AND created_at < $2", "$3"),
+	Postgres: newestSQL(Postgres, jobCols, " AND created_at < $2", "$3"),
 }
 
 // hot names each hot query with sample arguments.
@@ -168,7 +169,7 @@ func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 	case "submit: in-flight count":
 		q = countInFlightSQL(db.dialect)
 	case "read: list jobs":
-		q = listJobsSQL(db.dialect)
+		q = qListJobs[db.dialect]
 	}
 	rows, err := c.QueryContext(ctx, prefix+q, h.args...)
 	if err != nil {

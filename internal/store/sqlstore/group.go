@@ -101,13 +101,7 @@ func (g *group) close() {
 
 func (g *group) run() {
 	defer close(g.stopped)
-	defer func() {
-		if g.w != nil {
-			g.w.close()
-			_ = g.w.conn.Close()
-			g.w = nil
-		}
-	}()
+	defer g.releaseWriter(false)
 	batch := make([]*groupReq, 0, maxBatch)
 	for {
 		select {
@@ -182,7 +176,7 @@ func (g *group) commit(batch []*groupReq) {
 		return
 	}
 	if err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
-		g.dropWriter()
+		g.releaseWriter(true)
 		fail(live, err)
 		return
 	}
@@ -275,22 +269,21 @@ func (g *group) writerConn(ctx context.Context) (*writer, error) {
 	return g.w, nil
 }
 
-// dropWriter gives a connection that failed to begin back to the pool, closed.
-func (g *group) dropWriter() {
+// releaseWriter closes the committer's statements and gives its connection back to the pool:
+// broken (closed by the pool) when it failed to begin a transaction, whole when the database
+// closes.
+func (g *group) releaseWriter(broken bool) {
 	if g.w == nil {
 		return
 	}
-	g.w.close()
-	_ = g.w.conn.Raw(func(any) error { return driver.ErrBadConn })
-	_ = g.w.conn.Close()
-	g.w = nil
-}
-
-func (w *writer) close() {
-	for _, s := range w.stmts {
+	for _, s := range g.w.stmts {
 		s.Close()
 	}
-	clear(w.stmts)
+	if broken {
+		_ = g.w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = g.w.conn.Close()
+	g.w = nil
 }
 
 // rollback ends the transaction, if SQLite has not ended it already.

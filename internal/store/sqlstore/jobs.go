@@ -233,7 +233,7 @@ func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, erro
 }
 
 func (s Jobs) ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]jobs.Job, error) {
-	return s.list(ctx, listJobsSQL(s.dialect), accountID, micros(before), limit)
+	return s.list(ctx, qListJobs[s.dialect], accountID, micros(before), limit)
 }
 
 func (s Jobs) Queued(ctx context.Context, model string, limit int) ([]jobs.Job, error) {

@@ -28,19 +28,18 @@ func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	var where strings.Builder
-	where.WriteString("account_id = $1")
+	var cond strings.Builder // " AND …" after account_id = $1
 	index := ""
 	if q.Model != "" {
-		where.WriteString(" AND model = " + arg(q.Model))
+		cond.WriteString(" AND model = " + arg(q.Model))
 		index = "jobs_account_model"
 	}
 	if st, out, ok := q.State.Columns(); ok {
-		where.WriteString(" AND outcome = " + arg(string(out)) + " AND status = " + arg(string(st)))
+		cond.WriteString(" AND outcome = " + arg(string(out)) + " AND status = " + arg(string(st)))
 		if st == jobs.Completed {
-			where.WriteString(" AND status = 'COMPLETED'")
+			cond.WriteString(" AND status = 'COMPLETED'")
 		} else {
-			where.WriteString(" AND status <> 'COMPLETED'")
+			cond.WriteString(" AND status <> 'COMPLETED'")
 		}
 		if q.Model == "" {
 			index = "jobs_account_done"
@@ -50,24 +49,24 @@ func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 		}
 	}
 	if !q.From.IsZero() {
-		where.WriteString(" AND created_at >= " + arg(micros(q.From)))
+		cond.WriteString(" AND created_at >= " + arg(micros(q.From)))
 	}
 	if !q.To.IsZero() {
-		where.WriteString(" AND created_at < " + arg(micros(q.To)))
+		cond.WriteString(" AND created_at < " + arg(micros(q.To)))
 	}
 	if q.After != nil {
 		c := arg(micros(q.After.CreatedAt))
-		where.WriteString(" AND created_at <= " + c + " AND (created_at < " + c + " OR id < " + arg(q.After.ID) + ")")
+		cond.WriteString(" AND created_at <= " + c + " AND (created_at < " + c + " OR id < " + arg(q.After.ID) + ")")
 	}
 	limit := arg(q.Limit)
 	if index == "" {
-		return newestSQL(d, summaryCols, strings.TrimPrefix(where.String(), "account_id = $1"), limit), args
+		return newestSQL(d, summaryCols, cond.String(), limit), args
 	}
 	from := "jobs"
 	if d == SQLite {
 		from = "jobs INDEXED BY " + index
 	}
-	return `SELECT ` + summaryCols + ` FROM ` + from + ` WHERE ` + where.String() + ` ORDER BY created_at DESC, id DESC LIMIT ` + limit, args
+	return `SELECT ` + summaryCols + ` FROM ` + from + ` WHERE account_id = $1` + cond.String() + ` ORDER BY created_at DESC, id DESC LIMIT ` + limit, args
 }
 
 // newestSQL reads an account's ($1) newest jobs of every state, cond (conditions on created_at
