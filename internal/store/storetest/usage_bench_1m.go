@@ -29,8 +29,8 @@ const (
 // month's window (the default) holds a whole month of history.
 var usage1MNow = time.Date(2026, 6, 30, 18, 0, 0, 0, time.UTC)
 
-// Usage1MHistory describes the history BuildUsage1M wrote.
-type Usage1MHistory struct {
+// usage1MHistory describes the history buildUsage1M wrote.
+type usage1MHistory struct {
 	Heaviest    string // the account with the most rollup rows: the one the reads are made for
 	HeavyJobs   int
 	HeavyKeys   int
@@ -42,7 +42,7 @@ type Usage1MHistory struct {
 }
 
 // BenchUsage1M measures what GET /v1/usage and the console's usage page read for one account
-// when the database holds a million settled jobs of history (BuildUsage1M), then what one
+// when the database holds a million settled jobs of history (buildUsage1M), then what one
 // charge costs to write beside that history.
 //
 // The reads are made for the heaviest account at the end of a month, in the default window
@@ -53,14 +53,14 @@ type Usage1MHistory struct {
 //
 //	go test -run '^$' -bench Usage1M -benchtime 20x ./internal/store/sqlstore
 func BenchUsage1M(b *testing.B, db *sqlstore.DB) {
-	h := BuildUsage1M(b, db)
+	h := buildUsage1M(b, db)
 	b.Logf("history: %d entries written in %v; %s: %d jobs on %d keys, %d daily rollup rows in twelve months",
 		h.Entries, h.Took.Round(time.Second), h.Heaviest, h.HeavyJobs, h.HeavyKeys, h.RollupRows)
-	BenchUsageReads(b, db, h)
+	benchUsageReads(b, db, h)
 }
 
-// BenchUsageReads is BenchUsage1M's measures over a history already written.
-func BenchUsageReads(b *testing.B, db *sqlstore.DB, h Usage1MHistory) {
+// benchUsageReads is BenchUsage1M's measures over a history already written.
+func benchUsageReads(b *testing.B, db *sqlstore.DB, h usage1MHistory) {
 	ctx := context.Background()
 	u := ledger.NewUsage(db)
 	for _, name := range []string{"month", "12m"} {
@@ -126,7 +126,7 @@ type usage1MJob struct {
 	refunded            bool
 }
 
-// BuildUsage1M writes a million settled jobs over the twelve months before usage1MNow: a charge
+// buildUsage1M writes a million settled jobs over the twelve months before usage1MNow: a charge
 // entry per job and a refund for one job in a hundred, written through the ledger's store port
 // as settlements write them (LedgerApply in LedgerTx, which also writes the usage rollup),
 // usage1MBatch jobs per transaction and each account's in the order they happened. On
@@ -136,7 +136,7 @@ type usage1MJob struct {
 // The 40 accounts' volumes are skewed: account i's share is 1/(i+4), so the heaviest runs
 // about ten times the jobs of the lightest. Account i has 1 + i%6 keys, the first of which
 // takes most of its jobs; models are the catalogue's, model m taken with weight 1/(m+1).
-func BuildUsage1M(tb testing.TB, db *sqlstore.DB) Usage1MHistory {
+func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 	tb.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Default()
@@ -233,7 +233,7 @@ func BuildUsage1M(tb testing.TB, db *sqlstore.DB) Usage1MHistory {
 		})
 	}
 	wg.Wait()
-	h := Usage1MHistory{Took: time.Since(began), Models: models}
+	h := usage1MHistory{Took: time.Since(began), Models: models}
 	for w := range workers {
 		if errs[w] != nil {
 			tb.Fatal(errs[w])
