@@ -16,6 +16,7 @@ import (
 const (
 	qJobByRequest        = `SELECT ` + jobCols + ` FROM jobs WHERE request_id = $1`
 	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2`
+	qJob                 = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND id = $2`
 	// queueOrder is the order of a model's queue: normal before low, oldest first.
 	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
 	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
@@ -52,10 +53,9 @@ const (
  ORDER BY day, key_id, model LIMIT $6`
 	// qUsageLineCount counts an account's charge and refund entries in a window through
 	// ledger_entries_key (key_id, created_at), one range per key of the account (its keys
-	// through api_keys_account). The account is named through its keys only: a condition on
-	// ledger_entries.account_id would let a planner without statistics walk the account's whole
-	// history through ledger_entries_account instead. Every charge and refund carries the key
-	// that caused it.
+	// through api_keys_account). The account is named through its keys only: entries have no
+	// index led by the account (each would cost every charge a page write of its own). Every
+	// charge and refund carries the key that caused it.
 	qUsageLineCount = `SELECT count(*) FROM ledger_entries
  WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = $1) AND created_at >= $2 AND created_at < $3 AND kind IN ('charge', 'refund')`
 	qUsageKeys = `SELECT id FROM api_keys WHERE account_id = $1 ORDER BY id`
@@ -98,6 +98,8 @@ var hot = map[string]struct {
 	"metrics: queue depth":       {qCountWaiting, nil},
 	"submit: idempotency read":   {qJobByIdempotencyKey, []any{"acct", "k"}},
 	"settle: job by request":     {qJobByRequest, []any{"req"}},
+	"settle: job update":         {qUpdateJob, append(make([]any, 21), "acct", "id")},
+	"read: job by id":            {qJob, []any{"acct", "id"}},
 	"claim: head of the queue":   {qClaimQueued, []any{"model"}},
 	"sweep: queued":              {qQueued, []any{"model", 1}},
 	"sweep: stale leases":        {qStale, []any{int64(0), 50}},

@@ -207,7 +207,7 @@ func (s Jobs) JobByRequest(ctx context.Context, requestID string) (jobs.Job, err
 }
 
 func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
-	return scanJob(s.sql.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE account_id = $1 AND id = $2`, accountID, id))
+	return scanJob(s.sql.QueryRowContext(ctx, qJob, accountID, id))
 }
 
 // JobByIdempotencyKey reads the account's job submitted under key, whatever its product.

@@ -435,6 +435,15 @@ func testPlans(t *testing.T, db *sqlstore.DB) {
 		if name == "relay: pending events" && !regexp.MustCompile(`events_pending`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the relay's read does not use the partial index of pending events: %v", plan)
 		}
+		// A job's own reads and writes name its whole key, and each is one lookup of it (a
+		// settlement may instead look in the partial index of the account's unsettled jobs,
+		// which holds only those).
+		if name == "submit: idempotency read" && !regexp.MustCompile(`jobs_idem_key`).MatchString(fmt.Sprint(plan)) {
+			t.Errorf("the idempotency read does not look up the idempotency index: %v", plan)
+		}
+		if (name == "read: job by id" || name == "settle: job update") && !regexp.MustCompile(`sqlite_autoindex_jobs_\d \(id=\? AND account_id=\?\)|Index Scan using (jobs_pkey|jobs_account_open) on jobs`).MatchString(fmt.Sprint(plan)) {
+			t.Errorf("%s does not look up the job's primary key: %v", name, plan)
+		}
 		if name == "usage: export rows" && regexp.MustCompile(`TEMP B-TREE|Sort`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the export's rows are sorted, not read in the rollup's key order: %v", plan)
 		}
