@@ -13,18 +13,30 @@ import (
 // Group commit (SQLite). SQLite runs one write transaction at a time, and its COMMIT (the WAL
 // write) was close to half the CPU of a job: each submit and each settlement paid one. Here
 // every InTx on SQLite is handed to one committer goroutine, which runs the transactions that
-// wait at that moment in one BEGIN … COMMIT, each inside its own SAVEPOINT: a transaction whose
-// function fails is rolled back to its savepoint and leaves the others untouched. Every caller
-// gets its answer only after the COMMIT that holds its work returned, so nothing acknowledged
-// is lost by a crash; when the COMMIT fails, every transaction of the batch fails with it.
+// wait at that moment in one BEGIN … COMMIT. Every caller gets its answer only after the
+// COMMIT that holds its work returned, so nothing acknowledged is lost by a crash; when the
+// COMMIT fails, every transaction of the batch fails with it.
+//
+// The batch grows while it runs: before its COMMIT, transactions queued while the batch's own
+// ran join it (up to maxBatch), so one COMMIT carries what arrived in the meantime instead of
+// leaving it to the next. The COMMIT's WAL write costs about the same for a few transactions
+// as for one (the pages they share are written once), so the joiners ride along.
+//
+// A transaction whose function fails must leave the others untouched. The batch first runs
+// every function straight in its transaction: a savepoint around each would copy every page
+// the function first touches into the sub-journal, a cost paid by every transaction for the
+// sake of the few that fail. When one fails, the whole batch is rolled back and the others
+// run again, this time each inside its own SAVEPOINT, so a second failure is rolled back to
+// its savepoint alone; the first failure (which committed nothing) is answered once they
+// committed, as it would have been in their batch. A function may thus run twice, as a
+// retried transaction's does on PostgreSQL: the store's transactions are written to be run
+// again.
 //
 // The committer runs on a connection of its own (writer, below), on which every statement is
-// prepared once.
-//
-// A batch of one runs exactly as a plain transaction (no savepoint). Inside a batch of several,
-// statements ignore their caller's cancellation: SQLite answers an interrupted write inside a
-// transaction by rolling the whole transaction back, which would undo the others' work. A
-// caller whose context is done before its turn is not run.
+// prepared once. A transaction alone in its batch runs with its caller's context. Once others
+// share the batch, statements ignore their caller's cancellation: SQLite answers an
+// interrupted write inside a transaction by rolling the whole transaction back, which would
+// undo the others' work. A caller whose context is done before its turn is not run.
 
 // maxBatch bounds the transactions one COMMIT carries.
 const maxBatch = 64
@@ -152,13 +164,21 @@ func (g *group) commit(batch []*groupReq) {
 	c := g.c
 	c.writer <- struct{}{}
 	defer func() { <-c.writer }()
-	fail := func(rs []*groupReq, err error) {
-		for _, r := range rs {
-			r.done <- groupResult{err: err}
-		}
+	rerun, failed, res := g.pass(running(batch), false)
+	if failed == nil {
+		return
 	}
-	// Callers whose context ended while they waited are not run.
-	live := batch[:0:0]
+	// The failure is answered after the others committed: it may have been judged on their
+	// work (a duplicate key, a balance they spent), which its caller may then read.
+	if _, alone, r := g.pass(running(rerun), true); alone != nil {
+		alone.done <- r // it failed alone: nothing else shared its transaction
+	}
+	failed.done <- res
+}
+
+// running answers the callers whose context ended while they waited and returns the others.
+func running(batch []*groupReq) []*groupReq {
+	live := make([]*groupReq, 0, len(batch))
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.done <- groupResult{err: err}
@@ -166,70 +186,85 @@ func (g *group) commit(batch []*groupReq) {
 		}
 		live = append(live, r)
 	}
+	return live
+}
+
+// pass runs live (and what joins it) in one transaction and commits it, answering every
+// caller. Without isolate, the first function that fails rolls the whole transaction back:
+// it is returned with its result, unanswered, and so are the others, to run again with
+// isolate, where each runs inside its own savepoint. (A transaction alone fails the same way
+// in either mode.)
+func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed *groupReq, res groupResult) {
 	if len(live) == 0 {
-		return
+		return nil, nil, groupResult{}
 	}
+	c := g.c
 	ctx := context.Background()
+	fail := func(rs []*groupReq, err error) {
+		for _, r := range rs {
+			r.done <- groupResult{err: err}
+		}
+	}
 	w, err := g.writerConn(ctx)
 	if err != nil {
 		fail(live, err)
-		return
+		return nil, nil, groupResult{}
 	}
 	if err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		g.releaseWriter(true)
 		fail(live, err)
-		return
+		return nil, nil, groupResult{}
 	}
 	c.commits.Add(1)
 	if c.ckpt != nil {
 		c.ckpt.committed()
 	}
-	if len(live) == 1 {
-		r := live[0]
+	results := make([]groupResult, 0, len(live))
+	for i := 0; i < len(live); i++ {
+		r := live[i]
 		c.transactions.Add(1)
-		res := call(r.fn, &Tx{q: writerQ{w: w, c: c}, dialect: SQLite})
-		if res.err != nil {
-			w.rollback()
-			r.done <- res
-			return
-		}
-		if err := w.exec(ctx, "COMMIT"); err != nil {
-			w.rollback()
-			r.done <- groupResult{err: err}
-			return
-		}
-		r.done <- groupResult{}
-		return
-	}
-	results := make([]groupResult, len(live))
-	q := &Tx{q: writerQ{w: w, c: c, shared: true}, dialect: SQLite}
-	for i, r := range live {
-		c.transactions.Add(1)
-		if err := w.exec(ctx, "SAVEPOINT g"); err != nil {
-			w.rollback()
-			fail(live, err)
-			return
-		}
-		results[i] = call(r.fn, q)
-		var err error
-		if results[i].err != nil {
-			err = w.exec(ctx, "ROLLBACK TO g")
-		}
-		if err == nil {
-			err = w.exec(ctx, "RELEASE g")
-		}
-		if err != nil {
-			// The transaction itself is gone (SQLite rolled it back on an I/O or
-			// interrupt error): everyone's work of this batch is lost and said so.
-			w.rollback()
-			for j, r := range live {
-				if j <= i && results[j].err != nil {
-					r.done <- results[j]
-				} else {
-					r.done <- groupResult{err: err}
-				}
+		// Alone (first, nothing else queued): the caller's own context, no savepoint.
+		alone := len(live) == 1
+		savepoint := isolate && !alone
+		if savepoint {
+			if err := w.exec(ctx, "SAVEPOINT g"); err != nil {
+				w.rollback()
+				fail(live, err)
+				return nil, nil, groupResult{}
 			}
-			return
+		}
+		res = call(r.fn, &Tx{q: writerQ{w: w, c: c, shared: !alone}, dialect: SQLite})
+		results = append(results, res)
+		if res.err != nil && !savepoint {
+			// Nothing of the batch is kept: the others run again.
+			w.rollback()
+			rerun = make([]*groupReq, 0, len(live)-1)
+			return append(append(rerun, live[:i]...), live[i+1:]...), r, res
+		}
+		if savepoint {
+			var err error
+			if res.err != nil {
+				err = w.exec(ctx, "ROLLBACK TO g")
+			}
+			if err == nil {
+				err = w.exec(ctx, "RELEASE g")
+			}
+			if err != nil {
+				// The transaction itself is gone (SQLite rolled it back on an I/O or
+				// interrupt error): everyone's work of this batch is lost and said so.
+				w.rollback()
+				for j, r := range live {
+					if j <= i && results[j].err != nil {
+						r.done <- results[j]
+					} else {
+						r.done <- groupResult{err: err}
+					}
+				}
+				return nil, nil, groupResult{}
+			}
+		}
+		if i == len(live)-1 {
+			live = g.join(live)
 		}
 	}
 	cerr := w.exec(ctx, "COMMIT")
@@ -243,6 +278,26 @@ func (g *group) commit(batch []*groupReq) {
 			r.done <- groupResult{err: cerr}
 		}
 	}
+	return nil, nil, groupResult{}
+}
+
+// join adds to a running batch the transactions queued since it started, up to maxBatch;
+// those whose caller gave up while they waited are answered and left out.
+func (g *group) join(live []*groupReq) []*groupReq {
+	for len(live) < maxBatch {
+		select {
+		case r := <-g.queue:
+			g.taken.Add(1)
+			if err := r.ctx.Err(); err != nil {
+				r.done <- groupResult{err: err}
+				continue
+			}
+			live = append(live, r)
+		default:
+			return live
+		}
+	}
+	return live
 }
 
 // writer is the committer's own connection, held for the life of the database. Only the

@@ -3,8 +3,10 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -36,77 +38,102 @@ func waitFor(t *testing.T, cond func() bool) {
 
 var errRefused = errors.New("refused")
 
-// Issue 10, throughput: transactions waiting together share one COMMIT; each runs in its own
-// savepoint, so one that fails leaves the others' work in place and is itself undone, and
-// every caller is answered only after the batch committed.
+// Issue 10, throughput: transactions waiting together share one COMMIT; one that fails leaves
+// the others' work in place and is itself undone, and every caller is answered only after the
+// batch committed. Transactions queued while a batch runs join it before its COMMIT. A batch
+// runs without savepoints until a function fails: then it is rolled back, the failure answered,
+// and the rest run again, each in its own savepoint (Commits counts both transactions begun).
+// When the batch's first transaction fails while still alone, it is rolled back before any
+// joined, and the queued ones make a batch of their own.
 func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
-	db := openGroupDB(t)
-	ctx := context.Background()
-	g := db.sql.group
-	if g == nil {
-		t.Fatal("SQLite has no group committer")
-	}
-	// Hold the writer so the committer stops at its first transaction and the rest queue up.
-	db.sql.writer <- struct{}{}
-	c0 := db.Commits()
-	var wg sync.WaitGroup
-	errs := make([]error, 11)
-	insert := func(i int) {
-		defer wg.Done()
-		errs[i] = db.InTx(ctx, func(tx *Tx) error {
-			if _, err := tx.q.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES ($1)`, i); err != nil {
-				return err
+	for _, tc := range []struct {
+		name        string
+		oddFail     bool
+		firstFails  bool
+		wantCommits int64
+		wantKept    []int
+	}{
+		// 0 runs alone, 1–10 join; 1 fails: rolled back, then 0 and 2–10 again with savepoints.
+		// None fails: one transaction, no savepoint, each function run once.
+		{"none fails", false, false, 1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"the queued join the first", true, false, 2, []int{0, 2, 4, 6, 8, 10}},
+		// 0 fails alone; 1–10 then run together, 1 fails, and 2–10 run again with savepoints.
+		{"the first fails alone", true, true, 3, []int{2, 4, 6, 8, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openGroupDB(t)
+			ctx := context.Background()
+			g := db.sql.group
+			if g == nil {
+				t.Fatal("SQLite has no group committer")
 			}
-			if i%2 == 1 {
-				return errRefused // written, then refused: must not be kept
+			// Hold the writer so the committer stops at its first transaction and the rest queue up.
+			db.sql.writer <- struct{}{}
+			c0 := db.Commits()
+			var wg sync.WaitGroup
+			errs := make([]error, 11)
+			refused := func(i int) bool { return (tc.oddFail && i%2 == 1) || (i == 0 && tc.firstFails) }
+			runs := make([]atomic.Int32, 11)
+			insert := func(i int) {
+				defer wg.Done()
+				errs[i] = db.InTx(ctx, func(tx *Tx) error {
+					runs[i].Add(1)
+					if _, err := tx.q.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES ($1)`, i); err != nil {
+						return err
+					}
+					if refused(i) {
+						return errRefused // written, then refused: must not be kept
+					}
+					return nil
+				})
 			}
-			return nil
-		})
-	}
-	wg.Add(1)
-	go insert(0)
-	waitFor(t, func() bool { return g.taken.Load() == 1 })
-	// The committer holds transaction 0 and waits for the writer; queue ten more.
-	for i := 1; i <= 10; i++ {
-		wg.Add(1)
-		go insert(i)
-	}
-	waitFor(t, func() bool { return len(g.queue) == 10 })
-	<-db.sql.writer
-	wg.Wait()
+			wg.Add(1)
+			go insert(0)
+			waitFor(t, func() bool { return g.taken.Load() == 1 })
+			// The committer holds transaction 0 and waits for the writer; queue ten more.
+			for i := 1; i <= 10; i++ {
+				wg.Add(1)
+				go insert(i)
+			}
+			waitFor(t, func() bool { return len(g.queue) == 10 })
+			<-db.sql.writer
+			wg.Wait()
 
-	for i, err := range errs {
-		if i%2 == 1 && !errors.Is(err, errRefused) {
-			t.Errorf("transaction %d: err %v, want its own refusal", i, err)
-		}
-		if i%2 == 0 && err != nil {
-			t.Errorf("transaction %d: %v", i, err)
-		}
-	}
-	if got := db.Commits() - c0; got != 2 {
-		t.Errorf("11 transactions took %d commits, want 2 (one alone, then ten in one batch)", got)
-	}
-	rows, err := db.sql.raw.Query(`SELECT n FROM group_rows ORDER BY n`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var kept []int
-	for rows.Next() {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, n)
-	}
-	want := []int{0, 2, 4, 6, 8, 10}
-	if len(kept) != len(want) {
-		t.Fatalf("rows kept %v, want %v", kept, want)
-	}
-	for i := range want {
-		if kept[i] != want[i] {
-			t.Fatalf("rows kept %v, want %v", kept, want)
-		}
+			for i, err := range errs {
+				if refused(i) && !errors.Is(err, errRefused) {
+					t.Errorf("transaction %d: err %v, want its own refusal", i, err)
+				}
+				if !refused(i) && err != nil {
+					t.Errorf("transaction %d: %v", i, err)
+				}
+			}
+			if !tc.oddFail && !tc.firstFails {
+				for i := range runs {
+					if n := runs[i].Load(); n != 1 {
+						t.Errorf("transaction %d ran %d times, want once", i, n)
+					}
+				}
+			}
+			if got := db.Commits() - c0; got != tc.wantCommits {
+				t.Errorf("11 transactions took %d commits, want %d", got, tc.wantCommits)
+			}
+			rows, err := db.sql.raw.Query(`SELECT n FROM group_rows ORDER BY n`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var kept []int
+			for rows.Next() {
+				var n int
+				if err := rows.Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				kept = append(kept, n)
+			}
+			if fmt.Sprint(kept) != fmt.Sprint(tc.wantKept) {
+				t.Fatalf("rows kept %v, want %v", kept, tc.wantKept)
+			}
+		})
 	}
 }
 
