@@ -66,6 +66,12 @@ func PostgresDSN(t testing.TB) string {
 // OpenPostgres opens a migrated PostgreSQL database in a fresh schema, dropped at cleanup.
 func OpenPostgres(t testing.TB) *sqlstore.DB {
 	t.Helper()
+	return OpenPostgresWith(t, nil)
+}
+
+// OpenPostgresWith is OpenPostgres with params added to the database URL (pool_max_conns…).
+func OpenPostgresWith(t testing.TB, params url.Values) *sqlstore.DB {
+	t.Helper()
 	dsn := PostgresDSN(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -88,6 +94,9 @@ func OpenPostgres(t testing.TB) *sqlstore.DB {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	for k, vs := range params {
+		q[k] = vs
+	}
 	u.RawQuery = q.Encode()
 	db, err := sqlstore.Open(context.Background(), u.String())
 	if err != nil {
