@@ -141,7 +141,13 @@ func TestI14_MetricsWiredThroughServer(t *testing.T) {
 	if !ok {
 		t.Fatal("no image-4b in the catalogue")
 	}
+	// A run's answer goes out when its settlement is committed; its slot is given back a
+	// moment later, when its goroutine ends: the gauge is read once it has.
 	got := scrape(t, srv.Handler(server.RoleOperator))
+	for deadline := time.Now().Add(10 * time.Second); got[`modelexec_jobs_running{}`] != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		got = scrape(t, srv.Handler(server.RoleOperator))
+	}
 	for key, want := range map[string]float64{
 		`modelexec_jobs_total{model=image-4b,outcome=succeeded}`:           2,
 		`modelexec_jobs_total{model=image-4b,outcome=failed}`:              1,

@@ -308,23 +308,23 @@ func TestRefusalDetail(t *testing.T) {
 	}
 }
 
+// cancelOnSubmit cancels the run once the runner reports its prediction submitted (the model
+// server answered the PUT), so the cancellation meets a running prediction.
+type cancelOnSubmit struct{ cancel context.CancelFunc }
+
+func (c cancelOnSubmit) Log(_, message string) {
+	if strings.Contains(message, "submitted") {
+		c.cancel()
+	}
+}
+func (cancelOnSubmit) Progress(float64) {}
+
 func TestCancel(t *testing.T) {
 	f, srv := newFake(t, "hold")
 	rn, _ := cog.New(fast(srv.URL, ""))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			f.mu.Lock()
-			n := f.puts
-			f.mu.Unlock()
-			if n > 0 {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	res, err := rn.Run(ctx, job(), runners.Env{})
+	defer cancel()
+	res, err := rn.Run(ctx, job(), runners.Env{Report: cancelOnSubmit{cancel}})
 	if !errors.Is(err, context.Canceled) || res.Done != 1 {
 		t.Fatalf("err %v done %v", err, res.Done)
 	}
