@@ -23,6 +23,7 @@ type conn struct {
 	commits      atomic.Int64
 	group        *group        // SQLite: group commit (group.go)
 	ckpt         *checkpointer // SQLite: WAL checkpoints off the commit path (checkpoint.go)
+	closer       *closer       // PostgreSQL: settlements written together (closer.go)
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
@@ -37,6 +38,8 @@ func newConn(raw *sql.DB, d Dialect) *conn {
 		c.writer = make(chan struct{}, 1)
 		c.group = newGroup(c)
 		c.ckpt = newCheckpointer(c)
+	} else {
+		c.closer = &closer{c: c}
 	}
 	return c
 }

@@ -41,11 +41,21 @@ func jsonText(v any, empty bool) string {
 	return string(b)
 }
 
+// jobTexts are the job's structured fields as their columns hold them: JSON, or empty text for
+// none.
+type jobTexts struct{ errorDetail, coverage, result, logs, metrics string }
+
+func textsOf(j jobs.Job) jobTexts {
+	return jobTexts{errorDetail: jsonText(j.ErrorDetail, len(j.ErrorDetail) == 0), coverage: jsonText(j.Coverage, j.Coverage == nil),
+		result: jsonText(j.Result, j.Result == nil), logs: jsonText(j.Logs, len(j.Logs) == 0), metrics: jsonText(j.Metrics, len(j.Metrics) == 0)}
+}
+
 func jobArgs(j jobs.Job) []any {
+	t := textsOf(j)
 	return []any{j.AccountID, j.ID, j.KeyID, j.RequestID, j.Model, j.Product, j.IdempotencyKey, string(j.Input), string(j.Status),
-		string(j.Outcome), j.ErrorCode, jsonText(j.ErrorDetail, len(j.ErrorDetail) == 0), j.ErrorMessage, j.Quoted, j.Reserved, j.Charged,
-		jsonText(j.Coverage, j.Coverage == nil), string(j.Priority), nullMicros(j.StartBy), j.Webhook, j.ProviderJobID, boolInt(j.Dispatched),
-		boolInt(j.CancelAsked), jsonText(j.Result, j.Result == nil), jsonText(j.Logs, len(j.Logs) == 0), jsonText(j.Metrics, len(j.Metrics) == 0),
+		string(j.Outcome), j.ErrorCode, t.errorDetail, j.ErrorMessage, j.Quoted, j.Reserved, j.Charged,
+		t.coverage, string(j.Priority), nullMicros(j.StartBy), j.Webhook, j.ProviderJobID, boolInt(j.Dispatched),
+		boolInt(j.CancelAsked), t.result, t.logs, t.metrics,
 		j.Progress, j.LeaseOwner, nullMicros(j.LeaseUntil), j.Attempts, micros(j.CreatedAt), nullMicros(j.StartedAt), nullMicros(j.FinishedAt)}
 }
 
@@ -124,7 +134,8 @@ func updateJobArgs(j jobs.Job) []any {
 
 // CloseJob writes the settled job and its outbox event. On PostgreSQL both are one statement
 // (one round trip): the event is inserted only when the update took, and the count of updated
-// rows says whether it did.
+// rows says whether it did. A settlement that is its own transaction (InOneStatement) is written
+// with the others waiting at that moment, by one statement (closer.go).
 func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
 	if tx.dialect != Postgres || ev == nil {
 		if err := tx.UpdateJob(ctx, j); err != nil {
@@ -135,8 +146,17 @@ func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
 		}
 		return tx.InsertEvent(ctx, *ev)
 	}
+	if o, ok := tx.q.(*oneStatement); ok && o.c.closer != nil && ev.AccountID == j.AccountID && ev.JobID == j.ID {
+		o.take()
+		return o.c.closer.close(ctx, j, *ev)
+	}
+	return closeOne(ctx, tx.q, j, *ev)
+}
+
+// closeOne is CloseJob on PostgreSQL for one job: its update and its event in one statement.
+func closeOne(ctx context.Context, q querier, j jobs.Job, ev jobs.Event) error {
 	var n int
-	err := tx.q.QueryRowContext(ctx, `WITH u AS (`+qUpdateJob+` RETURNING 1),
+	err := q.QueryRowContext(ctx, `WITH u AS (`+qUpdateJob+` RETURNING 1),
  e AS (INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
    SELECT $24::text, $25::text, $26::text, $27::text, $28::text, $29::text, $30::text, $31::text, $32::bigint, $33::bigint, $34::text, $35::bigint FROM u
    ON CONFLICT (account_id, id) DO NOTHING)

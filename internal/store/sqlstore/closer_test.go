@@ -1,0 +1,159 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+var closeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func runningJob(account, key string) jobs.Job {
+	return jobs.Job{ID: "photo_" + key, AccountID: account, KeyID: "key_1", RequestID: "req-" + account + "-" + key, Model: "m",
+		Product: "photo", IdempotencyKey: key, Input: []byte(`{"a":1}`), Status: jobs.InProgress, Quoted: 10, Reserved: 10,
+		Priority: jobs.Normal, Dispatched: true, CreatedAt: closeT0}
+}
+
+// settled is j as a settlement writes it, with its event.
+func settled(j jobs.Job, charged int64, message string) (jobs.Job, jobs.Event) {
+	done := closeT0.Add(time.Minute)
+	j.Status, j.Outcome, j.Charged, j.FinishedAt, j.ErrorMessage = jobs.Completed, jobs.Succeeded, charged, &done, message
+	j.Logs = []jobs.LogLine{{Message: "ran", Level: "INFO", Source: "user", Timestamp: done}}
+	j.Progress = 1
+	return j, jobs.Event{ID: "evt_" + j.ID + "_succeeded", AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID,
+		Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, Charged: charged, Reserved: j.Reserved, CreatedAt: done}
+}
+
+// The store's part of WH-28 and QST-11: settlements that wait at one moment on PostgreSQL are
+// written by one statement. Each is answered as its own statement would answer it: written, or
+// ErrSettled for a job settled already or named twice; each job that took gets its one event;
+// and a row the database refuses fails alone, the others of its batch written.
+func TestSettlementsWrittenTogether(t *testing.T) {
+	db := storetest.OpenPostgres(t)
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	storetest.NewAccount(t, db, "acct_b", auth.Pro, 100)
+	var all []jobs.Job
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		all = append(all, runningJob("acct_b", k))
+	}
+	if err := s.InTx(ctx, func(tx jobs.Tx) error {
+		for _, j := range all {
+			if err := tx.InsertJob(ctx, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, d, e := all[0], all[1], all[2], all[3], all[4]
+	// c is settled before the batch.
+	cj, cev := settled(c, 4, "")
+	if err := s.InOneStatement(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, cj, &cev) }); err != nil {
+		t.Fatal(err)
+	}
+
+	aj, aev := settled(a, 7, "")
+	a2, a2ev := settled(a, 9, "second") // the same job again
+	bj, bev := settled(b, 8, "")
+	s0, _ := db.Stats()
+	errs := db.CloseTogether([]jobs.Job{aj, bj, cj, a2}, []jobs.Event{aev, bev, cev, a2ev})
+	s1, _ := db.Stats()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("a, b: %v, %v; want both written", errs[0], errs[1])
+	}
+	if !errors.Is(errs[2], jobs.ErrSettled) || !errors.Is(errs[3], jobs.ErrSettled) {
+		t.Fatalf("c (settled before), a again: %v, %v; want ErrSettled", errs[2], errs[3])
+	}
+	if s1-s0 != 2 {
+		t.Fatalf("%d statements for the batch, want 2 (a, b, c together; a again alone)", s1-s0)
+	}
+	got, err := s.JobByRequest(ctx, a.RequestID)
+	if err != nil || got.Charged != 7 || got.ErrorMessage != "" || !got.Settled() || got.Progress != 1 || len(got.Logs) != 1 ||
+		got.FinishedAt == nil || !got.FinishedAt.Equal(*aj.FinishedAt) || got.StartBy != nil {
+		t.Fatalf("a as written: %+v %v", got, err)
+	}
+
+	// A message PostgreSQL cannot store (a NUL) fails its own settlement only.
+	dj, dev := settled(d, 5, "bad\x00message")
+	ej, eev := settled(e, 6, "")
+	errs = db.CloseTogether([]jobs.Job{dj, ej}, []jobs.Event{dev, eev})
+	if errs[0] == nil || errors.Is(errs[0], jobs.ErrSettled) || errs[1] != nil {
+		t.Fatalf("d (refused row), e: %v, %v; want d's own error and e written", errs[0], errs[1])
+	}
+	if got, err := s.JobByRequest(ctx, d.RequestID); err != nil || got.Settled() {
+		t.Fatalf("d after its refused settlement: %+v %v; want still running", got, err)
+	}
+
+	evs, err := sqlstore.WebhookOutbox{DB: db}.Pending(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, ev := range evs {
+		count[ev.JobID]++
+	}
+	want := map[string]int{a.ID: 1, b.ID: 1, c.ID: 1, e.ID: 1}
+	if len(count) != len(want) {
+		t.Fatalf("events per job %v, want %v", count, want)
+	}
+	for id, n := range want {
+		if count[id] != n {
+			t.Fatalf("events per job %v, want %v", count, want)
+		}
+	}
+}
+
+// Settlements made at once from many goroutines (the closer's own batching, whatever the
+// timing) are each answered once and settle each job once.
+func TestConcurrentSettlementsEachAnsweredOnce(t *testing.T) {
+	db := storetest.OpenPostgres(t)
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	storetest.NewAccount(t, db, "acct_m", auth.Pro, 100)
+	const n = 40
+	js := make([]jobs.Job, n)
+	for i := range js {
+		js[i] = runningJob("acct_m", string(rune('A'+i%26))+string(rune('a'+i/26)))
+	}
+	if err := s.InTx(ctx, func(tx jobs.Tx) error {
+		for _, j := range js {
+			if err := tx.InsertJob(ctx, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Every job is settled twice at once: one of the two writes it.
+	var wg sync.WaitGroup
+	results := make([]error, 2*n)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, ev := settled(js[i%n], int64(i%n), "")
+			results[i] = s.InOneStatement(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, j, &ev) })
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		first, second := results[i], results[i+n]
+		if (first == nil) == (second == nil) || (first != nil && !errors.Is(first, jobs.ErrSettled)) || (second != nil && !errors.Is(second, jobs.ErrSettled)) {
+			t.Fatalf("job %d: answers %v and %v; want one written, one ErrSettled", i, first, second)
+		}
+	}
+	evs, err := sqlstore.WebhookOutbox{DB: db}.Pending(ctx, 2*n)
+	if err != nil || len(evs) != n {
+		t.Fatalf("%d events, want %d: %v", len(evs), n, err)
+	}
+}
