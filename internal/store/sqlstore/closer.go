@@ -16,9 +16,10 @@ import (
 // written by one statement: every job's guarded update and, for each update that took, its event.
 // The statement is its own transaction, as each settlement's was: when it commits, every job of
 // it is settled; when it fails, none is, and each settlement is written again on its own so that
-// one bad row fails alone. Each caller is answered after the statement that holds its job
-// returned. A job named twice waits for the next statement, so one statement never settles a
-// job twice.
+// one bad row fails alone (a deadlock or a serialization failure is answered as it is, and each
+// caller's InOneStatement runs its settlement again). Each caller is answered after the
+// statement that holds its job returned; one who gave up before it ran is answered so, unwritten.
+// A job named twice waits for the next statement, so one statement never settles a job twice.
 
 // maxCloseBatch bounds the settlements one statement writes; closeRunners bounds the
 // statements in flight at once.
@@ -35,6 +36,7 @@ type closer struct {
 }
 
 type closeReq struct {
+	ctx  context.Context
 	job  jobs.Job
 	ev   jobs.Event
 	done chan error
@@ -112,7 +114,7 @@ const qCloseJobs = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
 // close settles j with its event ev in the next batch statement and answers once that statement
 // returned: nil, jobs.ErrSettled (the job was settled already), or the statement's error.
 func (cl *closer) close(ctx context.Context, j jobs.Job, ev jobs.Event) error {
-	r := &closeReq{job: j, ev: ev, done: make(chan error, 1)}
+	r := &closeReq{ctx: ctx, job: j, ev: ev, done: make(chan error, 1)}
 	cl.mu.Lock()
 	cl.pending = append(cl.pending, r)
 	if cl.running < closeRunners {
@@ -160,7 +162,12 @@ func (cl *closer) take() []*closeReq {
 }
 
 func (cl *closer) write(batch []*closeReq) {
-	ctx := context.Background() // the statement carries others' work: no caller cancels it
+	batch = wanted(batch)
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(batch)
+	defer cancel()
 	if len(batch) == 1 {
 		batch[0].done <- closeOne(ctx, cl.c, batch[0].job, batch[0].ev)
 		return
@@ -193,6 +200,35 @@ func (cl *closer) write(batch []*closeReq) {
 	for _, r := range batch {
 		r.done <- closeOne(ctx, cl.c, r.job, r.ev)
 	}
+}
+
+// wanted answers the settlements whose caller gave up while they waited and returns the others.
+func wanted(batch []*closeReq) []*closeReq {
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	return live
+}
+
+// batchContext bounds a batch's statement by the latest deadline among its callers (none when
+// one of them has none). No caller's cancellation stops it: it carries the others' work.
+func batchContext(batch []*closeReq) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, r := range batch {
+		d, ok := r.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
 }
 
 func (cl *closer) run(ctx context.Context, doc []byte, n int) (map[[2]string]bool, error) {

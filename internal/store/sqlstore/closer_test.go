@@ -82,12 +82,15 @@ func TestSettlementsWrittenTogether(t *testing.T) {
 		t.Fatalf("a as written: %+v %v", got, err)
 	}
 
-	// A message PostgreSQL cannot store (a NUL) fails its own settlement only.
+	// A message PostgreSQL cannot store (a NUL) fails its own settlement only, and a caller
+	// who gave up before the statement ran is answered so, its job not written.
 	dj, dev := settled(d, 5, "bad\x00message")
 	ej, eev := settled(e, 6, "")
-	errs = db.CloseTogether([]jobs.Job{dj, ej}, []jobs.Event{dev, eev})
-	if errs[0] == nil || errors.Is(errs[0], jobs.ErrSettled) || errs[1] != nil {
-		t.Fatalf("d (refused row), e: %v, %v; want d's own error and e written", errs[0], errs[1])
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	errs = db.CloseTogether([]jobs.Job{dj, ej, bj}, []jobs.Event{dev, eev, bev}, ctx, ctx, gone)
+	if errs[0] == nil || errors.Is(errs[0], jobs.ErrSettled) || errs[1] != nil || !errors.Is(errs[2], context.Canceled) {
+		t.Fatalf("d (refused row), e, b (caller gone): %v, %v, %v; want d's own error, e written, b cancelled", errs[0], errs[1], errs[2])
 	}
 	if got, err := s.JobByRequest(ctx, d.RequestID); err != nil || got.Settled() {
 		t.Fatalf("d after its refused settlement: %+v %v; want still running", got, err)
