@@ -116,6 +116,10 @@ var ErrSettled = errors.New("jobs: job already settled")
 // ErrDuplicate is returned by InsertJob when the account already has a job with the id.
 var ErrDuplicate = errors.New("jobs: duplicate job id")
 
+// ErrNotRecorded wraps an insert's failure other than a duplicate, when the store reports it
+// from the transaction rather than from InsertJob (see Tx.InsertJob).
+var ErrNotRecorded = errors.New("jobs: the job was not recorded")
+
 // Store is the persistence jobs needs. It is also the ledger's store: a job's credits move
 // through ledger.Service inside the job's own transaction.
 type Store interface {
@@ -158,7 +162,10 @@ type Tx interface {
 	// other transaction holds; ErrNotFound when there is none.
 	ClaimQueued(ctx context.Context, model string) (Job, error)
 	// InsertJob stores j; ErrDuplicate when the account already has the job id or the
-	// idempotency key.
+	// idempotency key. The store may write the row with the transaction's next statement or
+	// its COMMIT (one round trip fewer): the insert's failure is then that statement's, or
+	// InTx's, error: ErrDuplicate, or one wrapping ErrNotRecorded. So InsertJob comes last in
+	// a transaction, or is followed only by statements whose failure fails it as a whole.
 	InsertJob(ctx context.Context, j Job) error
 	// UpdateJob writes j's state over a job not yet settled (ErrSettled otherwise).
 	UpdateJob(ctx context.Context, j Job) error

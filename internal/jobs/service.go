@@ -280,6 +280,9 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		if _, ok := apierr.As(err); ok {
 			return SubmitResult{}, err
 		}
+		if errors.Is(err, ErrNotRecorded) { // the insert failed at the COMMIT (Tx.InsertJob)
+			return SubmitResult{}, apierr.New(apierr.JobRecordFailed).Wrap(err)
+		}
 		return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
 	}
 	// The transaction confirmed the caller's standing (ledger.OpenFor): what is answered from

@@ -113,7 +113,7 @@ func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resu
 	return c.raw.ExecContext(ctx, q, args...)
 }
 
-func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
 	c.statements.Add(1)
 	if s := c.stmt(ctx, q); s != nil {
 		return s.QueryContext(ctx, args...)
@@ -123,7 +123,7 @@ func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Ro
 
 // QueryRowContext runs a one-row query. A write with RETURNING outside a transaction does not
 // take the writer lock (the row is read after this returns); SQLite's busy handler orders it.
-func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
 	c.statements.Add(1)
 	if c.ckpt != nil && isWrite(q) {
 		c.ckpt.committed()
@@ -193,7 +193,7 @@ func (t txConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Res
 	return t.tx.ExecContext(ctx, q, args...)
 }
 
-func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
 	t.c.statements.Add(1)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
@@ -201,7 +201,7 @@ func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.R
 	return t.tx.QueryContext(ctx, q, args...)
 }
 
-func (t txConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (t txConn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
 	t.c.statements.Add(1)
 	if s := t.c.stmt(ctx, q); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)

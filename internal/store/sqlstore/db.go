@@ -122,8 +122,17 @@ func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
 // querier is what both *sql.DB and *sql.Tx offer.
 type querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (rowSet, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) scanner
+}
+
+// rowSet is the rows a querier answers: database/sql's, or the pipelined transaction's
+// (pgtx.go). A one-row query answers a scanner.
+type rowSet interface {
+	Next() bool
+	Scan(dest ...any) error
+	Close() error
+	Err() error
 }
 
 // Tx is one transaction; the domain packages see it through their own Tx ports.
@@ -194,12 +203,12 @@ func (o *oneStatement) ExecContext(ctx context.Context, q string, args ...any) (
 	return o.c.ExecContext(ctx, q, args...)
 }
 
-func (o *oneStatement) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (o *oneStatement) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
 	o.take()
 	return o.c.QueryContext(ctx, q, args...)
 }
 
-func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
 	o.take()
 	return o.c.QueryRowContext(ctx, q, args...)
 }

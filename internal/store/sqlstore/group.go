@@ -403,7 +403,7 @@ func (q writerQ) ExecContext(ctx context.Context, query string, args ...any) (sq
 	return s.ExecContext(ctx, args...)
 }
 
-func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (rowSet, error) {
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)
@@ -415,7 +415,7 @@ func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (*
 
 // QueryRowContext: a statement that fails to prepare runs unprepared and reports its own
 // error through the row.
-func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any) scanner {
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -20,8 +21,12 @@ var (
 	_ jobs.Tx    = (*Tx)(nil)
 )
 
-// InTx runs fn in one transaction.
+// InTx runs fn in one transaction: on PostgreSQL a pipelined one (pgtx.go), retried on a
+// serialization failure or a deadlock.
 func (s Jobs) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
+	if s.DB.dialect == Postgres {
+		return retrying(func() error { return s.DB.inPipelinedTx(ctx, func(tx *Tx) error { return fn(tx) }) })
+	}
 	return s.DB.InTx(ctx, func(tx *Tx) error { return fn(tx) })
 }
 
@@ -107,12 +112,29 @@ func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
 	return j, nil
 }
 
-func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
+// qInsertJob writes every column of a new job.
+var qInsertJob = func() string {
 	ph := make([]string, 33)
 	for i := range ph {
 		ph[i] = "$" + itoa(i+1)
 	}
-	_, err := tx.q.ExecContext(ctx, `INSERT INTO jobs (`+jobCols+`) VALUES (`+strings.Join(ph, ", ")+`)`, jobArgs(j)...)
+	return `INSERT INTO jobs (` + jobCols + `) VALUES (` + strings.Join(ph, ", ") + `)`
+}()
+
+// InsertJob writes a new job. In a pipelined transaction (PostgreSQL) the row goes with the
+// transaction's next statement or its COMMIT, and its failure is then theirs: ErrDuplicate, or
+// an error wrapping jobs.ErrNotRecorded.
+func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if w, ok := tx.q.(atCommit); ok {
+		w.writeAtCommit(qInsertJob, jobArgs(j), func(err error) error {
+			if isUniqueViolation(err) {
+				return jobs.ErrDuplicate
+			}
+			return fmt.Errorf("%w: %w", jobs.ErrNotRecorded, err)
+		})
+		return nil
+	}
+	_, err := tx.q.ExecContext(ctx, qInsertJob, jobArgs(j)...)
 	if isUniqueViolation(err) {
 		return jobs.ErrDuplicate
 	}

@@ -91,7 +91,7 @@ func scanDelivery(row scanner) (webhooks.Delivery, error) {
 	return d, nil
 }
 
-func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+func collect[T any](rows rowSet, err error, scan func(scanner) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}

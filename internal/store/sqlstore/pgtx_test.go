@@ -1,0 +1,98 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/url"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+// The jobs engine's transactions on PostgreSQL are pipelined: a job's insert is sent with the
+// COMMIT, so its failure is the transaction's. A taken key answers ErrDuplicate from InTx and
+// a row the database refuses answers an error wrapping ErrNotRecorded; either way nothing of
+// the transaction is kept (the charge before the insert included), and the connection, the
+// pool's only one here, serves the next transaction.
+func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
+	db := storetest.OpenPostgresWith(t, url.Values{"pool_max_conns": {"1"}})
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	storetest.NewAccount(t, db, "acct_p", auth.Pro, 100)
+	first := runningJob("acct_p", "k1")
+	if err := s.InTx(ctx, func(tx jobs.Tx) error { return tx.InsertJob(ctx, first) }); err != nil {
+		t.Fatal(err)
+	}
+	chargeThenInsert := func(j jobs.Job) error {
+		return s.InTx(ctx, func(tx jobs.Tx) error {
+			if _, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_p", KeyID: "key_1", JobID: j.ID, Model: "m", Kind: ledger.Charge,
+				Amount: -10, At: closeT0}, math.MinInt64); err != nil {
+				return err
+			}
+			return tx.InsertJob(ctx, j)
+		})
+	}
+	dup := runningJob("acct_p", "k1")
+	dup.RequestID = "req-other"
+	if err := chargeThenInsert(dup); !errors.Is(err, jobs.ErrDuplicate) {
+		t.Fatalf("insert of a taken key: %v, want ErrDuplicate", err)
+	}
+	bad := runningJob("acct_p", "k2")
+	bad.Input = []byte("{\"a\":\"\x00\"}")
+	if err := chargeThenInsert(bad); !errors.Is(err, jobs.ErrNotRecorded) {
+		t.Fatalf("insert of a row the database refuses: %v, want one wrapping ErrNotRecorded", err)
+	}
+	if a, err := db.Account(ctx, "acct_p"); err != nil || a.Balance != 100 {
+		t.Fatalf("balance %d (%v) after two failed inserts, want 100: a charge was kept", a.Balance, err)
+	}
+	if _, err := s.JobByRequest(ctx, bad.RequestID); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("refused job: %v, want not found", err)
+	}
+	good := runningJob("acct_p", "k3")
+	if err := chargeThenInsert(good); err != nil {
+		t.Fatalf("the next transaction on the same connection: %v", err)
+	}
+	if a, err := db.Account(ctx, "acct_p"); err != nil || a.Balance != 90 {
+		t.Fatalf("balance %d (%v), want 90", a.Balance, err)
+	}
+}
+
+// A statement after a waiting insert sees it (the insert is sent first, in the same round
+// trip), and a transaction's work is visible to others only once it committed.
+func TestPipelinedTxWaitingWriteGoesFirst(t *testing.T) {
+	db := storetest.OpenPostgres(t)
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	storetest.NewAccount(t, db, "acct_w", auth.Pro, 100)
+	err := s.InTx(ctx, func(tx jobs.Tx) error {
+		if err := tx.InsertJob(ctx, runningJob("acct_w", "w1")); err != nil {
+			return err
+		}
+		if n, err := tx.CountInFlight(ctx, "acct_w"); err != nil || n != 1 {
+			t.Errorf("in flight inside the transaction: %d %v, want 1", n, err)
+		}
+		if err := tx.InsertJob(ctx, runningJob("acct_w", "w2")); err != nil {
+			return err
+		}
+		if _, err := s.JobByRequest(ctx, "req-acct_w-w1"); !errors.Is(err, jobs.ErrNotFound) {
+			t.Errorf("another connection read an uncommitted job: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = s.InTx(ctx, func(tx jobs.Tx) (err error) {
+		n, err = tx.CountInFlight(ctx, "acct_w")
+		return err
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("in flight after the commit: %d %v, want 2", n, err)
+	}
+}
