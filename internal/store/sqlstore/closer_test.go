@@ -21,6 +21,22 @@ func runningJob(account, key string) jobs.Job {
 		Priority: jobs.Normal, Dispatched: true, CreatedAt: closeT0}
 }
 
+// insertJobs writes js in one transaction.
+func insertJobs(t *testing.T, s sqlstore.Jobs, js ...jobs.Job) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.InTx(ctx, func(tx jobs.Tx) error {
+		for _, j := range js {
+			if err := tx.InsertJob(ctx, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // settled is j as a settlement writes it, with its event.
 func settled(j jobs.Job, charged int64, message string) (jobs.Job, jobs.Event) {
 	done := closeT0.Add(time.Minute)
@@ -44,16 +60,7 @@ func TestSettlementsWrittenTogether(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
 		all = append(all, runningJob("acct_b", k))
 	}
-	if err := s.InTx(ctx, func(tx jobs.Tx) error {
-		for _, j := range all {
-			if err := tx.InsertJob(ctx, j); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	insertJobs(t, s, all...)
 	a, b, c, d, e := all[0], all[1], all[2], all[3], all[4]
 	// c is settled before the batch.
 	cj, cev := settled(c, 4, "")
@@ -127,16 +134,7 @@ func TestConcurrentSettlementsEachAnsweredOnce(t *testing.T) {
 	for i := range js {
 		js[i] = runningJob("acct_m", string(rune('A'+i%26))+string(rune('a'+i/26)))
 	}
-	if err := s.InTx(ctx, func(tx jobs.Tx) error {
-		for _, j := range js {
-			if err := tx.InsertJob(ctx, j); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	insertJobs(t, s, js...)
 	// Every job is settled twice at once: one of the two writes it.
 	var wg sync.WaitGroup
 	results := make([]error, 2*n)

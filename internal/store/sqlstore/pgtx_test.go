@@ -24,10 +24,7 @@ func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
 	ctx := context.Background()
 	s := sqlstore.Jobs{DB: db}
 	storetest.NewAccount(t, db, "acct_p", auth.Pro, 100)
-	first := runningJob("acct_p", "k1")
-	if err := s.InTx(ctx, func(tx jobs.Tx) error { return tx.InsertJob(ctx, first) }); err != nil {
-		t.Fatal(err)
-	}
+	insertJobs(t, s, runningJob("acct_p", "k1"))
 	chargeThenInsert := func(j jobs.Job) error {
 		return s.InTx(ctx, func(tx jobs.Tx) error {
 			if _, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_p", KeyID: "key_1", JobID: j.ID, Model: "m", Kind: ledger.Charge,
