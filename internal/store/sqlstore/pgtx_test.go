@@ -3,13 +3,11 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
-	"math"
 	"net/url"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -17,7 +15,7 @@ import (
 // The jobs engine's transactions on PostgreSQL are pipelined: a job's insert is sent with the
 // COMMIT, so its failure is the transaction's. A taken key answers ErrDuplicate from InTx and
 // a row the database refuses answers an error wrapping ErrNotRecorded; either way nothing of
-// the transaction is kept (the charge before the insert included), and the connection, the
+// the transaction is kept (the write before the insert included), and the connection, the
 // pool's only one here, serves the next transaction.
 func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
 	db := storetest.OpenPostgresWith(t, url.Values{"pool_max_conns": {"1"}})
@@ -25,10 +23,11 @@ func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
 	s := sqlstore.Jobs{DB: db}
 	storetest.NewAccount(t, db, "acct_p", auth.Pro, 100)
 	insertJobs(t, s, runningJob("acct_p", "k1"))
-	chargeThenInsert := func(j jobs.Job) error {
+	// Each transaction writes an outbox event first: it must go or stay with the insert.
+	eventThenInsert := func(j jobs.Job) error {
 		return s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_p", KeyID: "key_1", JobID: j.ID, Model: "m", Kind: ledger.Charge,
-				Amount: -10, At: closeT0}, math.MinInt64); err != nil {
+			if err := tx.InsertEvent(ctx, jobs.Event{ID: "evt_" + j.RequestID, AccountID: "acct_p", JobID: j.ID, RequestID: j.RequestID,
+				Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, CreatedAt: closeT0}); err != nil {
 				return err
 			}
 			return tx.InsertJob(ctx, j)
@@ -36,26 +35,26 @@ func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
 	}
 	dup := runningJob("acct_p", "k1")
 	dup.RequestID = "req-other"
-	if err := chargeThenInsert(dup); !errors.Is(err, jobs.ErrDuplicate) {
+	if err := eventThenInsert(dup); !errors.Is(err, jobs.ErrDuplicate) {
 		t.Fatalf("insert of a taken key: %v, want ErrDuplicate", err)
 	}
 	bad := runningJob("acct_p", "k2")
 	bad.Input = []byte("{\"a\":\"\x00\"}")
-	if err := chargeThenInsert(bad); !errors.Is(err, jobs.ErrNotRecorded) {
+	if err := eventThenInsert(bad); !errors.Is(err, jobs.ErrNotRecorded) {
 		t.Fatalf("insert of a row the database refuses: %v, want one wrapping ErrNotRecorded", err)
 	}
-	if a, err := db.Account(ctx, "acct_p"); err != nil || a.Balance != 100 {
-		t.Fatalf("balance %d (%v) after two failed inserts, want 100: a charge was kept", a.Balance, err)
+	if evs, err := (sqlstore.WebhookOutbox{DB: db}).Pending(ctx, 10); err != nil || len(evs) != 0 {
+		t.Fatalf("events after two failed inserts: %d %v, want none kept", len(evs), err)
 	}
 	if _, err := s.JobByRequest(ctx, bad.RequestID); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("refused job: %v, want not found", err)
 	}
 	good := runningJob("acct_p", "k3")
-	if err := chargeThenInsert(good); err != nil {
+	if err := eventThenInsert(good); err != nil {
 		t.Fatalf("the next transaction on the same connection: %v", err)
 	}
-	if a, err := db.Account(ctx, "acct_p"); err != nil || a.Balance != 90 {
-		t.Fatalf("balance %d (%v), want 90", a.Balance, err)
+	if evs, err := (sqlstore.WebhookOutbox{DB: db}).Pending(ctx, 10); err != nil || len(evs) != 1 || evs[0].JobID != good.ID {
+		t.Fatalf("events after the good transaction: %+v %v, want its one", evs, err)
 	}
 }
 
