@@ -119,7 +119,8 @@ func (db *DB) Close() error { return db.sql.Close() }
 // Ping checks the database answers (readiness).
 func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
 
-// querier is what both *sql.DB and *sql.Tx offer.
+// querier is where a Tx's statements go: the pool, a database/sql transaction, the SQLite
+// committer's connection (group.go) or a pipelined PostgreSQL transaction (pgtx.go).
 type querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, q string, args ...any) (rowSet, error)
