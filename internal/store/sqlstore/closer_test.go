@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -112,13 +113,8 @@ func TestSettlementsWrittenTogether(t *testing.T) {
 		count[ev.JobID]++
 	}
 	want := map[string]int{a.ID: 1, b.ID: 1, c.ID: 1, e.ID: 1}
-	if len(count) != len(want) {
+	if !maps.Equal(count, want) {
 		t.Fatalf("events per job %v, want %v", count, want)
-	}
-	for id, n := range want {
-		if count[id] != n {
-			t.Fatalf("events per job %v, want %v", count, want)
-		}
 	}
 }
 

@@ -134,12 +134,12 @@ func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSe
 // commit sends COMMIT with whatever is still waiting; a transaction that sent nothing commits
 // nothing.
 func (p *pipeTx) commit(ctx context.Context) error {
+	if !p.begun && len(p.waiting) == 0 {
+		return nil
+	}
 	if !p.ahead() {
 		_, err := p.conn.Exec(ctx, "COMMIT")
 		return err
-	}
-	if !p.begun && len(p.waiting) == 0 {
-		return nil
 	}
 	br, err := p.sendAhead(ctx, func(b *pgx.Batch) { b.Queue("COMMIT") })
 	if err != nil {
