@@ -15,7 +15,8 @@
 //     sides of a ratio alike;
 //
 //   - the process's CPU time per job (clients included), which a loaded machine distorts less
-//     than rates;
+//     than rates, and the whole machine's busy CPU time per job (from /proc/stat, on Linux),
+//     which counts the database server's share too;
 //
 //   - SQL statements, transactions and COMMITs per job (the store's own counters; on SQLite one
 //     COMMIT carries several transactions: group commit);
@@ -126,7 +127,7 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 
 	fmt.Printf("modelexec benchmark: %s, %s per point, no-op runner (catalogue file), plans without pacing\n", backend, d)
 	fmt.Printf("each point is divided by the bare handler measured %s before it and %s after it\n\n", d/2, d/2)
-	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %9s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "cpu/job", "errors")
+	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %9s %9s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "cpu/job", "host cpu", "errors")
 	// The profile covers the submit→settled loads only: the service's own work under load.
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
@@ -144,11 +145,11 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string)
 			ceil := b.around(c, d, func() { m = e.jobs(client, c, nAcct, d) })
 			statusURL, statusKey = m.statusURL, strings.TrimPrefix(m.statusAuth, "Bearer ")
 			if nAcct == accountCounts[0] {
-				fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.perSec,
-					round(ceil.p50), round(ceil.p99), "", "", "", "", round(ceil.cpu), "")
+				fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.perSec,
+					round(ceil.p50), round(ceil.p99), "", "", "", "", round(ceil.cpu), round(ceil.host), "")
 			}
-			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
-				round(m.p50), round(m.p99), m.perSec/ceil.perSec, m.stmts, m.txs, m.commits, round(m.cpu), m.errors)
+			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
+				round(m.p50), round(m.p99), m.perSec/ceil.perSec, m.stmts, m.txs, m.commits, round(m.cpu), round(m.host), m.errors)
 		}
 	}
 	if cpuprofile != "" {
@@ -221,7 +222,7 @@ func (b *bareServer) around(c int, d time.Duration, point func()) measure {
 	point()
 	after := b.post(c, d/2)
 	return measure{perSec: (before.perSec + after.perSec) / 2, p50: max(before.p50, after.p50), p99: max(before.p99, after.p99),
-		cpu: (before.cpu + after.cpu) / 2}
+		cpu: (before.cpu + after.cpu) / 2, host: (before.host + after.host) / 2}
 }
 
 // aroundGet is around for the bare GET at c = 32.
@@ -504,7 +505,10 @@ type measure struct {
 	commits    float64 // COMMITs per job: below tx/job when group commit carries several
 	// cpu is this process's CPU time (user and system, the load's clients included) per good
 	// request: a figure that holds on a machine shared with other work, where rates do not.
-	cpu        time.Duration
+	cpu time.Duration
+	// host is the whole machine's busy CPU time (every process, the database server's
+	// included; steal and I/O wait not counted) per good request; 0 where /proc/stat is not.
+	host       time.Duration
 	statusURL  string
 	statusAuth string // the Authorization of the request that made statusURL
 }
@@ -515,7 +519,7 @@ func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Req
 	var lat []time.Duration
 	errs := 0
 	var wg sync.WaitGroup
-	cpu0 := cpuTime()
+	cpu0, host0 := cpuTime(), hostBusy()
 	start := time.Now()
 	stop := start.Add(d)
 	for w := range c {
@@ -555,6 +559,9 @@ func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Req
 	m := measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
 	if m.n > 0 {
 		m.cpu = (cpuTime() - cpu0) / time.Duration(m.n)
+		if host0 > 0 {
+			m.host = (hostBusy() - host0) / time.Duration(m.n)
+		}
 	}
 	return m
 }
@@ -566,6 +573,29 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// hostBusy is the machine's busy CPU time so far, all cores together: /proc/stat's user, nice,
+// system, irq and softirq (USER_HZ, 100 a second on Linux); 0 where it cannot be read.
+func hostBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // readLoad GETs u from c clients for d and returns reads per second (2xx only).
