@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
@@ -30,9 +32,11 @@ type engine struct {
 	cat *catalog.Catalog
 }
 
-func newEngine(t *testing.T, db *sqlstore.DB) *engine { return newEngineTB(t, db) }
+func newEngine(t *testing.T, db *sqlstore.DB, opts ...func(*jobs.Config)) *engine {
+	return newEngineTB(t, db, opts...)
+}
 
-func newEngineTB(t testing.TB, db *sqlstore.DB) *engine {
+func newEngineTB(t testing.TB, db *sqlstore.DB, opts ...func(*jobs.Config)) *engine {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Default()
@@ -47,6 +51,9 @@ func newEngineTB(t testing.TB, db *sqlstore.DB) *engine {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := jobs.DefaultConfig()
 	cfg.InFlight = map[auth.Plan]int{auth.Pro: 1 << 20}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
 	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
 	storetest.NewAccount(t, db, "acct_e", auth.Pro, 1<<40)
@@ -105,5 +112,43 @@ func TestStatementsPerJob(t *testing.T) {
 	t.Logf("client key: %d statements, %d transactions per job", st, tx)
 	if st > 8 || tx != 2 {
 		t.Fatalf("a job with the client's key took %d statements and %d transactions, want at most 8 and 2", st, tx)
+	}
+}
+
+// THR: on PostgreSQL, where the server charges first (Config.ChargeFirst), a job costs at most
+// 4 statements from submit to settled: the charge that reads the account and the key, the
+// in-flight count, the job's insert (sent with the COMMIT) and the settlement (a statement of
+// its own, outside a transaction, where settlements that wait together share one). A submit the
+// charge cannot be judged for that way (a balance that does not cover it) takes the usual
+// path and answers as it would: insufficient_credits, nothing moved.
+func TestStatementsPerJobChargeFirst(t *testing.T) {
+	db := storetest.OpenPostgres(t)
+	e := newEngine(t, db, func(c *jobs.Config) { c.ChargeFirst = true })
+	e.submit(t, "image-4b", "") // warm: prepares the statements
+	st, tx := e.submit(t, "image-4b", "")
+	t.Logf("minted key: %d statements, %d transactions per job", st, tx)
+	if st > 4 || tx > 2 {
+		t.Fatalf("a job took %d statements and %d transactions, want at most 4 and 2", st, tx)
+	}
+	ctx := context.Background()
+	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.Account(ctx, "acct_e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := ledger.New(db, time.Now)
+	if _, err := led.Grant(ctx, "acct_e", ledger.Credits(1-a.Balance)); err != nil { // an operator's correction
+		t.Fatal(err)
+	}
+	e.p.Account = a // the gate's cache: it still sees the old balance
+	m, _ := e.cat.Model("image-4b")
+	_, err = e.js.Submit(ctx, jobs.SubmitRequest{Principal: e.p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+	if e, ok := apierr.As(err); !ok || e.Code != apierr.InsufficientCredits {
+		t.Fatalf("a submit the balance does not cover: %v", err)
+	}
+	if got, _ := db.Account(ctx, "acct_e"); got.Balance != 1 {
+		t.Fatalf("a refused submit moved the balance to %d", got.Balance)
 	}
 }

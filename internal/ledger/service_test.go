@@ -143,6 +143,16 @@ func (tx *memTx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period str
 	return bal, k, err
 }
 
+func (tx *memTx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period string) (auth.Account, auth.KeyRecord, error) {
+	a, _, err := accountKey(tx.st, e.AccountID, e.KeyID)
+	if err != nil || a.Balance+int64(e.Amount) < 0 {
+		return auth.Account{}, auth.KeyRecord{}, ledger.ErrInsufficient
+	}
+	bal, k, err := tx.LedgerChargeKey(ctx, e, period, 0)
+	a.Balance = bal
+	return a, k, err
+}
+
 func (tx *memTx) LedgerPasses(ctx context.Context, accountID string) ([]ledger.Pass, error) {
 	var out []ledger.Pass
 	for _, p := range tx.st.passes {
@@ -258,6 +268,73 @@ func TestChargeForMovesDebitAndSpendTogether(t *testing.T) {
 	}
 	if m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 {
 		t.Fatalf("a refusal moved spend %d / balance %d", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance)
+	}
+}
+
+// JOB-05 / CEIL / ORD: a submit's charge made first (ChargeFirst) moves the debit and the
+// spend as ChargeFor does, and judges after it in the order of checks: standing, then the
+// caller's own admission (the in-flight limit), then the key's ceiling. A balance that does
+// not allow the charge, an account with passes or with an allowance due are not judged here
+// (ErrJudgeFirst), and nothing moved for them.
+func TestChargeFirstJudgesInTheOrderOfChecks(t *testing.T) {
+	ctx := context.Background()
+	m, l := setup(t, 100, auth.Ceiling{Mode: auth.Fixed, Amount: 50})
+	acct := m.st.accounts["acct"]
+	acct.AllowancePeriod = auth.Period(now)
+	m.st.accounts["acct"] = acct
+	full := errors.New("the plan's in-flight limit")
+	charge := func(q ledger.Credits, admit error) (auth.Account, ledger.Charged, error) {
+		var a auth.Account
+		var c ledger.Charged
+		err := m.LedgerTx(ctx, func(tx ledger.Tx) (err error) {
+			a, c, err = l.ChargeFirst(ctx, tx, auth.KeyRecord{ID: "key"}, ledger.Job{AccountID: "acct", KeyID: "key", JobID: "photo_1", Model: "m", Quote: q}, now,
+				func(auth.Account) error { return admit })
+			return err // any error rolls the submit back
+		})
+		return a, c, err
+	}
+	if !ledger.ChargesFirst(m.st.accounts["acct"], "key", 30, false, now) {
+		t.Fatal("a plain account's charge is not made first")
+	}
+	a, c, err := charge(30, nil)
+	if err != nil || c.Reserved != 30 || c.Balance != 70 || a.Balance != 70 || m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 {
+		t.Fatalf("charge 30: %+v %+v %v spent %d", a, c, err, m.st.keys["key"].Spent)
+	}
+	// Past the ceiling and past the in-flight limit: the limit is judged first.
+	if _, _, err := charge(25, full); err != full {
+		t.Fatalf("in-flight limit and ceiling: %v", err)
+	}
+	if _, _, err := charge(25, nil); code(err) != apierr.KeyCreditCeiling {
+		t.Fatalf("past the ceiling: %v", err)
+	}
+	// A key revoked: standing comes before everything else.
+	k := m.st.keys["key"]
+	revoked := now.Add(-time.Minute)
+	k.RevokedAt = &revoked
+	m.st.keys["key"] = k
+	if _, _, err := charge(10, full); code(err) != apierr.KeyRevoked {
+		t.Fatalf("revoked key: %v", err)
+	}
+	k.RevokedAt = nil
+	m.st.keys["key"] = k
+	// Beyond the balance: judged on the usual path, where the ceiling comes first.
+	if _, _, err := charge(71, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+		t.Fatalf("beyond the balance: %v", err)
+	}
+	// Passes and an allowance due are the usual path's to judge.
+	acct = m.st.accounts["acct"]
+	acct.PassCount = 1
+	m.st.accounts["acct"] = acct
+	if _, _, err := charge(5, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+		t.Fatalf("an account with passes: %v", err)
+	}
+	acct.PassCount, acct.AllowancePeriod = 0, "2000-01"
+	m.st.accounts["acct"] = acct
+	if _, _, err := charge(5, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+		t.Fatalf("an allowance due: %v", err)
+	}
+	if m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 || len(m.st.entries) != 2 {
+		t.Fatalf("a refusal moved something: spend %d, balance %d, %d entries", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance, len(m.st.entries))
 	}
 }
 

@@ -53,6 +53,12 @@ type Tx interface {
 	// if the debit does (ErrInsufficient, nothing changed, otherwise). It answers the new
 	// balance and the key as it now stands.
 	LedgerChargeKey(ctx context.Context, e Entry, period string, floor int64) (int64, auth.KeyRecord, error)
+	// LedgerChargeOpen is LedgerChargeKey guarded by a floor of zero for a charge made before
+	// the account was read: it answers the account as the debit left it (its row held until
+	// the transaction ends) and the key as it now stands, in one statement where the store can.
+	// ErrInsufficient when the debit did not take: the balance did not allow it, or the key is
+	// not the account's; nothing changed then.
+	LedgerChargeOpen(ctx context.Context, e Entry, period string) (auth.Account, auth.KeyRecord, error)
 	// LedgerPasses lists the account's passes and promotions.
 	LedgerPasses(ctx context.Context, accountID string) ([]Pass, error)
 	// LedgerUsePass takes one use of a pass with uses left (an unlimited one is untouched).

@@ -203,6 +203,41 @@ func (tx *Tx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period string
 	return bal, k, err
 }
 
+// LedgerChargeOpen debits a charge made before the account was read, raises the key's spend
+// and answers the account and the key as they now stand. On PostgreSQL it is one statement:
+// the guarded balance update (which takes the account's row lock, as LedgerLockAccountKey's
+// FOR UPDATE would) runs only for a key of the account, and the key, the entry and the rollups
+// follow it only when it took. On SQLite, whose single writer already holds every row, the
+// account and key are read first and the charge is LedgerChargeKey's.
+func (tx *Tx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period string) (auth.Account, auth.KeyRecord, error) {
+	if tx.dialect != Postgres {
+		a, _, err := scanAccountKey(tx.q.QueryRowContext(ctx, qAccountKey, e.AccountID, e.KeyID))
+		if errors.Is(err, auth.ErrNotFound) || (err == nil && a.Balance+int64(e.Amount) < 0) {
+			return auth.Account{}, auth.KeyRecord{}, ledger.ErrInsufficient
+		}
+		if err != nil {
+			return auth.Account{}, auth.KeyRecord{}, err
+		}
+		bal, k, err := tx.LedgerChargeKey(ctx, e, period, 0)
+		a.Balance = bal
+		return a, k, err
+	}
+	charged, refunded, jobs, counted := rollupOf(e)
+	a, k, err := scanAccountKey(tx.q.QueryRowContext(ctx, `WITH b AS (
+   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint
+   AND EXISTS (SELECT 1 FROM api_keys WHERE id = $4::text AND account_id = $2::text) RETURNING `+accountCols+`),
+ k AS (
+   UPDATE api_keys SET spent = CASE WHEN spent_period = $16::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $16::text
+   WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),`+oneTripEntry+`
+ SELECT `+prefixed("b.", accountCols)+`, `+prefixed("k.", keyCols)+` FROM b, k`,
+		int64(e.Amount), e.AccountID, int64(0), e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
+		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, monthMicros(e.At), period))
+	if errors.Is(err, auth.ErrNotFound) {
+		return auth.Account{}, auth.KeyRecord{}, ledger.ErrInsufficient
+	}
+	return a, k, err
+}
+
 // balanceThen scans a leading balance column into bal and the rest as the wrapped scanner does.
 type balanceThen struct {
 	row interface{ Scan(...any) error }
