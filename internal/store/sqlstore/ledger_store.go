@@ -222,6 +222,11 @@ func (tx *Tx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period strin
 		a.Balance = bal
 		return a, k, err
 	}
+	if p, ok := tx.q.(*pipeTx); ok {
+		// A submit asks for the account's in-flight jobs next (jobs.Service.admit): the count
+		// goes in this round trip, after the debit took the account's row lock.
+		p.readCountAfter(countInFlightSQL(Postgres), e.AccountID)
+	}
 	charged, refunded, jobs, counted := rollupOf(e)
 	a, k, err := scanAccountKey(tx.q.QueryRowContext(ctx, `WITH b AS (
    UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint

@@ -15,9 +15,12 @@ import (
 // which can send several statements at once (database/sql cannot):
 //   - BEGIN is not sent alone: it goes with the transaction's first statement;
 //   - a write whose only answer is its error (the job's insert, writeAtCommit) waits, and goes
-//     with the next statement or with the COMMIT.
+//     with the next statement or with the COMMIT;
+//   - a count the transaction is known to ask next (the account's in-flight jobs after a
+//     charge made first, readCountAfter) goes right after the statement before it.
 //
-// A submit thus takes four round trips instead of six. A waiting write that fails fails the
+// A submit that charges first (jobs.Config.ChargeFirst) thus takes two round trips: BEGIN, the
+// charge and the count; then the insert and the COMMIT. The usual path takes four. A waiting write that fails fails the
 // statement it went with, or the COMMIT: its error is then the transaction's, as the write's
 // own mapping gives it.
 
@@ -27,6 +30,38 @@ type pipeTx struct {
 	c       *conn
 	begun   bool           // BEGIN was sent
 	waiting []waitingWrite // writes not sent yet, in order
+	// count is a read sent after the next statement in its round trip, for a statement the
+	// transaction is known to ask next (readCountAfter); its answer waits in counted.
+	count   *readAhead
+	counted *readAhead
+}
+
+// readAhead is a count read sent ahead of its asking, and its answer.
+type readAhead struct {
+	sql  string
+	arg  string
+	n    int
+	err  error
+	done bool
+}
+
+// readCountAfter sends sql (a count of one argument) right after the transaction's next
+// statement, in the same round trip; countFor then answers it without another. As a statement
+// of its own it sees every transaction committed before it started, so a count sent after a
+// statement that waited for a row lock sees what the lock's holder committed.
+func (p *pipeTx) readCountAfter(sql, arg string) {
+	p.c.statements.Add(1)
+	p.count = &readAhead{sql: sql, arg: arg}
+}
+
+// countFor answers a count sent ahead for the same statement and argument.
+func (p *pipeTx) countFor(sql, arg string) (int, error, bool) {
+	r := p.counted
+	if r == nil || !r.done || r.sql != sql || r.arg != arg {
+		return 0, nil, false
+	}
+	p.counted = nil
+	return r.n, r.err, true
 }
 
 type waitingWrite struct {
@@ -46,7 +81,7 @@ func (p *pipeTx) writeAtCommit(sql string, args []any, mapErr func(error) error)
 }
 
 // ahead reports whether statements must be sent before the next one (BEGIN, waiting writes).
-func (p *pipeTx) ahead() bool { return !p.begun || len(p.waiting) > 0 }
+func (p *pipeTx) ahead() bool { return !p.begun || len(p.waiting) > 0 || p.count != nil }
 
 // sendAhead sends BEGIN and the waiting writes with one more statement, queued by last, and
 // returns the batch's results positioned at that statement's.
@@ -61,6 +96,10 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 		b.Queue(w.sql, w.args...)
 	}
 	last(b)
+	if p.count != nil {
+		b.Queue(p.count.sql, p.count.arg)
+		p.counted, p.count = p.count, nil
+	}
 	p.begun, p.waiting = true, nil
 	br := p.conn.SendBatch(ctx, b)
 	if begin {
@@ -107,7 +146,7 @@ func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) sca
 	if err != nil {
 		return errRow{err}
 	}
-	return batchRow{br: br}
+	return batchRow{br: br, p: p}
 }
 
 func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
@@ -134,6 +173,7 @@ func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSe
 // commit sends COMMIT with whatever is still waiting; a transaction that sent nothing commits
 // nothing.
 func (p *pipeTx) commit(ctx context.Context) error {
+	p.count = nil // nothing asks after the COMMIT
 	if !p.begun && len(p.waiting) == 0 {
 		return nil
 	}
@@ -190,11 +230,18 @@ func (db *DB) inPipelinedTx(ctx context.Context, fn func(*Tx) error) error {
 	return err
 }
 
-// batchRow is a one-row result read from a batch: scanning it reads the row and ends the batch.
-type batchRow struct{ br pgx.BatchResults }
+// batchRow is a one-row result read from a batch: scanning it reads the row, then the count
+// sent after it (if any), and ends the batch.
+type batchRow struct {
+	br pgx.BatchResults
+	p  *pipeTx
+}
 
 func (r batchRow) Scan(dest ...any) error {
 	err := r.br.QueryRow().Scan(dest...)
+	if c := r.p.counted; c != nil && !c.done {
+		c.err, c.done = r.br.QueryRow().Scan(&c.n), true
+	}
 	if cerr := r.br.Close(); err == nil {
 		err = cerr
 	}

@@ -23,6 +23,7 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("ClaimsInQueueOrder", func(t *testing.T) { testClaims(t, open(t)) })
 	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
 	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
+	t.Run("InFlightCountAfterChargeSeesLockHolder", func(t *testing.T) { testInFlightAfterCharge(t, open(t)) })
 	t.Run("CloseJobWritesJobAndEvent", func(t *testing.T) { testCloseJob(t, open(t)) })
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
 	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
@@ -327,6 +328,81 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 	if err != nil || n != 2 {
 		t.Fatalf("in flight %d %v, want 2", n, err)
 	}
+}
+
+// JOB / plan in-flight limits: a submit that charges first (LedgerChargeOpen) and then counts
+// the account's in-flight jobs counts the job of a submit that held the account while the
+// charge waited for it, and committed meanwhile; on PostgreSQL the count is sent in the
+// charge's round trip, as a statement of its own after it. (SQLite's one writer runs the two
+// transactions one after the other: there is no wait to race.)
+func testInFlightAfterCharge(t *testing.T, db *sqlstore.DB) {
+	if db.Dialect() != sqlstore.Postgres {
+		t.Skip("SQLite runs one write transaction at a time")
+	}
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_w", auth.Pro, 100)
+	if err := db.InsertKey(ctx, key("waitkey00001", "acct_w", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.InTx(ctx, func(tx jobs.Tx) error {
+			if _, _, err := tx.LedgerLockAccountKey(ctx, "acct_w", "waitkey00001"); err != nil {
+				return err
+			}
+			if err := tx.InsertJob(ctx, newJob("acct_w", "photo", "held", jobs.InProgress, t0)); err != nil {
+				return err
+			}
+			if _, err := tx.CountQueued(ctx, "none"); err != nil { // the insert is sent
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	var n int
+	second := make(chan error, 1)
+	go func() {
+		second <- s.InTx(ctx, func(tx jobs.Tx) error {
+			if _, _, err := tx.LedgerChargeOpen(ctx, ledger.Entry{AccountID: "acct_w", KeyID: "waitkey00001", JobID: "photo_w", Model: "m",
+				Kind: ledger.Charge, Amount: -10, At: t0}, auth.Period(t0)); err != nil {
+				return err
+			}
+			var err error
+			n, err = tx.CountInFlight(ctx, "acct_w")
+			return err
+		})
+	}()
+	waitForLockWait(t, db)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil || n != 1 {
+		t.Fatalf("in flight after the charge: %d %v, want the lock holder's job (1)", n, err)
+	}
+}
+
+// waitForLockWait returns once a session of the database waits for a row lock.
+func waitForLockWait(t *testing.T, db *sqlstore.DB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var waiting int
+		if err := db.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
+	}
+	t.Fatal("the charge never waited for the account's lock")
 }
 
 // A job's charge and settlement through the ledger, in the job's transaction: the balance equals
