@@ -187,6 +187,89 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	var res SubmitResult
 	var claimed bool
 	base := job
+	// usual is the submit's transaction as the ledger judges a charge before making it.
+	usual := func(tx Tx) (err error) {
+		// The store may run this function again (a retried transaction): each run starts from
+		// the job as it was before the first (a charge the earlier run wrote into it was rolled
+		// back with that run), and a slot the earlier run took is given back, or it would never
+		// be released.
+		job, res = base, SubmitResult{}
+		if claimed {
+			s.giveSlot(m.Slug)
+			claimed = false
+		}
+		// A refused submit gives its runner slot back at once, not after the COMMIT: the
+		// store may commit several transactions together (group commit), and refused
+		// submits waiting for that COMMIT must not hold slots that others could start on.
+		defer func() {
+			if err != nil && claimed {
+				s.releaseSlot(m.Slug)
+				claimed = false
+			}
+		}()
+		// The key is read with the account: its standing is confirmed here, and its ceiling
+		// and spend are judged as they stand, not as the gate's cache saw them.
+		a, k, err := s.ledger.OpenFor(ctx, tx, p.Account.ID, p.Key, now)
+		if err != nil {
+			return err
+		}
+		if err := s.admit(ctx, tx, a); err != nil {
+			return err
+		}
+		cov, err := s.ledger.Decide(ctx, tx, a, k, m.Slug, ledger.Credits(q.Credits), r.CoveredOnly, now)
+		if err != nil {
+			return err
+		}
+		job.Coverage = cov
+		if !s.cfg.Runs {
+			bal, err := s.handOff(ctx, tx, a, &job, r, now)
+			res.Balance = bal
+			return err
+		}
+		// A seat on a runner: models that refuse a queue start now or are refused now; on a
+		// model that queues, a newcomer never overtakes requests already waiting.
+		waiting := 0
+		if queues {
+			if waiting, err = tx.CountQueued(ctx, m.Slug); err != nil {
+				return err
+			}
+		}
+		claimed = waiting == 0 && s.claimSlot(m.Slug)
+		if !claimed {
+			if !queues {
+				return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+			}
+			if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
+				return apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
+			}
+			wait := time.Duration(lc.MaxWaitSeconds) * time.Second
+			if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
+				wait = r.RequestTimeout
+			}
+			if wait > 0 {
+				t := now.Add(wait)
+				job.StartBy = &t
+			}
+			job.Status = InQueue
+			res.Balance = a.Balance
+			return tx.InsertJob(ctx, job)
+		}
+		bal, err := s.charge(ctx, tx, a, &job, now, true)
+		if err != nil {
+			return err
+		}
+		res.Balance = bal
+		if err := tx.InsertJob(ctx, job); err != nil && !errors.Is(err, ErrDuplicate) {
+			// The charge above is in this transaction and is reversed with it: retrying with
+			// the same idempotency key is safe (job_record_failed).
+			return apierr.New(apierr.JobRecordFailed).Wrap(err)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}
+	// A job that starts at once on a slot claimed here may be charged first (chargeFirst); a
+	// charge that cannot be judged that way was rolled back and takes the usual path.
 	err = errJudgeFirst
 	if s.cfg.ChargeFirst && s.cfg.Runs && ledger.ChargesFirst(p.Account, p.Key.ID, ledger.Credits(q.Credits), r.CoveredOnly, now) {
 		if claimed = s.claimSlot(m.Slug); claimed {
@@ -201,86 +284,7 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		}
 	}
 	if errors.Is(err, errJudgeFirst) {
-		err = s.store.InTx(ctx, func(tx Tx) (err error) {
-			// The store may run this function again (a retried transaction): each run starts from
-			// the job as it was before the first (a charge the earlier run wrote into it was rolled
-			// back with that run), and a slot the earlier run took is given back, or it would never
-			// be released.
-			job, res = base, SubmitResult{}
-			if claimed {
-				s.giveSlot(m.Slug)
-				claimed = false
-			}
-			// A refused submit gives its runner slot back at once, not after the COMMIT: the
-			// store may commit several transactions together (group commit), and refused
-			// submits waiting for that COMMIT must not hold slots that others could start on.
-			defer func() {
-				if err != nil && claimed {
-					s.releaseSlot(m.Slug)
-					claimed = false
-				}
-			}()
-			// The key is read with the account: its standing is confirmed here, and its ceiling
-			// and spend are judged as they stand, not as the gate's cache saw them.
-			a, k, err := s.ledger.OpenFor(ctx, tx, p.Account.ID, p.Key, now)
-			if err != nil {
-				return err
-			}
-			if err := s.admit(ctx, tx, a); err != nil {
-				return err
-			}
-			cov, err := s.ledger.Decide(ctx, tx, a, k, m.Slug, ledger.Credits(q.Credits), r.CoveredOnly, now)
-			if err != nil {
-				return err
-			}
-			job.Coverage = cov
-			if !s.cfg.Runs {
-				bal, err := s.handOff(ctx, tx, a, &job, r, now)
-				res.Balance = bal
-				return err
-			}
-			// A seat on a runner: models that refuse a queue start now or are refused now; on a
-			// model that queues, a newcomer never overtakes requests already waiting.
-			waiting := 0
-			if queues {
-				if waiting, err = tx.CountQueued(ctx, m.Slug); err != nil {
-					return err
-				}
-			}
-			claimed = waiting == 0 && s.claimSlot(m.Slug)
-			if !claimed {
-				if !queues {
-					return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
-				}
-				if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
-					return apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
-				}
-				wait := time.Duration(lc.MaxWaitSeconds) * time.Second
-				if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
-					wait = r.RequestTimeout
-				}
-				if wait > 0 {
-					t := now.Add(wait)
-					job.StartBy = &t
-				}
-				job.Status = InQueue
-				res.Balance = a.Balance
-				return tx.InsertJob(ctx, job)
-			}
-			bal, err := s.charge(ctx, tx, a, &job, now, true)
-			if err != nil {
-				return err
-			}
-			res.Balance = bal
-			if err := tx.InsertJob(ctx, job); err != nil && !errors.Is(err, ErrDuplicate) {
-				// The charge above is in this transaction and is reversed with it: retrying with
-				// the same idempotency key is safe (job_record_failed).
-				return apierr.New(apierr.JobRecordFailed).Wrap(err)
-			} else if err != nil {
-				return err
-			}
-			return nil
-		})
+		err = s.store.InTx(ctx, usual)
 	}
 	if err != nil {
 		if claimed {
@@ -299,8 +303,8 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		}
 		return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
 	}
-	// The transaction confirmed the caller's standing (ledger.OpenFor): what is answered from
-	// here on needs no other confirmation.
+	// The transaction confirmed the caller's standing (ledger.OpenFor or ChargeFirst): what is
+	// answered from here on needs no other confirmation.
 	p.Unconfirmed = false
 	res.Job, res.Warnings = job, warnings
 	if claimed {

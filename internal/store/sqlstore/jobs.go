@@ -220,7 +220,7 @@ func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
 func (tx *Tx) CountInFlight(ctx context.Context, accountID string) (int, error) {
 	q := countInFlightSQL(tx.dialect)
 	if p, ok := tx.q.(*pipeTx); ok {
-		if n, err, sent := p.countFor(q, accountID); sent {
+		if n, sent, err := p.countFor(q, accountID); sent {
 			return n, err
 		}
 	}

@@ -20,9 +20,9 @@ import (
 //     charge made first, readCountAfter) goes right after the statement before it.
 //
 // A submit that charges first (jobs.Config.ChargeFirst) thus takes two round trips: BEGIN, the
-// charge and the count; then the insert and the COMMIT. The usual path takes four. A waiting write that fails fails the
-// statement it went with, or the COMMIT: its error is then the transaction's, as the write's
-// own mapping gives it.
+// charge and the count; then the insert and the COMMIT. The usual path takes four. A waiting
+// write that fails fails the statement it went with, or the COMMIT: its error is then the
+// transaction's, as the write's own mapping gives it.
 
 // pipeTx is the querier of a pipelined transaction, on a connection held for it.
 type pipeTx struct {
@@ -30,8 +30,9 @@ type pipeTx struct {
 	c       *conn
 	begun   bool           // BEGIN was sent
 	waiting []waitingWrite // writes not sent yet, in order
-	// count is a read sent after the next statement in its round trip, for a statement the
-	// transaction is known to ask next (readCountAfter); its answer waits in counted.
+	// count is a read to send after the next statement in its round trip, for a statement the
+	// transaction is known to ask next (readCountAfter); counted is the one the last round
+	// trip carried, its answer read with that statement's row (batchRow).
 	count   *readAhead
 	counted *readAhead
 }
@@ -54,14 +55,15 @@ func (p *pipeTx) readCountAfter(sql, arg string) {
 	p.count = &readAhead{sql: sql, arg: arg}
 }
 
-// countFor answers a count sent ahead for the same statement and argument.
-func (p *pipeTx) countFor(sql, arg string) (int, error, bool) {
+// countFor answers a count sent ahead for the same statement and argument; sent is false when
+// none was (the caller then reads it).
+func (p *pipeTx) countFor(sql, arg string) (n int, sent bool, err error) {
 	r := p.counted
 	if r == nil || !r.done || r.sql != sql || r.arg != arg {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	p.counted = nil
-	return r.n, r.err, true
+	return r.n, true, r.err
 }
 
 type waitingWrite struct {
@@ -80,7 +82,8 @@ func (p *pipeTx) writeAtCommit(sql string, args []any, mapErr func(error) error)
 	p.waiting = append(p.waiting, waitingWrite{sql: sql, args: args, mapErr: mapErr})
 }
 
-// ahead reports whether statements must be sent before the next one (BEGIN, waiting writes).
+// ahead reports whether statements must go with the next one (BEGIN, waiting writes, a count
+// to read after it).
 func (p *pipeTx) ahead() bool { return !p.begun || len(p.waiting) > 0 || p.count != nil }
 
 // sendAhead sends BEGIN and the waiting writes with one more statement, queued by last, and
@@ -96,6 +99,7 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 		b.Queue(w.sql, w.args...)
 	}
 	last(b)
+	p.counted = nil
 	if p.count != nil {
 		b.Queue(p.count.sql, p.count.arg)
 		p.counted, p.count = p.count, nil
@@ -146,7 +150,7 @@ func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) sca
 	if err != nil {
 		return errRow{err}
 	}
-	return batchRow{br: br, p: p}
+	return batchRow{br: br, count: p.counted}
 }
 
 func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
@@ -233,13 +237,13 @@ func (db *DB) inPipelinedTx(ctx context.Context, fn func(*Tx) error) error {
 // batchRow is a one-row result read from a batch: scanning it reads the row, then the count
 // sent after it (if any), and ends the batch.
 type batchRow struct {
-	br pgx.BatchResults
-	p  *pipeTx
+	br    pgx.BatchResults
+	count *readAhead
 }
 
 func (r batchRow) Scan(dest ...any) error {
 	err := r.br.QueryRow().Scan(dest...)
-	if c := r.p.counted; c != nil && !c.done {
+	if c := r.count; c != nil {
 		c.err, c.done = r.br.QueryRow().Scan(&c.n), true
 	}
 	if cerr := r.br.Close(); err == nil {
