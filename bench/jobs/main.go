@@ -332,7 +332,15 @@ func pgSchema(pgURL string, e *engine) (string, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "bench_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", pgURL)
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		return "", err
+	}
+	// The schema is made over a plain connection, without the store's own parameters.
+	plain, q := *u, u.Query()
+	q.Del("pool_max_conns")
+	plain.RawQuery = q.Encode()
+	admin, err := sql.Open("pgx", plain.String())
 	if err != nil {
 		return "", err
 	}
@@ -341,11 +349,7 @@ func pgSchema(pgURL string, e *engine) (string, error) {
 		return "", fmt.Errorf("create schema (is PostgreSQL up at %s?): %w", pgURL, err)
 	}
 	e.cleanup = append(e.cleanup, func() { _, _ = admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); admin.Close() })
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		return "", err
-	}
-	q := u.Query()
+	q = u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
