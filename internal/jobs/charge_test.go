@@ -114,3 +114,55 @@ func TestQueuedJobStartChecksTheCeiling(t *testing.T) {
 		t.Fatalf("balance %d (ledger %d), key spend %d: want %d and %d", a.Balance, sum, k.SpentIn(fixed), 10_000-q, q)
 	}
 }
+
+// QST / issue 10: a submit charged first (Config.ChargeFirst, PostgreSQL) on a model that queues
+// never overtakes a job already waiting: with a slot free but a job waiting for it (its turn
+// not yet taken by the sweep), the charge made first is rolled back and the submit queues
+// behind, uncharged, as the usual path queues it.
+func TestChargeFirstQueuesBehindAWaitingJob(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenPostgres(t)
+	cat := queueCatalog(t)
+	gate := gateRunner{release: make(chan struct{})}
+	reg := runners.Registry{}
+	for _, m := range cat.Models() {
+		reg[m.Slug] = gate
+	}
+	now := func() time.Time { return time.Now().UTC() }
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := jobs.DefaultConfig()
+	cfg.Concurrency, cfg.ChargeFirst = map[string]int{"image-4b": 1}, true
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
+	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	storetest.NewAccount(t, db, "acct_q", auth.Pro, 10_000)
+	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), now, log)
+	minted, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("image-4b")
+	submit := func() jobs.SubmitResult {
+		t.Helper()
+		a, _ := db.Account(ctx, "acct_q")
+		res, err := js.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: minted.Record}, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first, second := submit(), submit()
+	if first.Job.Status != jobs.InProgress || second.Job.Status != jobs.InQueue {
+		t.Fatalf("first %s, second %s: want one running, one queued", first.Job.Status, second.Job.Status)
+	}
+	close(gate.release)
+	js.Drain() // the first settles and frees its slot; no sweep runs, so the second still waits
+	third := submit()
+	if third.Job.Status != jobs.InQueue || third.Job.Reserved != 0 {
+		t.Fatalf("third %s reserved %d: want queued behind the waiting job, uncharged", third.Job.Status, third.Job.Reserved)
+	}
+	a, _ := db.Account(ctx, "acct_q")
+	sum, _ := db.LedgerSum(ctx, "acct_q")
+	if q := first.Job.Quoted; a.Balance != 10_000-q || sum != a.Balance {
+		t.Fatalf("balance %d (ledger %d): want %d, the first job's charge only", a.Balance, sum, 10_000-q)
+	}
+}
