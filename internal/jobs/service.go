@@ -268,20 +268,25 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		}
 		return nil
 	}
-	// A job that starts at once on a slot claimed here may be charged first (chargeFirst); a
-	// charge that cannot be judged that way was rolled back and takes the usual path.
+	// A submit that would start at once may be charged first (chargeFirst); a charge that
+	// cannot be judged that way was rolled back and takes the usual path.
 	err = errJudgeFirst
 	if s.cfg.ChargeFirst && s.cfg.Runs && ledger.ChargesFirst(p.Account, p.Key.ID, ledger.Credits(q.Credits), r.CoveredOnly, now) {
-		if claimed = s.claimSlot(m.Slug); claimed {
-			err = s.store.InTx(ctx, func(tx Tx) error {
-				job, res = base, SubmitResult{}
-				return s.chargeFirst(ctx, tx, p.Key, &job, &res, queues, now)
-			})
-			if errors.Is(err, errJudgeFirst) {
-				s.releaseSlot(m.Slug)
+		err = s.store.InTx(ctx, func(tx Tx) (err error) {
+			job, res = base, SubmitResult{}
+			if claimed { // a retried transaction: the slot of the run before is given back
+				s.giveSlot(m.Slug)
 				claimed = false
 			}
-		}
+			defer func() { // a refused submit gives its slot back at once, as on the usual path
+				if err != nil && claimed {
+					s.releaseSlot(m.Slug)
+					claimed = false
+				}
+			}()
+			claimed, err = s.chargeFirst(ctx, tx, p.Key, &job, &res, queues, now)
+			return err
+		})
 	}
 	if errors.Is(err, errJudgeFirst) {
 		err = s.store.InTx(ctx, usual)
@@ -425,38 +430,46 @@ func (s *Service) admit(ctx context.Context, tx Tx, a auth.Account) error {
 // the transaction that tried was rolled back.
 var errJudgeFirst = fmt.Errorf("jobs: %w", ledger.ErrJudgeFirst)
 
-// chargeFirst is Submit's transaction for a job that starts at once on a slot the caller
-// claimed, with the charge made before the account is read (Config.ChargeFirst): the
-// ledger judges it after, in the usual order (standing, the plan's in-flight limit, the key's
-// ceiling); on a model that queues, a job already waiting sends the submit down the usual
-// path, where it queues behind it. Any error rolls the transaction back.
-func (s *Service) chargeFirst(ctx context.Context, tx Tx, key auth.KeyRecord, j *Job, res *SubmitResult, queues bool, now time.Time) error {
+// chargeFirst is Submit's transaction for a job that starts at once, with the charge made
+// before the account is read (Config.ChargeFirst): the ledger judges it after, in the usual
+// order (standing, the plan's in-flight limit, the key's ceiling), and a runner's slot is then
+// claimed, as the usual path claims it, once the account is held. On a model that queues, a job
+// already waiting or no slot free sends the submit down the usual path, where it queues; on one
+// that refuses a queue, no slot free is service_busy. It reports whether it claimed a slot.
+// Any error rolls the transaction back.
+func (s *Service) chargeFirst(ctx context.Context, tx Tx, key auth.KeyRecord, j *Job, res *SubmitResult, queues bool, now time.Time) (bool, error) {
 	_, c, err := s.ledger.ChargeFirst(ctx, tx, key, ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model,
 		Quote: ledger.Credits(j.Quoted)}, now, func(a auth.Account) error { return s.admit(ctx, tx, a) })
 	if errors.Is(err, ledger.ErrJudgeFirst) {
-		return errJudgeFirst
+		return false, errJudgeFirst
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if queues {
 		waiting, err := tx.CountQueued(ctx, j.Model)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if waiting > 0 {
-			return errJudgeFirst
+			return false, errJudgeFirst
 		}
+	}
+	if !s.claimSlot(j.Model) {
+		if queues {
+			return false, errJudgeFirst
+		}
+		return false, apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
 	}
 	j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
 	s.started(j, c, now)
 	res.Balance = int64(c.Balance)
 	if err := tx.InsertJob(ctx, *j); err != nil && !errors.Is(err, ErrDuplicate) {
-		return apierr.New(apierr.JobRecordFailed).Wrap(err) // the charge is reversed with the transaction
+		return true, apierr.New(apierr.JobRecordFailed).Wrap(err) // the charge is reversed with the transaction
 	} else if err != nil {
-		return err
+		return true, err
 	}
-	return nil
+	return true, nil
 }
 
 // inputError maps the catalogue's refusals to the error catalogue.
