@@ -48,6 +48,28 @@ func queueCatalog(t *testing.T) *catalog.Catalog {
 	return c
 }
 
+// queueEngine is a jobs service over db with queueCatalog, every model on one gateRunner, and
+// an account of credits with one minted key; Run is not started.
+func queueEngine(t *testing.T, db *sqlstore.DB, account string, credits int64, now func() time.Time, cfg jobs.Config) (*jobs.Service, *catalog.Catalog, gateRunner, auth.Minted) {
+	t.Helper()
+	cat := queueCatalog(t)
+	gate := gateRunner{release: make(chan struct{})}
+	reg := runners.Registry{}
+	for _, m := range cat.Models() {
+		reg[m.Slug] = gate
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
+	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	storetest.NewAccount(t, db, account, auth.Pro, credits)
+	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), now, log)
+	minted, err := as.Mint(context.Background(), auth.MintParams{AccountID: account})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, cat, gate, minted
+}
+
 // JOB-05 / CEIL (issue 10): one charge path for submitted and queued jobs. A queued job is
 // charged when it starts, and then the key's ceiling is checked as well as the balance: a job
 // queued while the ceiling allowed it, whose turn comes after the ceiling was lowered, fails
@@ -56,25 +78,10 @@ func queueCatalog(t *testing.T) *catalog.Catalog {
 func TestQueuedJobStartChecksTheCeiling(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.OpenSQLite(t)
-	cat := queueCatalog(t)
-	gate := gateRunner{release: make(chan struct{})}
-	reg := runners.Registry{}
-	for _, m := range cat.Models() {
-		reg[m.Slug] = gate
-	}
 	fixed := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	now := func() time.Time { return fixed }
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := jobs.DefaultConfig()
 	cfg.Concurrency = map[string]int{"image-4b": 1}
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
-	storetest.NewAccount(t, db, "acct_c", auth.Pro, 10_000)
-	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), now, log)
-	minted, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_c"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, cat, gate, minted := queueEngine(t, db, "acct_c", 10_000, func() time.Time { return fixed }, cfg)
 	if err := db.SetKeyCeiling(ctx, minted.Record.ID, auth.Ceiling{Mode: auth.Fixed, Amount: 1000}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,24 +129,9 @@ func TestQueuedJobStartChecksTheCeiling(t *testing.T) {
 func TestChargeFirstQueuesBehindAWaitingJob(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.OpenPostgres(t)
-	cat := queueCatalog(t)
-	gate := gateRunner{release: make(chan struct{})}
-	reg := runners.Registry{}
-	for _, m := range cat.Models() {
-		reg[m.Slug] = gate
-	}
-	now := func() time.Time { return time.Now().UTC() }
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := jobs.DefaultConfig()
 	cfg.Concurrency, cfg.ChargeFirst = map[string]int{"image-4b": 1}, true
-	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
-	storetest.NewAccount(t, db, "acct_q", auth.Pro, 10_000)
-	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), now, log)
-	minted, err := as.Mint(ctx, auth.MintParams{AccountID: "acct_q"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, cat, gate, minted := queueEngine(t, db, "acct_q", 10_000, func() time.Time { return time.Now().UTC() }, cfg)
 	m, _ := cat.Model("image-4b")
 	submit := func() jobs.SubmitResult {
 		t.Helper()

@@ -116,19 +116,25 @@ func TestStatementsPerJob(t *testing.T) {
 }
 
 // THR: on PostgreSQL, where the server charges first (Config.ChargeFirst), a job costs at most
-// 4 statements from submit to settled: the charge that reads the account and the key, the
-// in-flight count, the job's insert (sent with the COMMIT) and the settlement (a statement of
-// its own, outside a transaction, where settlements that wait together share one). A submit the
-// charge cannot be judged for that way (a balance that does not cover it) takes the usual
-// path and answers as it would: insufficient_credits, nothing moved.
+// 4 statements from submit to settled, and its submit's transaction two round trips: the
+// charge that reads the account and the key with the in-flight count after it, then the job's
+// insert with the COMMIT; the settlement is a statement of its own, outside a transaction,
+// where settlements that wait together share one. A submit the charge cannot be judged for
+// that way (a balance that does not cover it) takes the usual path and answers as it would:
+// insufficient_credits, nothing moved.
 func TestStatementsPerJobChargeFirst(t *testing.T) {
 	db := storetest.OpenPostgres(t)
 	e := newEngine(t, db, func(c *jobs.Config) { c.ChargeFirst = true })
 	e.submit(t, "image-4b", "") // warm: prepares the statements
+	trips := db.PipelinedRoundTrips()
 	st, tx := e.submit(t, "image-4b", "")
-	t.Logf("minted key: %d statements, %d transactions per job", st, tx)
+	trips = db.PipelinedRoundTrips() - trips
+	t.Logf("minted key: %d statements, %d transactions, %d round trips in the submit's transaction per job", st, tx, trips)
 	if st > 4 || tx > 2 {
 		t.Fatalf("a job took %d statements and %d transactions, want at most 4 and 2", st, tx)
+	}
+	if trips != 2 { // BEGIN, the charge and the in-flight count; the insert and COMMIT
+		t.Fatalf("the submit's transaction took %d round trips, want 2", trips)
 	}
 	ctx := context.Background()
 	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, 0); err != nil {

@@ -21,6 +21,7 @@ type conn struct {
 	statements   atomic.Int64
 	transactions atomic.Int64
 	commits      atomic.Int64
+	pipeTrips    atomic.Int64  // round trips of pipelined transactions (pgtx.go)
 	group        *group        // SQLite: group commit (group.go)
 	ckpt         *checkpointer // SQLite: WAL checkpoints off the commit path (checkpoint.go)
 	closer       *closer       // PostgreSQL: settlements written together (closer.go)
@@ -47,6 +48,10 @@ func newConn(raw *sql.DB, d Dialect) *conn {
 // Commits reports the write transactions run so far on the database itself: with group
 // commit on SQLite, one COMMIT carries several of the transactions Stats counts.
 func (db *DB) Commits() int64 { return db.sql.commits.Load() }
+
+// PipelinedRoundTrips reports the round trips the jobs engine's pipelined transactions
+// (PostgreSQL, pgtx.go) have taken so far, BEGIN and COMMIT included.
+func (db *DB) PipelinedRoundTrips() int64 { return db.sql.pipeTrips.Load() }
 
 // Stats reports the statements and transactions run so far (BEGIN and COMMIT not counted as
 // statements).

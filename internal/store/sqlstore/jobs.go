@@ -218,14 +218,8 @@ func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
 }
 
 func (tx *Tx) CountInFlight(ctx context.Context, accountID string) (int, error) {
-	q := countInFlightSQL(tx.dialect)
-	if p, ok := tx.q.(*pipeTx); ok {
-		if n, sent, err := p.countFor(q, accountID); sent {
-			return n, err
-		}
-	}
 	var n int
-	err := tx.q.QueryRowContext(ctx, q, accountID).Scan(&n)
+	err := tx.q.QueryRowContext(ctx, countInFlightSQL(tx.dialect), accountID).Scan(&n)
 	return n, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -47,23 +48,22 @@ type readAhead struct {
 }
 
 // readCountAfter sends sql (a count of one argument) right after the transaction's next
-// statement, in the same round trip; countFor then answers it without another. As a statement
-// of its own it sees every transaction committed before it started, so a count sent after a
-// statement that waited for a row lock sees what the lock's holder committed.
+// statement, in the same round trip; the transaction's QueryRowContext of the same statement
+// and argument is then answered from it, without another. As a statement of its own it sees
+// every transaction committed before it started, so a count sent after a statement that
+// waited for a row lock sees what the lock's holder committed.
 func (p *pipeTx) readCountAfter(sql, arg string) {
-	p.c.statements.Add(1)
 	p.count = &readAhead{sql: sql, arg: arg}
 }
 
-// countFor answers a count sent ahead for the same statement and argument; sent is false when
-// none was (the caller then reads it).
-func (p *pipeTx) countFor(sql, arg string) (n int, sent bool, err error) {
+// readFor takes the count read ahead for q and args, if it was.
+func (p *pipeTx) readFor(q string, args []any) (*readAhead, bool) {
 	r := p.counted
-	if r == nil || !r.done || r.sql != sql || r.arg != arg {
-		return 0, false, nil
+	if r == nil || !r.done || r.sql != q || len(args) != 1 || args[0] != any(r.arg) {
+		return nil, false
 	}
 	p.counted = nil
-	return r.n, true, r.err
+	return r, true
 }
 
 type waitingWrite struct {
@@ -105,6 +105,7 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 		p.counted, p.count = p.count, nil
 	}
 	p.begun, p.waiting = true, nil
+	p.c.pipeTrips.Add(1)
 	br := p.conn.SendBatch(ctx, b)
 	if begin {
 		if _, err := br.Exec(); err != nil {
@@ -127,6 +128,7 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 func (p *pipeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	p.c.statements.Add(1)
 	if !p.ahead() {
+		p.c.pipeTrips.Add(1)
 		tag, err := p.conn.Exec(ctx, q, args...)
 		return driver.RowsAffected(tag.RowsAffected()), err
 	}
@@ -143,7 +145,11 @@ func (p *pipeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Re
 
 func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
 	p.c.statements.Add(1)
+	if r, ok := p.readFor(q, args); ok {
+		return countRow{r}
+	}
 	if !p.ahead() {
+		p.c.pipeTrips.Add(1)
 		return p.conn.QueryRow(ctx, q, args...)
 	}
 	br, err := p.sendAhead(ctx, func(b *pgx.Batch) { b.Queue(q, args...) })
@@ -156,6 +162,7 @@ func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) sca
 func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
 	p.c.statements.Add(1)
 	if !p.ahead() {
+		p.c.pipeTrips.Add(1)
 		r, err := p.conn.Query(ctx, q, args...)
 		if err != nil {
 			return nil, err
@@ -182,6 +189,7 @@ func (p *pipeTx) commit(ctx context.Context) error {
 		return nil
 	}
 	if !p.ahead() {
+		p.c.pipeTrips.Add(1)
 		_, err := p.conn.Exec(ctx, "COMMIT")
 		return err
 	}
@@ -202,6 +210,7 @@ func (p *pipeTx) rollback(ctx context.Context) error {
 	if !p.begun {
 		return nil
 	}
+	p.c.pipeTrips.Add(1)
 	_, err := p.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 	return err
 }
@@ -250,6 +259,24 @@ func (r batchRow) Scan(dest ...any) error {
 		err = cerr
 	}
 	return err
+}
+
+// countRow answers a count read ahead (readCountAfter).
+type countRow struct{ r *readAhead }
+
+func (c countRow) Scan(dest ...any) error {
+	if c.r.err != nil {
+		return c.r.err
+	}
+	var n *int
+	if len(dest) == 1 {
+		n, _ = dest[0].(*int)
+	}
+	if n == nil {
+		return fmt.Errorf("sqlstore: a count read ahead scans into one *int, not %d values", len(dest))
+	}
+	*n = c.r.n
+	return nil
 }
 
 type errRow struct{ err error }
