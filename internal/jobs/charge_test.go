@@ -12,6 +12,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
@@ -157,4 +158,100 @@ func TestChargeFirstQueuesBehindAWaitingJob(t *testing.T) {
 	if q := first.Job.Quoted; a.Balance != 10_000-q || sum != a.Balance {
 		t.Fatalf("balance %d (ledger %d): want %d, the first job's charge only", a.Balance, sum, 10_000-q)
 	}
+}
+
+// JOB-12 / JOB-28 (issue 10): submits charged together (Config.ChargeFirst) whose transaction
+// fails write nothing, and each is then submitted on its own: a submit whose idempotency key
+// another request took while it waited for its batch is answered that request's job, charged
+// once, and the others of its batch are charged once each. A submit the batch refuses
+// (the balance) answers insufficient_credits, as the usual path would, and takes nothing.
+func TestChargeTogetherFailedBatchIsSubmittedOneByOne(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenPostgres(t)
+	cfg := jobs.DefaultConfig()
+	cfg.ChargeFirst = true
+	js, cat, gate, minted := queueEngine(t, db, "acct_t", 10_000, func() time.Time { return time.Now().UTC() }, cfg)
+	m, _ := cat.Model("image-4b")
+	a, _ := db.Account(ctx, "acct_t")
+	p := &auth.Principal{Account: a, Key: minted.Record}
+	submit := func(key string) (jobs.SubmitResult, error) {
+		return js.Submit(ctx, jobs.SubmitRequest{Principal: p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`), IdempotencyKey: key})
+	}
+
+	pause := js.PauseTogether()
+	type answer struct {
+		res jobs.SubmitResult
+		err error
+	}
+	answers := make(chan answer, 3)
+	for _, key := range []string{"taken", "", ""} {
+		go func() {
+			res, err := submit(key)
+			answers <- answer{res, err}
+		}()
+	}
+	pause.Await(3)
+	// Another process takes the key "taken" while the three wait: their batch's insert fails.
+	other := jobs.New(sqlstore.Jobs{DB: db}, cat, runners.Registry{"image-4b": gate},
+		func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }, jobs.NewSeats(8, 8, 8),
+		func() time.Time { return time.Now().UTC() }, slog.New(slog.NewTextHandler(io.Discard, nil)), jobs.DefaultConfig())
+	winner, err := other.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: minted.Record}, Model: m,
+		Body: []byte(`{"positivePrompt":"a dog"}`), IdempotencyKey: "taken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { close(gate.release); js.Drain(); other.Drain() }()
+	pause.Release()
+	var replayed, charged int
+	for range 3 {
+		an := <-answers
+		switch {
+		case an.err != nil:
+			t.Fatal(an.err)
+		case an.res.Replayed:
+			replayed++
+			if an.res.Job.ID != winner.Job.ID || an.res.Job.RequestID != winner.Job.RequestID {
+				t.Fatalf("replayed %s (%s), want the winner %s (%s)", an.res.Job.ID, an.res.Job.RequestID, winner.Job.ID, winner.Job.RequestID)
+			}
+		default:
+			charged++
+			if an.res.Job.Status != jobs.InProgress || an.res.Job.Reserved != an.res.Job.Quoted {
+				t.Fatalf("submitted %+v: want running, charged its quote", an.res.Job)
+			}
+		}
+	}
+	q := winner.Job.Quoted
+	after, _ := db.Account(ctx, "acct_t")
+	if replayed != 1 || charged != 2 || after.Balance != 10_000-3*q {
+		t.Fatalf("%d replayed, %d charged, balance %d: want 1, 2 and %d (three charges in all)", replayed, charged, after.Balance, 10_000-3*q)
+	}
+	assertLedger(t, db, "acct_t")
+
+	// A balance short of the quote, judged in its batch: insufficient_credits, nothing taken.
+	short := after.Balance - 3*q + 1
+	if _, err := ledger.New(db, time.Now).Grant(ctx, "acct_t", ledger.Credits(-short)); err != nil {
+		t.Fatal(err)
+	}
+	pause = js.PauseTogether()
+	for range 3 {
+		go func() {
+			res, err := submit("")
+			answers <- answer{res, err}
+		}()
+	}
+	pause.Await(3)
+	pause.Release()
+	var refused int
+	for range 3 {
+		an := <-answers
+		if e, ok := apierr.As(an.err); ok && e.Code == apierr.InsufficientCredits {
+			refused++
+		} else if an.err != nil {
+			t.Fatal(an.err)
+		}
+	}
+	if end, _ := db.Account(ctx, "acct_t"); refused != 1 || end.Balance != q-1 {
+		t.Fatalf("%d refused, balance %d: want 1 refused and %d left", refused, end.Balance, q-1)
+	}
+	assertLedger(t, db, "acct_t")
 }

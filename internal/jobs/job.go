@@ -175,6 +175,15 @@ type Tx interface {
 	// CountInFlight counts the account's unsettled jobs (reading only those).
 	CountInFlight(ctx context.Context, accountID string) (int, error)
 	CountQueued(ctx context.Context, model string) (int, error)
+	// CountInFlightOf is CountInFlight of several accounts at once, in one statement where the
+	// store can; an account without unsettled jobs may be left out.
+	CountInFlightOf(ctx context.Context, accountIDs []string) (map[string]int, error)
+	// CountQueuedOf is CountQueued of several models at once, as CountInFlightOf.
+	CountQueuedOf(ctx context.Context, models []string) (map[string]int, error)
+	// InsertJobs is InsertJob of several jobs, in one statement where the store can: a failure
+	// (ErrDuplicate, or one wrapping ErrNotRecorded) is then every job's, and it comes where
+	// InsertJob's would.
+	InsertJobs(ctx context.Context, js []Job) error
 	// InsertEvent writes the outbox row unless one with the same id exists (a job settled
 	// twice notifies once).
 	InsertEvent(ctx context.Context, e Event) error

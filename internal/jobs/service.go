@@ -38,10 +38,10 @@ type Config struct {
 	// PollEvery, when set, makes Run look for hand-offs at that interval besides the sweep: a
 	// worker that serves no surface is told of no submit, so it looks.
 	PollEvery time.Duration
-	// ChargeFirst makes a submit that starts at once charge before it reads the account
-	// (ledger.ChargeFirst) where the account allows it: one statement and one round trip
-	// fewer on a store over a network (PostgreSQL). A charge that cannot be judged that way
-	// rolls back and takes the usual path.
+	// ChargeFirst charges the submits that start at once and wait at one moment together, in
+	// one transaction of a few statements (together.go), where the account allows it
+	// (ledger.ChargesFirst): on a store over a network (PostgreSQL) a batch then costs what one
+	// submit costs. A submit the batch cannot judge takes the usual path.
 	ChargeFirst bool
 }
 
@@ -69,9 +69,10 @@ type Service struct {
 	cfg     Config
 	rand    func() uint32
 
-	broker *broker
-	seats  *Seats
-	finals *finals // recently settled jobs (settled.go)
+	broker   *broker
+	seats    *Seats
+	finals   *finals   // recently settled jobs (settled.go)
+	together *together // submits charged together (Config.ChargeFirst)
 
 	recorder Recorder // nil: settled jobs are logged only
 
@@ -100,9 +101,11 @@ type runningJob struct {
 
 // New wires the service. Call Run to start the background loops.
 func New(store Store, cat *catalog.Catalog, reg runners.Registry, env EnvFunc, seats *Seats, now func() time.Time, log *slog.Logger, cfg Config) *Service {
-	return &Service{store: store, ledger: ledger.New(store, now), catalog: cat, runners: reg, env: env, now: now, log: log, cfg: cfg, seats: seats,
+	s := &Service{store: store, ledger: ledger.New(store, now), catalog: cat, runners: reg, env: env, now: now, log: log, cfg: cfg, seats: seats,
 		rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
 		base: context.Background(), wake: make(chan struct{}, 1)}
+	s.together = &together{s: s}
+	return s
 }
 
 // Seats returns the held-connection seats.
@@ -268,25 +271,15 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		}
 		return nil
 	}
-	// A submit that would start at once may be charged first (chargeFirst); a charge that
-	// cannot be judged that way was rolled back and takes the usual path.
+	// A submit that would start at once may be charged with the others waiting at this moment
+	// (together.go); one the batch could not judge, or whose batch failed, was not written and
+	// takes the usual path.
 	err = errJudgeFirst
 	if s.cfg.ChargeFirst && s.cfg.Runs && ledger.ChargesFirst(p.Account, p.Key.ID, ledger.Credits(q.Credits), r.CoveredOnly, now) {
-		err = s.store.InTx(ctx, func(tx Tx) (err error) {
-			job, res = base, SubmitResult{}
-			if claimed { // a retried transaction: the slot of the run before is given back
-				s.giveSlot(m.Slug)
-				claimed = false
-			}
-			defer func() { // a refused submit gives its slot back at once, as on the usual path
-				if err != nil && claimed {
-					s.releaseSlot(m.Slug)
-					claimed = false
-				}
-			}()
-			claimed, err = s.chargeFirst(ctx, tx, p.Key, &job, &res, queues, now)
-			return err
-		})
+		j := s.together.submit(ctx, base, queues)
+		if err = j.err; err == nil {
+			job, res.Balance, claimed = j.job, j.balance, j.claimed
+		}
 	}
 	if errors.Is(err, errJudgeFirst) {
 		err = s.store.InTx(ctx, usual)
@@ -412,22 +405,26 @@ func (s *Service) started(j *Job, c ledger.Charged, now time.Time) {
 
 // admit refuses a submit the account's plan has no room for: its in-flight limit.
 func (s *Service) admit(ctx context.Context, tx Tx, a auth.Account) error {
-	limit, ok := s.cfg.InFlight[a.Plan]
-	if !ok {
+	if _, ok := s.cfg.InFlight[a.Plan]; !ok {
 		return nil
 	}
 	n, err := tx.CountInFlight(ctx, a.ID)
 	if err != nil {
 		return err
 	}
-	if n >= limit {
+	return s.admitCount(a, n)
+}
+
+// admitCount is admit for an account with n jobs in flight.
+func (s *Service) admitCount(a auth.Account, n int) error {
+	if limit, ok := s.cfg.InFlight[a.Plan]; ok && n >= limit {
 		return apierr.New(apierr.TooManyJobs, "limit", limit, "plan", string(a.Plan), "tier", nil)
 	}
 	return nil
 }
 
-// errJudgeFirst sends a submit down the usual path: its charge could not be made first, and
-// the transaction that tried was rolled back.
+// errJudgeFirst sends a submit down the usual path: its batch could not judge it, or failed,
+// and wrote nothing of it.
 var errJudgeFirst = fmt.Errorf("jobs: %w", ledger.ErrJudgeFirst)
 
 // chargeFirst is Submit's transaction for a job that starts at once, with the charge made

@@ -115,27 +115,56 @@ func TestStatementsPerJob(t *testing.T) {
 	}
 }
 
-// THR: on PostgreSQL, where the server charges first (Config.ChargeFirst), a job costs at most
-// 4 statements from submit to settled, and its submit's transaction two round trips: the
-// charge that reads the account and the key with the in-flight count after it, then the job's
-// insert with the COMMIT; the settlement is a statement of its own, outside a transaction,
-// where settlements that wait together share one. A submit the charge cannot be judged for
-// that way (a balance that does not cover it) takes the usual path and answers as it would:
-// insufficient_credits, nothing moved.
-func TestStatementsPerJobChargeFirst(t *testing.T) {
+// THR: on PostgreSQL, where the server charges submits together (Config.ChargeFirst), a job
+// alone costs at most 6 statements from submit to settled, and its submit's transaction two
+// round trips: the account's lock with the key and the in-flight count; then the charge and
+// the job's insert with the COMMIT. The settlement is a statement of its own, outside a
+// transaction, where settlements that wait together share one. Sixteen submits waiting
+// together share those statements and round trips: at most 2 statements a job in all. A
+// submit its balance does not cover answers insufficient_credits, nothing moved.
+func TestStatementsPerJobTogether(t *testing.T) {
 	db := storetest.OpenPostgres(t)
-	e := newEngine(t, db, func(c *jobs.Config) { c.ChargeFirst = true })
+	e := newEngine(t, db, func(c *jobs.Config) { c.ChargeFirst, c.ModelConcurrency = true, 64 })
 	e.submit(t, "image-4b", "") // warm: prepares the statements
 	trips := db.PipelinedRoundTrips()
 	st, tx := e.submit(t, "image-4b", "")
 	trips = db.PipelinedRoundTrips() - trips
-	t.Logf("minted key: %d statements, %d transactions, %d round trips in the submit's transaction per job", st, tx, trips)
-	if st > 4 || tx > 2 {
-		t.Fatalf("a job took %d statements and %d transactions, want at most 4 and 2", st, tx)
+	t.Logf("one job: %d statements, %d transactions, %d round trips in the submit's transaction", st, tx, trips)
+	if st > 6 || tx > 2 {
+		t.Fatalf("a job took %d statements and %d transactions, want at most 6 and 2", st, tx)
 	}
-	if trips != 2 { // BEGIN, the charge and the in-flight count; the insert and COMMIT
+	if trips != 2 {
 		t.Fatalf("the submit's transaction took %d round trips, want 2", trips)
 	}
+
+	const n = 16
+	m, _ := e.cat.Model("image-4b")
+	pause := e.js.PauseTogether()
+	s0, _ := db.Stats()
+	trips = db.PipelinedRoundTrips()
+	results := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := e.js.Submit(context.Background(), jobs.SubmitRequest{Principal: e.p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+			results <- err
+		}()
+	}
+	pause.Await(n)
+	pause.Release()
+	for range n {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.js.Drain()
+	s1, _ := db.Stats()
+	trips = db.PipelinedRoundTrips() - trips
+	t.Logf("%d jobs together: %d statements in all, %d round trips in the submits' transaction", n, s1-s0, trips)
+	if s1-s0 > 2*n || trips != 2 {
+		t.Fatalf("%d jobs together took %d statements and %d round trips, want at most %d and 2", n, s1-s0, trips, 2*n)
+	}
+	assertLedger(t, db, "acct_e")
+
 	ctx := context.Background()
 	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, 0); err != nil {
 		t.Fatal(err)
@@ -149,12 +178,23 @@ func TestStatementsPerJobChargeFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.p.Account = a // the gate's cache: it still sees the old balance
-	m, _ := e.cat.Model("image-4b")
 	_, err = e.js.Submit(ctx, jobs.SubmitRequest{Principal: e.p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
 	if e, ok := apierr.As(err); !ok || e.Code != apierr.InsufficientCredits {
 		t.Fatalf("a submit the balance does not cover: %v", err)
 	}
 	if got, _ := db.Account(ctx, "acct_e"); got.Balance != 1 {
 		t.Fatalf("a refused submit moved the balance to %d", got.Balance)
+	}
+}
+
+// assertLedger fails unless the account's balance is the sum of its ledger entries.
+func assertLedger(t *testing.T, db *sqlstore.DB, account string) {
+	t.Helper()
+	a, err := db.Account(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := db.LedgerSum(context.Background(), account); err != nil || sum != a.Balance {
+		t.Fatalf("%s: balance %d, ledger sum %d (%v)", account, a.Balance, sum, err)
 	}
 }

@@ -233,18 +233,6 @@ func (s *Service) ChargeFor(ctx context.Context, tx Tx, a auth.Account, j Job, n
 	return Charged{Reserved: j.Quote, Balance: Credits(bal)}, nil
 }
 
-// ErrJudgeFirst is ChargeFirst's answer for a charge it cannot judge after the fact: the caller
-// rolls its transaction back and takes the path of OpenFor, Decide and ChargeFor, which
-// answers in the order of checks.
-var ErrJudgeFirst = errors.New("ledger: the charge must be judged before it is made")
-
-// ChargesFirst reports whether a submit's charge of quote may be made first (ChargeFirst), as
-// far as the account a (as the caller last saw it: the gate's cache) tells: a charge in credits
-// through an API key, on an account without passes, pass-only rule or allowance due.
-func ChargesFirst(a auth.Account, keyID string, quote Credits, coveredOnly bool, now time.Time) bool {
-	return quote > 0 && !coveredOnly && keyID != auth.ConsoleKeyID && a.PassCount == 0 && !a.PassOnly && !a.AllowanceDue(now)
-}
-
 // ChargeFirst is a submit's charge made before its account is read: the debit and the key's
 // spend move in one statement, which also reads the account (held until the transaction
 // ends) and the key; on PostgreSQL that is one statement and one round trip fewer than OpenFor

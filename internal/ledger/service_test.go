@@ -3,6 +3,8 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -89,7 +91,10 @@ func accountKey(st memState, accountID, keyID string) (auth.Account, auth.KeyRec
 	return a, k, nil
 }
 
-type memTx struct{ st memState }
+type memTx struct {
+	st   memState
+	held [][]ledger.AccountKey // what LedgerHoldKeys was asked, call by call
+}
 
 func (tx *memTx) LedgerLockAccountKey(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
 	return accountKey(tx.st, accountID, keyID)
@@ -151,6 +156,31 @@ func (tx *memTx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period st
 	bal, k, err := tx.LedgerChargeKey(ctx, e, period, 0)
 	a.Balance = bal
 	return a, k, err
+}
+
+func (tx *memTx) LedgerHoldKeys(ctx context.Context, pairs []ledger.AccountKey) ([]auth.Account, []auth.KeyRecord, error) {
+	tx.held = append(tx.held, pairs)
+	var as []auth.Account
+	var ks []auth.KeyRecord
+	for _, p := range pairs {
+		if a, k, err := accountKey(tx.st, p.AccountID, p.KeyID); err == nil {
+			as, ks = append(as, a), append(ks, k)
+		}
+	}
+	return as, ks, nil
+}
+
+func (tx *memTx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
+	for _, c := range cs {
+		bal, _, err := tx.LedgerChargeKey(ctx, c.Entry, auth.Period(c.At), math.MinInt64)
+		if err != nil {
+			return err
+		}
+		if bal != c.Balance {
+			return fmt.Errorf("charge of %s leaves %d, taken as leaving %d", c.JobID, bal, c.Balance)
+		}
+	}
+	return nil
 }
 
 func (tx *memTx) LedgerPasses(ctx context.Context, accountID string) ([]ledger.Pass, error) {
@@ -268,73 +298,6 @@ func TestChargeForMovesDebitAndSpendTogether(t *testing.T) {
 	}
 	if m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 {
 		t.Fatalf("a refusal moved spend %d / balance %d", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance)
-	}
-}
-
-// JOB-05 / CEIL / ORD: a submit's charge made first (ChargeFirst) moves the debit and the
-// spend as ChargeFor does, and judges after it in the order of checks: standing, then the
-// caller's own admission (the in-flight limit), then the key's ceiling. A balance that does
-// not allow the charge, an account with passes or with an allowance due are not judged here
-// (ErrJudgeFirst), and nothing moved for them.
-func TestChargeFirstJudgesInTheOrderOfChecks(t *testing.T) {
-	ctx := context.Background()
-	m, l := setup(t, 100, auth.Ceiling{Mode: auth.Fixed, Amount: 50})
-	acct := m.st.accounts["acct"]
-	acct.AllowancePeriod = auth.Period(now)
-	m.st.accounts["acct"] = acct
-	full := errors.New("the plan's in-flight limit")
-	charge := func(q ledger.Credits, admit error) (auth.Account, ledger.Charged, error) {
-		var a auth.Account
-		var c ledger.Charged
-		err := m.LedgerTx(ctx, func(tx ledger.Tx) (err error) {
-			a, c, err = l.ChargeFirst(ctx, tx, auth.KeyRecord{ID: "key"}, ledger.Job{AccountID: "acct", KeyID: "key", JobID: "photo_1", Model: "m", Quote: q}, now,
-				func(auth.Account) error { return admit })
-			return err // any error rolls the submit back
-		})
-		return a, c, err
-	}
-	if !ledger.ChargesFirst(m.st.accounts["acct"], "key", 30, false, now) {
-		t.Fatal("a plain account's charge is not made first")
-	}
-	a, c, err := charge(30, nil)
-	if err != nil || c.Reserved != 30 || c.Balance != 70 || a.Balance != 70 || m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 {
-		t.Fatalf("charge 30: %+v %+v %v spent %d", a, c, err, m.st.keys["key"].Spent)
-	}
-	// Past the ceiling and past the in-flight limit: the limit is judged first.
-	if _, _, err := charge(25, full); err != full {
-		t.Fatalf("in-flight limit and ceiling: %v", err)
-	}
-	if _, _, err := charge(25, nil); code(err) != apierr.KeyCreditCeiling {
-		t.Fatalf("past the ceiling: %v", err)
-	}
-	// A key revoked: standing comes before everything else.
-	k := m.st.keys["key"]
-	revoked := now.Add(-time.Minute)
-	k.RevokedAt = &revoked
-	m.st.keys["key"] = k
-	if _, _, err := charge(10, full); code(err) != apierr.KeyRevoked {
-		t.Fatalf("revoked key: %v", err)
-	}
-	k.RevokedAt = nil
-	m.st.keys["key"] = k
-	// Beyond the balance: judged on the usual path, where the ceiling comes first.
-	if _, _, err := charge(71, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
-		t.Fatalf("beyond the balance: %v", err)
-	}
-	// Passes and an allowance due are the usual path's to judge.
-	acct = m.st.accounts["acct"]
-	acct.PassCount = 1
-	m.st.accounts["acct"] = acct
-	if _, _, err := charge(5, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
-		t.Fatalf("an account with passes: %v", err)
-	}
-	acct.PassCount, acct.AllowancePeriod = 0, "2000-01"
-	m.st.accounts["acct"] = acct
-	if _, _, err := charge(5, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
-		t.Fatalf("an allowance due: %v", err)
-	}
-	if m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 || len(m.st.entries) != 2 {
-		t.Fatalf("a refusal moved something: spend %d, balance %d, %d entries", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance, len(m.st.entries))
 	}
 }
 
@@ -489,5 +452,166 @@ func TestAllowanceOncePerMonth(t *testing.T) {
 	}
 	if bal, err := l.Grant(ctx, "acct", -3000); err != nil || bal != -990 {
 		t.Fatalf("an operator may take the balance below zero: %d %v", bal, err)
+	}
+}
+
+// JOB-05 / CEIL / ORD: a submit's charge made first (ChargeFirst) moves the debit and the
+// spend as ChargeFor does, and judges after it in the order of checks: standing, then the
+// caller's own admission (the in-flight limit), then the key's ceiling. A balance that does
+// not allow the charge, an account with passes or with an allowance due are not judged here
+// (ErrJudgeFirst), and nothing moved for them.
+func TestChargeFirstJudgesInTheOrderOfChecks(t *testing.T) {
+	ctx := context.Background()
+	m, l := setup(t, 100, auth.Ceiling{Mode: auth.Fixed, Amount: 50})
+	acct := m.st.accounts["acct"]
+	acct.AllowancePeriod = auth.Period(now)
+	m.st.accounts["acct"] = acct
+	full := errors.New("the plan's in-flight limit")
+	charge := func(q ledger.Credits, admit error) (auth.Account, ledger.Charged, error) {
+		var a auth.Account
+		var c ledger.Charged
+		err := m.LedgerTx(ctx, func(tx ledger.Tx) (err error) {
+			a, c, err = l.ChargeFirst(ctx, tx, auth.KeyRecord{ID: "key"}, ledger.Job{AccountID: "acct", KeyID: "key", JobID: "photo_1", Model: "m", Quote: q}, now,
+				func(auth.Account) error { return admit })
+			return err // any error rolls the submit back
+		})
+		return a, c, err
+	}
+	if !ledger.ChargesFirst(m.st.accounts["acct"], "key", 30, false, now) {
+		t.Fatal("a plain account's charge is not made first")
+	}
+	a, c, err := charge(30, nil)
+	if err != nil || c.Reserved != 30 || c.Balance != 70 || a.Balance != 70 || m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 {
+		t.Fatalf("charge 30: %+v %+v %v spent %d", a, c, err, m.st.keys["key"].Spent)
+	}
+	// Past the ceiling and past the in-flight limit: the limit is judged first.
+	if _, _, err := charge(25, full); err != full {
+		t.Fatalf("in-flight limit and ceiling: %v", err)
+	}
+	if _, _, err := charge(25, nil); code(err) != apierr.KeyCreditCeiling {
+		t.Fatalf("past the ceiling: %v", err)
+	}
+	// A key revoked: standing comes before everything else.
+	k := m.st.keys["key"]
+	revoked := now.Add(-time.Minute)
+	k.RevokedAt = &revoked
+	m.st.keys["key"] = k
+	if _, _, err := charge(10, full); code(err) != apierr.KeyRevoked {
+		t.Fatalf("revoked key: %v", err)
+	}
+	k.RevokedAt = nil
+	m.st.keys["key"] = k
+	// Beyond the balance: judged on the usual path, where the ceiling comes first.
+	if _, _, err := charge(71, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+		t.Fatalf("beyond the balance: %v", err)
+	}
+	// Passes and an allowance due are the usual path's to judge.
+	acct = m.st.accounts["acct"]
+	acct.PassCount = 1
+	m.st.accounts["acct"] = acct
+	if _, _, err := charge(5, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+		t.Fatalf("an account with passes: %v", err)
+	}
+	acct.PassCount, acct.AllowancePeriod = 0, "2000-01"
+	m.st.accounts["acct"] = acct
+	if _, _, err := charge(5, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+		t.Fatalf("an allowance due: %v", err)
+	}
+	if m.st.keys["key"].Spent != 30 || m.st.accounts["acct"].Balance != 70 || len(m.st.entries) != 2 {
+		t.Fatalf("a refusal moved something: spend %d, balance %d, %d entries", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance, len(m.st.entries))
+	}
+}
+// JOB-05 / CEIL / ORD: charges made together (Hold, Held.Charge, Held.Write) are judged one by
+// one in the order of checks, each on the account and key as the charges before it left them:
+// standing, then the caller's admission (the in-flight limit), then the key's ceiling, then the
+// balance, then the caller's start (a runner's slot). A refusal takes nothing; an account with
+// passes or an allowance due, or a key of another account, is not judged here (ErrJudgeFirst).
+// The accounts are held once each, in id order.
+func TestChargesTogetherJudgeInTheOrderOfChecks(t *testing.T) {
+	ctx := context.Background()
+	m, l := setup(t, 100, auth.Ceiling{Mode: auth.Fixed, Amount: 50})
+	acct := m.st.accounts["acct"]
+	acct.AllowancePeriod = auth.Period(now)
+	m.st.accounts["acct"] = acct
+	m.st.accounts["acct0"] = auth.Account{ID: "acct0", Plan: auth.Pro, Status: auth.Live, Balance: 10, AllowancePeriod: auth.Period(now), CreatedAt: now}
+	m.st.keys["key0"] = auth.KeyRecord{ID: "key0", AccountID: "acct0", ExpiresAt: now.AddDate(0, 3, 0)}
+	m.st.accounts["acctP"] = auth.Account{ID: "acctP", Plan: auth.Pro, Status: auth.Live, Balance: 10, PassCount: 1, AllowancePeriod: auth.Period(now), CreatedAt: now}
+	m.st.keys["keyP"] = auth.KeyRecord{ID: "keyP", AccountID: "acctP", ExpiresAt: now.AddDate(0, 3, 0)}
+	full := errors.New("the plan's in-flight limit")
+	busy := errors.New("no runner free")
+	var tx *memTx
+	err := m.LedgerTx(ctx, func(ltx ledger.Tx) error {
+		tx = ltx.(*memTx)
+		h, err := l.Hold(ctx, tx, []ledger.AccountKey{{"acctP", "keyP"}, {"acct", "key"}, {"acct0", "key0"}, {"acct", "key"}, {"acct", "key0"}}, now)
+		if err != nil {
+			return err
+		}
+		charge := func(account, key string, q ledger.Credits, admit, start error) (ledger.Charged, error) {
+			return h.Charge(ledger.Job{AccountID: account, KeyID: key, JobID: "photo_" + account, Model: "m", Quote: q},
+				func(auth.Account) error { return admit }, func() error { return start })
+		}
+		if c, err := charge("acct", "key", 30, nil, nil); err != nil || c.Reserved != 30 || c.Balance != 70 {
+			t.Fatalf("charge 30: %+v %v", c, err)
+		}
+		// Past the ceiling (30 spent by the charge before) and past the in-flight limit: the
+		// limit is judged first, then the ceiling, before the caller's start.
+		if _, err := charge("acct", "key", 25, full, busy); err != full {
+			t.Fatalf("in-flight limit and ceiling: %v", err)
+		}
+		if _, err := charge("acct", "key", 25, nil, busy); code(err) != apierr.KeyCreditCeiling {
+			t.Fatalf("past the ceiling: %v", err)
+		}
+		if _, err := charge("acct0", "key0", 11, nil, busy); code(err) != apierr.InsufficientCredits {
+			t.Fatalf("beyond the balance: %v", err)
+		}
+		if _, err := charge("acct", "key", 15, nil, busy); err != busy {
+			t.Fatalf("no runner free: %v", err)
+		}
+		if c, err := charge("acct", "key", 15, nil, nil); err != nil || c.Balance != 55 {
+			t.Fatalf("charge 15: %+v %v", c, err)
+		}
+		if _, err := charge("acctP", "keyP", 5, nil, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+			t.Fatalf("an account with passes: %v", err)
+		}
+		if _, err := charge("acct", "key0", 5, nil, nil); !errors.Is(err, ledger.ErrJudgeFirst) {
+			t.Fatalf("another account's key: %v", err)
+		}
+		return h.Write(ctx, tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ledger.AccountKey{{"acct", "key"}, {"acct", "key0"}, {"acct0", "key0"}, {"acctP", "keyP"}}
+	if len(tx.held) != 1 || fmt.Sprint(tx.held[0]) != fmt.Sprint(want) {
+		t.Fatalf("held %v: want one read of %v", tx.held, want)
+	}
+	if k, a := m.st.keys["key"], m.st.accounts["acct"]; k.Spent != 45 || a.Balance != 55 || len(m.st.entries) != 3 ||
+		m.st.entries[1].Amount != -30 || m.st.entries[2].Amount != -15 || m.st.accounts["acct0"].Balance != 10 {
+		t.Fatalf("spend %d, balance %d, entries %+v: want the two charges taken, nothing else", k.Spent, a.Balance, m.st.entries)
+	}
+
+	// Standing comes before everything else; an allowance due is judged on its own.
+	k := m.st.keys["key"]
+	revoked := now.Add(-time.Minute)
+	k.RevokedAt = &revoked
+	m.st.keys["key"] = k
+	acct0 := m.st.accounts["acct0"]
+	acct0.MonthlyAllowance, acct0.AllowancePeriod = 100, "2000-01"
+	m.st.accounts["acct0"] = acct0
+	_ = m.LedgerTx(ctx, func(tx ledger.Tx) error {
+		h, err := l.Hold(ctx, tx, []ledger.AccountKey{{"acct", "key"}, {"acct0", "key0"}}, now)
+		if err != nil {
+			return err
+		}
+		if _, err := h.Charge(ledger.Job{AccountID: "acct", KeyID: "key", Quote: 5}, func(auth.Account) error { return full }, func() error { return nil }); code(err) != apierr.KeyRevoked {
+			t.Fatalf("revoked key: %v", err)
+		}
+		if _, err := h.Charge(ledger.Job{AccountID: "acct0", KeyID: "key0", Quote: 5}, func(auth.Account) error { return nil }, func() error { return nil }); !errors.Is(err, ledger.ErrJudgeFirst) {
+			t.Fatalf("an allowance due: %v", err)
+		}
+		return h.Write(ctx, tx)
+	})
+	if len(m.st.entries) != 3 {
+		t.Fatalf("%d entries: a refusal wrote one", len(m.st.entries))
 	}
 }

@@ -59,6 +59,18 @@ type Tx interface {
 	// ErrInsufficient when the debit did not take: the balance did not allow it, or the key is
 	// not the account's; nothing changed then.
 	LedgerChargeOpen(ctx context.Context, e Entry, period string) (auth.Account, auth.KeyRecord, error)
+	// LedgerHoldKeys locks the accounts of pairs, each once and in the order given (sorted by
+	// account, so that transactions holding several never wait on each other in a cycle), and
+	// reads them with the keys named, all as they stand once the locks are held, in one
+	// statement where the store can. It answers one account and key for each pair whose key is
+	// the account's, in the order given; the others are left out.
+	LedgerHoldKeys(ctx context.Context, pairs []AccountKey) ([]auth.Account, []auth.KeyRecord, error)
+	// LedgerChargeAll writes charges taken on accounts the transaction holds (Held.Write): each
+	// charge's entry with the balance it leaves (in the order given), each account's balance and
+	// each key's spend in the charges' period moved by their sums, and the usage rollups; in one
+	// statement where the store can. The balances are not guarded: Held judged them under the
+	// transaction's locks.
+	LedgerChargeAll(ctx context.Context, cs []Taken) error
 	// LedgerPasses lists the account's passes and promotions.
 	LedgerPasses(ctx context.Context, accountID string) ([]Pass, error)
 	// LedgerUsePass takes one use of a pass with uses left (an unlimited one is untouched).

@@ -26,9 +26,13 @@ const (
 	// named there (countInFlightSQL).
 	qCountInFlight = `SELECT count(*) FROM jobs WHERE account_id = $1 AND status <> 'COMPLETED'`
 	qCountQueued   = `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`
-	qCountWaiting  = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
-	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
-	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
+	// qCountInFlightOf and qCountQueuedOf are qCountInFlight and qCountQueued for several
+	// accounts or models at once (PostgreSQL: $1 an array), one row for each that has any.
+	qCountInFlightOf = `SELECT account_id, count(*) FROM jobs WHERE account_id = ANY($1::text[]) AND status <> 'COMPLETED' GROUP BY account_id`
+	qCountQueuedOf   = `SELECT model, count(*) FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`
+	qCountWaiting    = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
+	qStale           = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
+	qOverdue         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
 	// qUsage and qUsagePerModel sum one window of an account's spend per key and per model: its
 	// whole UTC months [$3, $4) from usage_monthly, its part-month edges [$2, $3) and [$4, $5)
 	// from usage_daily, each one range of a primary key. A window of whole months (every window

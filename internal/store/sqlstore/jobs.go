@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/jobs"
@@ -113,17 +114,38 @@ func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
 }
 
 // qInsertJob writes every column of a new job.
-var qInsertJob = func() string {
-	ph := make([]string, 33)
-	for i := range ph {
-		ph[i] = "$" + itoa(i+1)
-	}
-	return `INSERT INTO jobs (` + jobCols + `) VALUES (` + strings.Join(ph, ", ") + `)`
-}()
+// jobColumns is the number of columns of jobCols (jobArgs answers one value for each).
+const jobColumns = 33
 
-// InsertJob writes a new job. In a pipelined transaction (PostgreSQL) the row goes with the
-// transaction's next statement or its COMMIT, and its failure is then theirs: ErrDuplicate, or
-// an error wrapping jobs.ErrNotRecorded.
+var qInsertJob = insertJobsSQL(1)
+
+// insertJobsSQL is the insert of n jobs in one statement; each n's text is made once (a
+// statement prepared per connection is found by its text).
+func insertJobsSQL(n int) string {
+	if v, ok := insertJobsText.Load(n); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO jobs (` + jobCols + `) VALUES `)
+	for r := range n {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range jobColumns {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + itoa(r*jobColumns+c+1))
+		}
+		b.WriteByte(')')
+	}
+	v, _ := insertJobsText.LoadOrStore(n, b.String())
+	return v.(string)
+}
+
+var insertJobsText sync.Map
+
 func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
 	if w, ok := tx.q.(atCommit); ok {
 		w.writeAtCommit(qInsertJob, jobArgs(j), func(err error) error {
@@ -227,6 +249,77 @@ func (tx *Tx) CountQueued(ctx context.Context, model string) (int, error) {
 	var n int
 	err := tx.q.QueryRowContext(ctx, qCountQueued, model).Scan(&n)
 	return n, err
+}
+
+// CountInFlightOf counts the unsettled jobs of each account of ids (those without any are
+// left out). On PostgreSQL one statement reads them all; on SQLite each is CountInFlight.
+func (tx *Tx) CountInFlightOf(ctx context.Context, ids []string) (map[string]int, error) {
+	return tx.countEach(ctx, ids, qCountInFlightOf, tx.CountInFlight)
+}
+
+// CountQueuedOf counts the jobs waiting for a slot of each model of slugs, as CountInFlightOf.
+func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
+	return tx.countEach(ctx, slugs, qCountQueuedOf, tx.CountQueued)
+}
+
+func (tx *Tx) countEach(ctx context.Context, of []string, q string, one func(context.Context, string) (int, error)) (map[string]int, error) {
+	out := make(map[string]int, len(of))
+	if tx.dialect != Postgres {
+		for _, v := range of {
+			n, err := one(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				out[v] = n
+			}
+		}
+		return out, nil
+	}
+	err := eachRow(tx.q.QueryContext(ctx, q, of))(func(row scanner) error {
+		var v string
+		var n int
+		err := row.Scan(&v, &n)
+		out[v] = n
+		return err
+	})
+	return out, err
+}
+
+// InsertJobs stores js as InsertJob stores each: on PostgreSQL in one statement, which goes
+// with the transaction's next statement or its COMMIT (failing it with ErrDuplicate, or an
+// error wrapping ErrNotRecorded, for every job of it); on SQLite one by one.
+func (tx *Tx) InsertJobs(ctx context.Context, js []jobs.Job) error {
+	if len(js) == 0 {
+		return nil
+	}
+	if tx.dialect != Postgres || len(js) == 1 {
+		for _, j := range js {
+			if err := tx.InsertJob(ctx, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	args := make([]any, 0, len(js)*jobColumns)
+	for _, j := range js {
+		args = append(args, jobArgs(j)...)
+	}
+	q := insertJobsSQL(len(js))
+	if w, ok := tx.q.(atCommit); ok {
+		w.writeAtCommit(q, args, func(err error) error {
+			if isUniqueViolation(err) {
+				return jobs.ErrDuplicate
+			}
+			return fmt.Errorf("%w: %w", jobs.ErrNotRecorded, err)
+		})
+		return nil
+	}
+	_, err := tx.q.ExecContext(ctx, q, args...)
+	if isUniqueViolation(err) {
+		return jobs.ErrDuplicate
+	}
+	return err
 }
 
 // CountWaiting counts the jobs waiting for a slot, every model together (one read of the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,7 +227,7 @@ func (tx *Tx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period strin
 	if p, ok := tx.q.(*pipeTx); ok {
 		// A submit asks for the account's in-flight jobs next (jobs.Service.admit): the count
 		// goes in this round trip, after the debit took the account's row lock.
-		p.readCountAfter(countInFlightSQL(Postgres), e.AccountID)
+		p.readAfter(countInFlightSQL(Postgres), e.AccountID)
 	}
 	charged, refunded, jobs, counted := rollupOf(e)
 	a, k, err := scanAccountKey(tx.q.QueryRowContext(ctx, `WITH b AS (
@@ -241,6 +243,165 @@ func (tx *Tx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period strin
 		return auth.Account{}, auth.KeyRecord{}, ledger.ErrInsufficient
 	}
 	return a, k, err
+}
+
+// The statements that hold the accounts and keys of charges made together (PostgreSQL): the
+// accounts first, then the keys, each in id order. The keys are read by a statement of their
+// own, after the accounts' locks are held, so that they are read as the accounts' last holder
+// left them (every writer of a key's spend holds its account); they are locked too, in order,
+// as the charges' statement will write them, so that nothing else writing keys in the same
+// order (TouchKeys) can wait on this transaction in a cycle.
+const (
+	qHoldAccounts = `SELECT ` + accountCols + ` FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
+	qHoldKeys     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
+)
+
+// LedgerHoldKeys locks the accounts of pairs and reads them with the keys named. On
+// PostgreSQL that is one round trip: the accounts' locks, then the keys, then the in-flight
+// counts the jobs engine asks next (CountInFlightOf), each a statement of its own sent after
+// the one before. On SQLite, whose single writer holds every row already, each pair is one
+// read.
+func (tx *Tx) LedgerHoldKeys(ctx context.Context, pairs []ledger.AccountKey) ([]auth.Account, []auth.KeyRecord, error) {
+	var as []auth.Account
+	var ks []auth.KeyRecord
+	if tx.dialect != Postgres {
+		for _, p := range pairs {
+			a, k, err := scanAccountKey(tx.q.QueryRowContext(ctx, qAccountKey, p.AccountID, p.KeyID))
+			if errors.Is(err, auth.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			as, ks = append(as, a), append(ks, k)
+		}
+		return as, ks, nil
+	}
+	accountIDs, keyIDs := make([]string, 0, len(pairs)), make([]string, 0, len(pairs))
+	for _, p := range pairs {
+		if n := len(accountIDs); n == 0 || accountIDs[n-1] != p.AccountID {
+			accountIDs = append(accountIDs, p.AccountID)
+		}
+		keyIDs = append(keyIDs, p.KeyID)
+	}
+	slices.Sort(keyIDs)
+	keyIDs = slices.Compact(keyIDs)
+	if p, ok := tx.q.(*pipeTx); ok {
+		p.readAfter(qHoldKeys, keyIDs)
+		p.readAfter(qCountInFlightOf, accountIDs)
+	}
+	accounts := map[string]auth.Account{}
+	if err := eachRow(tx.q.QueryContext(ctx, qHoldAccounts, accountIDs))(func(row scanner) error {
+		a, err := scanAccount(row)
+		accounts[a.ID] = a
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	keys := map[string]auth.KeyRecord{}
+	if err := eachRow(tx.q.QueryContext(ctx, qHoldKeys, keyIDs))(func(row scanner) error {
+		k, err := scanKey(row)
+		keys[k.ID] = k
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pairs {
+		a, ok := accounts[p.AccountID]
+		k, kok := keys[p.KeyID]
+		if ok && kok && k.AccountID == p.AccountID {
+			as, ks = append(as, a), append(ks, k)
+		}
+	}
+	return as, ks, nil
+}
+
+// eachRow calls fn on each row of a query's answer, then closes it (once: closing a batch's
+// rows reads what the batch carried after them).
+func eachRow(rows rowSet, err error) func(fn func(scanner) error) error {
+	return func(fn func(scanner) error) error {
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err = fn(rows); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+}
+
+// qChargeAll writes charges made together (PostgreSQL), from one array per column ($1 account,
+// $2 key, $3 job, $4 model, $5 amount, $6 the balance each leaves), all at one time ($7
+// period, $8 at, $9 day, $10 month): each account's balance and each key's spend move by their
+// sums, the rollups by theirs, and the entries are written in the order given.
+const qChargeAll = `WITH v AS (
+   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY
+   AS v(account_id, key_id, job_id, model, amount, balance, ord)),
+ b AS (
+   UPDATE accounts a SET balance = a.balance + s.total FROM (SELECT account_id, sum(amount) AS total FROM v GROUP BY account_id) s
+   WHERE a.id = s.account_id),
+ k AS (
+   UPDATE api_keys k SET spent = CASE WHEN k.spent_period = $7::text THEN k.spent + s.spend ELSE s.spend END, spent_period = $7::text
+   FROM (SELECT key_id, -sum(amount) AS spend FROM v GROUP BY key_id) s WHERE k.id = s.key_id),
+ u AS (
+   INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
+   SELECT account_id, $9::bigint, key_id, model, -sum(amount), 0, count(*) FROM v GROUP BY account_id, key_id, model
+   ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
+   jobs = usage_daily.jobs + excluded.jobs),
+ m AS (
+   INSERT INTO usage_monthly (account_id, month, key_id, model, charged, refunded, jobs)
+   SELECT account_id, $10::bigint, key_id, model, -sum(amount), 0, count(*) FROM v GROUP BY account_id, key_id, model
+   ON CONFLICT (account_id, month, key_id, model) DO UPDATE SET charged = usage_monthly.charged + excluded.charged,
+   jobs = usage_monthly.jobs + excluded.jobs),
+ d AS (
+   INSERT INTO usage_daily_totals (account_id, day, charged, refunded, jobs)
+   SELECT account_id, $9::bigint, -sum(amount), 0, count(*) FROM v GROUP BY account_id
+   ON CONFLICT (account_id, day) DO UPDATE SET charged = usage_daily_totals.charged + excluded.charged,
+   jobs = usage_daily_totals.jobs + excluded.jobs)
+INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
+ SELECT account_id, key_id, job_id, model, 'charge', amount, balance, $7::text, $8::bigint FROM v ORDER BY ord`
+
+// LedgerChargeAll writes charges taken together. On PostgreSQL it is one statement, which goes
+// with the transaction's next one or its COMMIT; on SQLite each is LedgerChargeKey's.
+func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	at := cs[0].At
+	for _, c := range cs {
+		if c.Kind != ledger.Charge || c.Amount >= 0 || !c.At.Equal(at) {
+			return fmt.Errorf("sqlstore: charges written together are debits made at one time (%s)", c.JobID)
+		}
+	}
+	if tx.dialect != Postgres {
+		for _, c := range cs {
+			if _, _, err := tx.LedgerChargeKey(ctx, c.Entry, auth.Period(c.At), math.MinInt64); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := len(cs)
+	accounts, keys, jobIDs, models := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	amounts, balances := make([]int64, n), make([]int64, n)
+	for i, c := range cs {
+		accounts[i], keys[i], jobIDs[i], models[i], amounts[i], balances[i] = c.AccountID, c.KeyID, c.JobID, c.Model, int64(c.Amount), c.Balance
+	}
+	args := []any{accounts, keys, jobIDs, models, amounts, balances, auth.Period(at), micros(at), micros(at) / dayMicros * dayMicros, monthMicros(at)}
+	if w, ok := tx.q.(atCommit); ok {
+		w.writeAtCommit(qChargeAll, args, nil)
+		return nil
+	}
+	_, err := tx.q.ExecContext(ctx, qChargeAll, args...)
+	return err
 }
 
 // balanceThen scans a leading balance column into bal and the rest as the wrapped scanner does.

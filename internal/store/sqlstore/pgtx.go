@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"reflect"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -17,13 +20,14 @@ import (
 //   - BEGIN is not sent alone: it goes with the transaction's first statement;
 //   - a write whose only answer is its error (the job's insert, writeAtCommit) waits, and goes
 //     with the next statement or with the COMMIT;
-//   - a count the transaction is known to ask next (the account's in-flight jobs after a
-//     charge made first, readCountAfter) goes right after the statement before it.
+//   - a read the transaction is known to make next (readAfter: the keys and the in-flight
+//     counts of submits charged together, after their accounts' locks) goes right after the
+//     statement before it, and is answered from what that round trip brought back.
 //
-// A submit that charges first (jobs.Config.ChargeFirst) thus takes two round trips: BEGIN, the
-// charge and the count; then the insert and the COMMIT. The usual path takes four. A waiting
-// write that fails fails the statement it went with, or the COMMIT: its error is then the
-// transaction's, as the write's own mapping gives it.
+// Submits charged together (jobs.Service, Config.ChargeFirst) thus take two round trips for
+// the whole batch: BEGIN, the accounts' locks, the keys and the in-flight counts; then the
+// charges, the inserts and the COMMIT. A waiting write that fails fails the statement it went
+// with, or the COMMIT: its error is then the transaction's, as the write's own mapping gives it.
 
 // pipeTx is the querier of a pipelined transaction, on a connection held for it.
 type pipeTx struct {
@@ -31,39 +35,63 @@ type pipeTx struct {
 	c       *conn
 	begun   bool           // BEGIN was sent
 	waiting []waitingWrite // writes not sent yet, in order
-	// count is a read to send after the next statement in its round trip, for a statement the
-	// transaction is known to ask next (readCountAfter); counted is the one the last round
-	// trip carried, its answer read with that statement's row (batchRow).
-	count   *readAhead
-	counted *readAhead
+	// after are reads to send after the next statement, in its round trip (readAfter); read
+	// are those the last round trip carried, each answered once, to a query of the same
+	// statement and arguments.
+	after []*readAhead
+	read  []*readAhead
 }
 
-// readAhead is a count read sent ahead of its asking, and its answer.
+// readAhead is a read sent ahead of its asking, and its answer: its rows as the server sent
+// them, decoded when they are scanned.
 type readAhead struct {
-	sql  string
-	arg  string
-	n    int
-	err  error
-	done bool
+	sql    string
+	args   []any
+	fields []pgconn.FieldDescription
+	rows   [][][]byte
+	err    error
+	done   bool
 }
 
-// readCountAfter sends sql (a count of one argument) right after the transaction's next
-// statement, in the same round trip; the transaction's QueryRowContext of the same statement
-// and argument is then answered from it, without another. As a statement of its own it sees
-// every transaction committed before it started, so a count sent after a statement that
-// waited for a row lock sees what the lock's holder committed.
-func (p *pipeTx) readCountAfter(sql, arg string) {
-	p.count = &readAhead{sql: sql, arg: arg}
+// readAfter sends the read sql with args right after the transaction's next statement, in the
+// same round trip; the transaction's query of the same statement and arguments is then
+// answered from it, without another. As a statement of its own it sees every transaction
+// committed before it started, so a read sent after a statement that waited for a row lock
+// sees what the lock's holder committed.
+func (p *pipeTx) readAfter(sql string, args ...any) {
+	p.after = append(p.after, &readAhead{sql: sql, args: args})
 }
 
-// readFor takes the count read ahead for q and args, if it was.
+// readFor takes the read made ahead for q and args, if one was.
 func (p *pipeTx) readFor(q string, args []any) (*readAhead, bool) {
-	r := p.counted
-	if r == nil || !r.done || r.sql != q || len(args) != 1 || args[0] != any(r.arg) {
-		return nil, false
+	for i, r := range p.read {
+		if r.done && r.sql == q && reflect.DeepEqual(r.args, args) {
+			p.read = append(p.read[:i], p.read[i+1:]...)
+			return r, true
+		}
 	}
-	p.counted = nil
-	return r, true
+	return nil, false
+}
+
+// take reads the answer of r from br, where it comes next.
+func (r *readAhead) take(br pgx.BatchResults) {
+	rows, err := br.Query()
+	if err == nil {
+		r.fields = append([]pgconn.FieldDescription(nil), rows.FieldDescriptions()...)
+		for rows.Next() {
+			raw := rows.RawValues()
+			row := make([][]byte, len(raw))
+			for i, v := range raw {
+				if v != nil {
+					row[i] = append([]byte{}, v...)
+				}
+			}
+			r.rows = append(r.rows, row)
+		}
+		rows.Close()
+		err = rows.Err()
+	}
+	r.err, r.done = err, true
 }
 
 type waitingWrite struct {
@@ -82,9 +110,9 @@ func (p *pipeTx) writeAtCommit(sql string, args []any, mapErr func(error) error)
 	p.waiting = append(p.waiting, waitingWrite{sql: sql, args: args, mapErr: mapErr})
 }
 
-// ahead reports whether statements must go with the next one (BEGIN, waiting writes, a count
-// to read after it).
-func (p *pipeTx) ahead() bool { return !p.begun || len(p.waiting) > 0 || p.count != nil }
+// ahead reports whether statements must go with the next one (BEGIN, waiting writes, reads to
+// make after it).
+func (p *pipeTx) ahead() bool { return !p.begun || len(p.waiting) > 0 || len(p.after) > 0 }
 
 // sendAhead sends BEGIN and the waiting writes with one more statement, queued by last, and
 // returns the batch's results positioned at that statement's.
@@ -99,11 +127,11 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 		b.Queue(w.sql, w.args...)
 	}
 	last(b)
-	p.counted = nil
-	if p.count != nil {
-		b.Queue(p.count.sql, p.count.arg)
-		p.counted, p.count = p.count, nil
+	p.read = p.after
+	for _, r := range p.after {
+		b.Queue(r.sql, r.args...)
 	}
+	p.after = nil
 	p.begun, p.waiting = true, nil
 	p.c.pipeTrips.Add(1)
 	br := p.conn.SendBatch(ctx, b)
@@ -137,6 +165,9 @@ func (p *pipeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Re
 		return nil, err
 	}
 	tag, err := br.Exec()
+	for _, a := range p.read {
+		a.take(br)
+	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -146,7 +177,7 @@ func (p *pipeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Re
 func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
 	p.c.statements.Add(1)
 	if r, ok := p.readFor(q, args); ok {
-		return countRow{r}
+		return readRow{r, p.conn.TypeMap()}
 	}
 	if !p.ahead() {
 		p.c.pipeTrips.Add(1)
@@ -156,11 +187,14 @@ func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) sca
 	if err != nil {
 		return errRow{err}
 	}
-	return batchRow{br: br, count: p.counted}
+	return batchRow{br: br, after: p.read}
 }
 
 func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
 	p.c.statements.Add(1)
+	if r, ok := p.readFor(q, args); ok {
+		return &readRows{r: r, tm: p.conn.TypeMap()}, nil
+	}
 	if !p.ahead() {
 		p.c.pipeTrips.Add(1)
 		r, err := p.conn.Query(ctx, q, args...)
@@ -178,13 +212,13 @@ func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSe
 		br.Close()
 		return nil, err
 	}
-	return pgxRows{Rows: r, br: br}, nil
+	return pgxRows{Rows: r, br: br, after: p.read}, nil
 }
 
 // commit sends COMMIT with whatever is still waiting; a transaction that sent nothing commits
 // nothing.
 func (p *pipeTx) commit(ctx context.Context) error {
-	p.count = nil // nothing asks after the COMMIT
+	p.after = nil // nothing reads after the COMMIT
 	if !p.begun && len(p.waiting) == 0 {
 		return nil
 	}
@@ -243,17 +277,17 @@ func (db *DB) inPipelinedTx(ctx context.Context, fn func(*Tx) error) error {
 	return err
 }
 
-// batchRow is a one-row result read from a batch: scanning it reads the row, then the count
+// batchRow is a one-row result read from a batch: scanning it reads the row, then the reads
 // sent after it (if any), and ends the batch.
 type batchRow struct {
 	br    pgx.BatchResults
-	count *readAhead
+	after []*readAhead
 }
 
 func (r batchRow) Scan(dest ...any) error {
 	err := r.br.QueryRow().Scan(dest...)
-	if c := r.count; c != nil {
-		c.err, c.done = r.br.QueryRow().Scan(&c.n), true
+	for _, a := range r.after {
+		a.take(r.br)
 	}
 	if cerr := r.br.Close(); err == nil {
 		err = cerr
@@ -261,38 +295,71 @@ func (r batchRow) Scan(dest ...any) error {
 	return err
 }
 
-// countRow answers a count read ahead (readCountAfter).
-type countRow struct{ r *readAhead }
+// readRows answers a read made ahead (readAfter), its rows decoded as they are scanned.
+type readRows struct {
+	r  *readAhead
+	tm *pgtype.Map
+	i  int
+}
 
-func (c countRow) Scan(dest ...any) error {
-	if c.r.err != nil {
-		return c.r.err
+func (rs *readRows) Next() bool {
+	if rs.r.err != nil || rs.i >= len(rs.r.rows) {
+		return false
 	}
-	var n *int
-	if len(dest) == 1 {
-		n, _ = dest[0].(*int)
+	rs.i++
+	return true
+}
+
+func (rs *readRows) Scan(dest ...any) error {
+	if rs.i == 0 {
+		return fmt.Errorf("sqlstore: Scan called before Next")
 	}
-	if n == nil {
-		return fmt.Errorf("sqlstore: a count read ahead scans into one *int, not %d values", len(dest))
+	return pgx.ScanRow(rs.tm, rs.r.fields, rs.r.rows[rs.i-1], dest...)
+}
+
+func (rs *readRows) Close() error { return nil }
+func (rs *readRows) Err() error   { return rs.r.err }
+
+// readRow is the first row of a read made ahead.
+type readRow struct {
+	r  *readAhead
+	tm *pgtype.Map
+}
+
+func (r readRow) Scan(dest ...any) error {
+	rs := &readRows{r: r.r, tm: r.tm}
+	if !rs.Next() {
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
 	}
-	*n = c.r.n
-	return nil
+	return rs.Scan(dest...)
 }
 
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// pgxRows is pgx's rows as a rowSet; rows read from a batch end it when closed.
+// pgxRows is pgx's rows as a rowSet; rows read from a batch end it when closed, after reading
+// the reads sent after them.
 type pgxRows struct {
 	pgx.Rows
-	br pgx.BatchResults
+	br    pgx.BatchResults
+	after []*readAhead
 }
 
 func (r pgxRows) Close() error {
 	r.Rows.Close()
 	if r.br != nil {
-		return r.br.Close()
+		err := r.Rows.Err()
+		for _, a := range r.after {
+			a.take(r.br)
+		}
+		if cerr := r.br.Close(); err == nil {
+			err = cerr
+		}
+		return err
 	}
 	return r.Rows.Err()
 }

@@ -19,6 +19,7 @@ func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("RevokeKeepsOriginalStamp", func(t *testing.T) { testRevoke(t, open(t)) })
 	t.Run("Ceilings", func(t *testing.T) { testCeilings(t, open(t)) })
 	t.Run("ChargeBeforeRead", func(t *testing.T) { testChargeOpen(t, open(t)) })
+	t.Run("ChargeTogether", func(t *testing.T) { testChargeTogether(t, open(t)) })
 	t.Run("ACC04_MonthlyAllowances", func(t *testing.T) { testAllowances(t, open(t)) })
 	t.Run("ConsoleUsersAndSessions", func(t *testing.T) { testConsoleUsers(t, open(t)) })
 }
@@ -198,5 +199,64 @@ func testChargeOpen(t *testing.T, db *sqlstore.DB) {
 	}
 	if k, _ := db.Key(ctx, "openkey00001"); k.SpentIn(t0) != 30 {
 		t.Fatalf("a refused charge moved the key's spend: %d", k.SpentIn(t0))
+	}
+}
+
+// Charges made together: LedgerHoldKeys answers each account with the key named, in the order
+// given, and leaves out a key that is not its account's; LedgerChargeAll moves each balance and
+// key's spend by its charges' sum, writes each entry, and counts them in the usage rollups (per
+// day and per month); it refuses charges made at two times.
+func testChargeTogether(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	NewAccount(t, db, "acct_o", auth.Pro, 100)
+	NewAccount(t, db, "acct_q", auth.Pro, 100)
+	for _, k := range []auth.KeyRecord{key("openkey00001", "acct_o", t0.AddDate(0, 3, 0)), key("qkey00000001", "acct_q", t0.AddDate(0, 3, 0))} {
+		if err := db.InsertKey(ctx, k, 25, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	charge := func(account, key, job string, amount, balance int64, at time.Time) ledger.Taken {
+		return ledger.Taken{Entry: ledger.Entry{AccountID: account, KeyID: key, JobID: job, Model: "image-4b", Kind: ledger.Charge,
+			Amount: ledger.Credits(-amount), At: at}, Balance: balance}
+	}
+	err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
+		as, ks, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_o", KeyID: "openkey00001"},
+			{AccountID: "acct_q", KeyID: "openkey00001"}, {AccountID: "acct_q", KeyID: "qkey00000001"}})
+		if err != nil {
+			return err
+		}
+		if len(as) != 2 || as[0].ID != "acct_o" || as[0].Balance != 100 || as[0].Plan != auth.Pro || ks[0].ID != "openkey00001" ||
+			as[1].ID != "acct_q" || ks[1].ID != "qkey00000001" || ks[1].AccountID != "acct_q" {
+			t.Fatalf("held %+v with keys %+v: want acct_o and acct_q with their own keys", as, ks)
+		}
+		if err := tx.LedgerChargeAll(ctx, []ledger.Taken{charge("acct_o", "openkey00001", "photo_1", 30, 70, t0),
+			charge("acct_q", "qkey00000001", "photo_2", 10, 90, t0.Add(time.Second))}); err == nil {
+			t.Fatal("charges at two times were written together")
+		}
+		return tx.LedgerChargeAll(ctx, []ledger.Taken{charge("acct_o", "openkey00001", "photo_1", 30, 70, t0),
+			charge("acct_q", "qkey00000001", "photo_2", 10, 90, t0), charge("acct_o", "openkey00001", "photo_3", 20, 50, t0)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int64{"acct_o": 50, "acct_q": 90} {
+		sum, err := db.LedgerBalanceSum(ctx, id)
+		got, _ := db.LedgerAccount(ctx, id)
+		if err != nil || sum != got.Balance || got.Balance != want {
+			t.Fatalf("%s: balance %d, entries sum %d, want %d (%v)", id, got.Balance, sum, want, err)
+		}
+	}
+	for id, want := range map[string]int64{"openkey00001": 50, "qkey00000001": 10} {
+		if k, _ := db.Key(ctx, id); k.SpentIn(t0) != want {
+			t.Fatalf("key %s spent %d, want %d", id, k.SpentIn(t0), want)
+		}
+	}
+	day := t0.Truncate(24 * time.Hour)
+	month := time.Date(t0.Year(), t0.Month(), 1, 0, 0, 0, 0, time.UTC)
+	for _, span := range [][2]time.Time{{day, day.AddDate(0, 0, 1)}, {month, month.AddDate(0, 1, 0)}} {
+		u, err := db.LedgerUsageByKey(ctx, "acct_o", span[0], span[1])
+		if err != nil || len(u) != 1 || u[0].KeyID != "openkey00001" || u[0].Charged != 50 || u[0].Jobs != 2 {
+			t.Fatalf("usage of acct_o over %v: %+v %v, want 50 credits in 2 jobs", span, u, err)
+		}
 	}
 }

@@ -24,6 +24,7 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
 	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
 	t.Run("InFlightCountAfterChargeSeesLockHolder", func(t *testing.T) { testInFlightAfterCharge(t, open(t)) })
+	t.Run("HoldSeesLockHolder", func(t *testing.T) { testHoldSeesLockHolder(t, open(t)) })
 	t.Run("CloseJobWritesJobAndEvent", func(t *testing.T) { testCloseJob(t, open(t)) })
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
 	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
@@ -384,6 +385,79 @@ func testInFlightAfterCharge(t *testing.T, db *sqlstore.DB) {
 	}
 	if err := <-second; err != nil || n != 1 {
 		t.Fatalf("in flight after the charge: %d %v, want the lock holder's job (1)", n, err)
+	}
+}
+
+// JOB / plan in-flight limits / CEIL: submits charged together hold their accounts
+// (LedgerHoldKeys) and then count their in-flight jobs (CountInFlightOf); both see what a
+// transaction that held an account while they waited for it committed meanwhile: its job in
+// the count, its charge in the key's spend. On PostgreSQL the keys and the counts are sent in
+// the locks' round trip, each a statement of its own after them. (SQLite's one writer runs the
+// two transactions one after the other: there is no wait to race.)
+func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
+	if db.Dialect() != sqlstore.Postgres {
+		t.Skip("SQLite runs one write transaction at a time")
+	}
+	ctx := context.Background()
+	s := sqlstore.Jobs{DB: db}
+	NewAccount(t, db, "acct_w", auth.Pro, 100)
+	NewAccount(t, db, "acct_x", auth.Pro, 100)
+	for _, k := range []auth.KeyRecord{key("waitkey00001", "acct_w", t0.AddDate(0, 3, 0)), key("xkey00000001", "acct_x", t0.AddDate(0, 3, 0))} {
+		if err := db.InsertKey(ctx, k, 25, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.InTx(ctx, func(tx jobs.Tx) error {
+			if _, _, err := tx.LedgerLockAccountKey(ctx, "acct_w", "waitkey00001"); err != nil {
+				return err
+			}
+			if _, err := tx.LedgerKeySpend(ctx, "waitkey00001", auth.Period(t0), 10); err != nil {
+				return err
+			}
+			if err := tx.InsertJob(ctx, newJob("acct_w", "photo", "held", jobs.InProgress, t0)); err != nil {
+				return err
+			}
+			if _, err := tx.CountQueued(ctx, "none"); err != nil { // the insert is sent
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	var n map[string]int
+	var ks []auth.KeyRecord
+	second := make(chan error, 1)
+	before := db.PipelinedRoundTrips()
+	go func() {
+		second <- s.InTx(ctx, func(tx jobs.Tx) (err error) {
+			if _, ks, err = tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_w", KeyID: "waitkey00001"},
+				{AccountID: "acct_x", KeyID: "xkey00000001"}}); err != nil {
+				return err
+			}
+			n, err = tx.CountInFlightOf(ctx, []string{"acct_w", "acct_x"})
+			return err
+		})
+	}()
+	waitForLockWait(t, db)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil || len(n) != 1 || n["acct_w"] != 1 {
+		t.Fatalf("in flight once held: %v %v, want the lock holder's job (acct_w: 1) alone", n, err)
+	}
+	if len(ks) != 2 || ks[0].SpentIn(t0) != 10 {
+		t.Fatalf("keys once held: %+v, want waitkey00001 with the lock holder's spend (10)", ks)
+	}
+	// The holder's COMMIT; then BEGIN, the locks, the keys and the counts in one round trip,
+	// and the COMMIT in another.
+	if trips := db.PipelinedRoundTrips() - before; trips != 3 {
+		t.Fatalf("%d round trips, want 3", trips)
 	}
 }
 

@@ -1,0 +1,264 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ledger"
+)
+
+// Submits together (Config.ChargeFirst). On a store over a network (PostgreSQL) each statement
+// and each COMMIT costs both processes more than the rows it writes. Here the submits that would
+// start at once and wait at one moment are charged and inserted in one transaction of five
+// statements whatever their number: their accounts' locks (in id order), their keys and their
+// in-flight counts, read in one round trip; then every charge in one statement and every job in
+// another, sent with the COMMIT. Each is judged in memory in the order of checks (ledger.Held),
+// on the accounts as the submits before it in the batch left them. A submit alone in its batch
+// is charged first, in three statements (chargeAlone).
+//
+// Every caller is answered after the COMMIT that holds its job, or its refusal, returned. A
+// refusal is judged on the batch's charges and commits nothing of its own. When the
+// transaction fails, none of it was written: every submit of it takes the usual path on its
+// own (errJudgeFirst), where a duplicate idempotency key, say, is answered as a replay. So are
+// those the batch cannot judge (passes, an allowance due, a job already waiting for a model
+// that queues). A caller who gave up before its batch ran is answered so, unwritten. Two
+// submits with one idempotency key never share a batch.
+
+// maxTogether bounds the submits of one batch; togetherRunners the batches in flight at once
+// (one is written while the next gathers).
+const (
+	maxTogether     = 64
+	togetherRunners = 2
+)
+
+type together struct {
+	s       *Service
+	mu      sync.Mutex
+	pending []*joint
+	running int
+}
+
+// joint is one submit of a batch and, once done is closed, its answer.
+type joint struct {
+	ctx    context.Context
+	base   Job // the job as Submit made it
+	queues bool
+	done   chan struct{}
+
+	job     Job   // the job as charged and started
+	balance int64 // the balance the charge left
+	claimed bool  // a runner's slot is held for it
+	err     error // a refusal, or errJudgeFirst: the usual path judges it
+}
+
+// submit charges and inserts job with the submits waiting at this moment, and answers once its
+// batch committed or failed.
+func (t *together) submit(ctx context.Context, job Job, queues bool) *joint {
+	j := &joint{ctx: ctx, base: job, queues: queues, done: make(chan struct{})}
+	t.mu.Lock()
+	t.pending = append(t.pending, j)
+	start := t.running < togetherRunners
+	if start {
+		t.running++
+	}
+	t.mu.Unlock()
+	if start {
+		go t.serve()
+	}
+	// Once queued, the answer is awaited whatever the context: the batch may commit the job.
+	<-j.done
+	return j
+}
+
+func (t *together) serve() {
+	for {
+		batch := t.take()
+		if batch == nil {
+			return
+		}
+		t.write(batch)
+	}
+}
+
+// take removes the next batch from the pending submits; a submit whose account and
+// idempotency key are already in it waits for the next.
+func (t *together) take() []*joint {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.pending) == 0 {
+		t.running--
+		return nil
+	}
+	var batch, rest []*joint
+	seen := map[[2]string]bool{}
+	for _, j := range t.pending {
+		k := [2]string{j.base.AccountID, j.base.IdempotencyKey}
+		if len(batch) == maxTogether || seen[k] {
+			rest = append(rest, j)
+			continue
+		}
+		seen[k] = true
+		batch = append(batch, j)
+	}
+	t.pending = rest
+	return batch
+}
+
+func (t *together) write(batch []*joint) {
+	s := t.s
+	live := make([]*joint, 0, len(batch))
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.err = err
+			close(j.done)
+			continue
+		}
+		live = append(live, j)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := jointContext(live)
+	defer cancel()
+	if len(live) == 1 {
+		s.chargeAlone(ctx, live[0])
+		return
+	}
+	err := s.store.InTx(ctx, func(tx Tx) error { return s.chargeTogether(ctx, tx, live) })
+	for _, j := range live {
+		if err != nil {
+			if j.claimed {
+				s.releaseSlot(j.base.Model)
+				j.claimed = false
+			}
+			j.err = errJudgeFirst // nothing of the batch was written: each is submitted on its own
+		}
+		close(j.done)
+	}
+}
+
+// jointContext is a batch's context: it ends at the latest of its callers' deadlines, if they
+// all have one. No caller's cancellation ends it: the others' work is in the same transaction.
+func jointContext(batch []*joint) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, j := range batch {
+		d, ok := j.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// chargeAlone is the transaction of a submit alone in its batch: its charge is made first, in
+// the statement that reads its account and key (chargeFirst), one statement fewer than a batch
+// takes. A refusal rolls the charge back and is answered as it is; a charge that cannot be
+// judged that way, or a transaction that failed, takes the usual path.
+func (s *Service) chargeAlone(ctx context.Context, j *joint) {
+	err := s.store.InTx(ctx, func(tx Tx) (err error) {
+		if j.claimed { // a retried transaction: the slot of the run before is given back
+			s.giveSlot(j.base.Model)
+			j.claimed = false
+		}
+		j.job = j.base
+		var res SubmitResult
+		j.claimed, err = s.chargeFirst(ctx, tx, auth.KeyRecord{ID: j.base.KeyID}, &j.job, &res, j.queues, s.now())
+		j.balance = res.Balance
+		return err
+	})
+	if err != nil {
+		if j.claimed {
+			s.releaseSlot(j.base.Model)
+			j.claimed = false
+		}
+		if _, refused := apierr.As(err); !refused {
+			err = errJudgeFirst
+		}
+		j.err = err
+	}
+	close(j.done)
+}
+
+// chargeTogether is a batch's transaction. The store may run it again (a retried transaction):
+// each run starts from the jobs as Submit made them and gives back the slots the run before
+// claimed.
+func (s *Service) chargeTogether(ctx context.Context, tx Tx, batch []*joint) error {
+	now := s.now()
+	pairs := make([]ledger.AccountKey, len(batch))
+	var accounts, models []string
+	for i, j := range batch {
+		if j.claimed {
+			s.giveSlot(j.base.Model)
+			j.claimed = false
+		}
+		j.err, j.job = nil, j.base
+		pairs[i] = ledger.AccountKey{AccountID: j.base.AccountID, KeyID: j.base.KeyID}
+		accounts = append(accounts, j.base.AccountID)
+		if j.queues {
+			models = append(models, j.base.Model)
+		}
+	}
+	slices.Sort(accounts)
+	accounts = slices.Compact(accounts)
+	// On a model that queues, a newcomer never overtakes a job already waiting.
+	var queued map[string]int
+	if len(models) > 0 {
+		slices.Sort(models)
+		var err error
+		if queued, err = tx.CountQueuedOf(ctx, slices.Compact(models)); err != nil {
+			return err
+		}
+	}
+	held, err := s.ledger.Hold(ctx, tx, pairs, now)
+	if err != nil {
+		return err
+	}
+	// Counted once the accounts are held: what their last holders committed is counted.
+	inFlight, err := tx.CountInFlightOf(ctx, accounts)
+	if err != nil {
+		return err
+	}
+	charged := make([]Job, 0, len(batch))
+	for _, j := range batch {
+		job := j.base
+		c, err := held.Charge(ledger.Job{AccountID: job.AccountID, KeyID: job.KeyID, JobID: job.ID, Model: job.Model, Quote: ledger.Credits(job.Quoted)},
+			func(a auth.Account) error { return s.admitCount(a, inFlight[a.ID]) },
+			func() error {
+				if j.queues && queued[job.Model] > 0 {
+					return errJudgeFirst
+				}
+				if !s.claimSlot(job.Model) {
+					if j.queues {
+						return errJudgeFirst
+					}
+					return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+				}
+				j.claimed = true
+				return nil
+			})
+		if errors.Is(err, ledger.ErrJudgeFirst) {
+			err = errJudgeFirst
+		}
+		if err != nil {
+			j.err = err
+			continue
+		}
+		inFlight[job.AccountID]++
+		job.Reserved, job.Charged = int64(c.Reserved), int64(c.Reserved)
+		s.started(&job, c, now)
+		j.job, j.balance = job, int64(c.Balance)
+		charged = append(charged, job)
+	}
+	if err := held.Write(ctx, tx); err != nil {
+		return err
+	}
+	return tx.InsertJobs(ctx, charged)
+}
