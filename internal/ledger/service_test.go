@@ -521,6 +521,7 @@ func TestChargeFirstJudgesInTheOrderOfChecks(t *testing.T) {
 		t.Fatalf("a refusal moved something: spend %d, balance %d, %d entries", m.st.keys["key"].Spent, m.st.accounts["acct"].Balance, len(m.st.entries))
 	}
 }
+
 // JOB-05 / CEIL / ORD: charges made together (Hold, Held.Charge, Held.Write) are judged one by
 // one in the order of checks, each on the account and key as the charges before it left them:
 // standing, then the caller's admission (the in-flight limit), then the key's ceiling, then the

@@ -95,6 +95,11 @@ var hot = map[string]struct {
 	sql  string
 	args []any
 }{
+	"together: accounts held":    {qHoldAccounts, []any{[]string{"a", "b"}}},
+	"together: keys held":        {qHoldKeys, []any{[]string{"k1", "k2"}}},
+	"together: in-flight":        {qCountInFlightOf, []any{[]string{"a", "b"}}},
+	"together: queue lengths":    {qCountQueuedOf, []any{[]string{"m1", "m2"}}},
+	"together: charges":          {qChargeAll, []any{[]string{"a"}, []string{"k"}, []string{"j"}, []string{"m"}, []int64{-1}, []int64{0}, "2026-11", int64(0), int64(0), int64(0)}},
 	"submit: account":            {qAccount, []any{"acct"}},
 	"submit: key":                {qKey, []any{"key"}},
 	"submit: in-flight count":    {qCountInFlight, []any{"acct"}},
@@ -132,11 +137,17 @@ var hotSearches = map[string]jobs.Search{
 	"console: jobs of a model in a state": {Model: "m", State: jobs.StateQueued, Limit: 51},
 }
 
-// HotQueries lists the names Explain accepts.
-func HotQueries() []string {
+// hotOnly names the hot queries of one dialect alone (submits together, PostgreSQL).
+var hotOnly = map[string]Dialect{"together: accounts held": Postgres, "together: keys held": Postgres,
+	"together: in-flight": Postgres, "together: queue lengths": Postgres, "together: charges": Postgres}
+
+// HotQueries lists the names Explain accepts on a database of dialect d.
+func HotQueries(d Dialect) []string {
 	out := make([]string, 0, len(hot)+len(hotSearches))
 	for name := range hot {
-		out = append(out, name)
+		if only, ok := hotOnly[name]; !ok || only == d {
+			out = append(out, name)
+		}
 	}
 	for name := range hotSearches {
 		out = append(out, name)
@@ -154,8 +165,8 @@ func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 		h.sql, h.args = searchJobsSQL(db.dialect, "acct", search)
 		ok = true
 	}
-	if !ok {
-		return nil, fmt.Errorf("sqlstore: no hot query %q", name)
+	if only, one := hotOnly[name]; !ok || (one && only != db.dialect) {
+		return nil, fmt.Errorf("sqlstore: no hot query %q on %s", name, db.dialect)
 	}
 	c, err := db.sql.raw.Conn(ctx)
 	if err != nil {

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
@@ -10,12 +12,14 @@ import (
 var _ auth.LastUsedStore = (*DB)(nil)
 
 // TouchKeys moves each key's last_used_at forward, one short statement per key in one
-// transaction.
+// transaction, in key id order: submits charged together lock their keys in that order
+// (LedgerHoldKeys), so neither waits on the other in a cycle.
 func (db *DB) TouchKeys(ctx context.Context, stamps map[string]time.Time) error {
+	ids := slices.Sorted(maps.Keys(stamps))
 	return db.InTx(ctx, func(tx *Tx) error {
-		for id, at := range stamps {
+		for _, id := range ids {
 			if _, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)`,
-				micros(at), id); err != nil {
+				micros(stamps[id]), id); err != nil {
 				return err
 			}
 		}
