@@ -16,14 +16,15 @@ import (
 // one more statement. On a store over a network (PostgreSQL) a batch of submits then costs the
 // statements and the COMMIT that one submit costs.
 
-// ErrJudgeFirst answers a charge that is not judged with the others (Held.Charge): the caller
+// ErrJudgeFirst answers a charge that ChargeFirst or Held.Charge does not judge: the caller
 // takes the path of OpenFor, Decide and ChargeFor on its own, which answers in the order of
 // checks for passes, pass-only rules and allowances.
 var ErrJudgeFirst = errors.New("ledger: the charge is judged on its own")
 
-// ChargesFirst reports whether a submit's charge of quote may be judged with others (Hold), as
-// far as the account a (as the caller last saw it: the gate's cache) tells: a charge in credits
-// through an API key, on an account without passes, pass-only rule or allowance due.
+// ChargesFirst reports whether a submit's charge of quote may be made first (ChargeFirst) or
+// with others (Hold), as far as the account a (as the caller last saw it: the gate's cache)
+// tells: a charge in credits through an API key, on an account without passes, pass-only rule
+// or allowance due.
 func ChargesFirst(a auth.Account, keyID string, quote Credits, coveredOnly bool, now time.Time) bool {
 	return quote > 0 && !coveredOnly && keyID != auth.ConsoleKeyID && a.PassCount == 0 && !a.PassOnly && !a.AllowanceDue(now)
 }

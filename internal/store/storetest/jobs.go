@@ -346,25 +346,7 @@ func testInFlightAfterCharge(t *testing.T, db *sqlstore.DB) {
 	if err := db.InsertKey(ctx, key("waitkey00001", "acct_w", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
-	holding, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, _, err := tx.LedgerLockAccountKey(ctx, "acct_w", "waitkey00001"); err != nil {
-				return err
-			}
-			if err := tx.InsertJob(ctx, newJob("acct_w", "photo", "held", jobs.InProgress, t0)); err != nil {
-				return err
-			}
-			if _, err := tx.CountQueued(ctx, "none"); err != nil { // the insert is sent
-				return err
-			}
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release, first := holdWithJob(t, s, "acct_w", "waitkey00001", 0)
 	var n int
 	second := make(chan error, 1)
 	go func() {
@@ -407,28 +389,7 @@ func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
 			t.Fatal(err)
 		}
 	}
-	holding, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, _, err := tx.LedgerLockAccountKey(ctx, "acct_w", "waitkey00001"); err != nil {
-				return err
-			}
-			if _, err := tx.LedgerKeySpend(ctx, "waitkey00001", auth.Period(t0), 10); err != nil {
-				return err
-			}
-			if err := tx.InsertJob(ctx, newJob("acct_w", "photo", "held", jobs.InProgress, t0)); err != nil {
-				return err
-			}
-			if _, err := tx.CountQueued(ctx, "none"); err != nil { // the insert is sent
-				return err
-			}
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release, first := holdWithJob(t, s, "acct_w", "waitkey00001", 10)
 	var n map[string]int
 	var ks []auth.KeyRecord
 	second := make(chan error, 1)
@@ -459,6 +420,43 @@ func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
 	if trips := db.PipelinedRoundTrips() - before; trips != 3 {
 		t.Fatalf("%d round trips, want 3", trips)
 	}
+}
+
+// holdWithJob starts a transaction that holds account (read with key), raises the key's spend
+// by spend when it is not zero, and inserts a job of the account; it returns once all of that
+// was sent. The transaction commits when release is closed, and answers on done.
+func holdWithJob(t *testing.T, s sqlstore.Jobs, account, key string, spend int64) (release chan struct{}, done chan error) {
+	t.Helper()
+	ctx := context.Background()
+	holding := make(chan struct{})
+	release, done = make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(ctx, func(tx jobs.Tx) error {
+			if _, _, err := tx.LedgerLockAccountKey(ctx, account, key); err != nil {
+				return err
+			}
+			if spend != 0 {
+				if _, err := tx.LedgerKeySpend(ctx, key, auth.Period(t0), spend); err != nil {
+					return err
+				}
+			}
+			if err := tx.InsertJob(ctx, newJob(account, "photo", "held", jobs.InProgress, t0)); err != nil {
+				return err
+			}
+			if _, err := tx.CountQueued(ctx, "none"); err != nil { // the insert is sent
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-holding:
+	case err := <-done:
+		t.Fatalf("the holding transaction ended first: %v", err)
+	}
+	return release, done
 }
 
 // waitForLockWait returns once a session of the database waits for a row lock.
