@@ -3,8 +3,10 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +256,67 @@ func TestChargeTogetherFailedBatchIsSubmittedOneByOne(t *testing.T) {
 		t.Fatalf("%d refused, balance %d: want 1 refused and %d left", refused, end.Balance, q-1)
 	}
 	assertLedger(t, db, "acct_t")
+}
+
+// panicOnce is a store whose first transaction panics after its function ran (a defect in a
+// batch of submits' transaction, say); the transaction is rolled back.
+type panicOnce struct {
+	sqlstore.Jobs
+	done atomic.Bool
+}
+
+func (p *panicOnce) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
+	if p.done.CompareAndSwap(false, true) {
+		_ = p.Jobs.InTx(ctx, func(tx jobs.Tx) error {
+			_ = fn(tx)
+			return errors.New("rolled back")
+		})
+		panic("a defect in the batch's transaction")
+	}
+	return p.Jobs.InTx(ctx, fn)
+}
+
+// Issue 10 / reliability: a panic in the transaction of submits charged together is not the
+// end of the process: it is logged, the batch wrote nothing, and each submit takes the usual
+// path on its own, charged once.
+func TestChargeTogetherPanicIsSubmittedOneByOne(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenPostgres(t)
+	cfg := jobs.DefaultConfig()
+	cfg.ChargeFirst = true
+	cat := queueCatalog(t)
+	reg := runners.Registry{}
+	for _, m := range cat.Models() {
+		reg[m.Slug] = doneRunner{}
+	}
+	js := jobs.New(&panicOnce{Jobs: sqlstore.Jobs{DB: db}}, cat, reg, func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} },
+		jobs.NewSeats(8, 8, 8), func() time.Time { return time.Now().UTC() }, slog.New(slog.NewTextHandler(io.Discard, nil)), cfg)
+	storetest.NewAccount(t, db, "acct_p", auth.Pro, 10_000)
+	minted, err := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), time.Now, slog.New(slog.DiscardHandler)).
+		Mint(ctx, auth.MintParams{AccountID: "acct_p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := db.Account(ctx, "acct_p")
+	m, _ := cat.Model("image-4b")
+	pause := js.PauseTogether()
+	results := make(chan jobs.SubmitResult, 2)
+	for range 2 {
+		go func() {
+			res, err := js.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: minted.Record}, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+			if err != nil {
+				t.Error(err)
+			}
+			results <- res
+		}()
+	}
+	pause.Await(2)
+	pause.Release()
+	first, second := <-results, <-results
+	js.Drain()
+	after, _ := db.Account(ctx, "acct_p")
+	if first.Job.ID == second.Job.ID || first.Job.Reserved == 0 || second.Job.Reserved == 0 || after.Balance != 10_000-first.Job.Quoted-second.Job.Quoted {
+		t.Fatalf("jobs %s (%d) and %s (%d), balance %d: want two jobs charged once each", first.Job.ID, first.Job.Reserved, second.Job.ID, second.Job.Reserved, after.Balance)
+	}
+	assertLedger(t, db, "acct_p")
 }

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -129,7 +130,7 @@ func (t *together) write(batch []*joint) {
 		s.chargeAlone(ctx, live[0])
 		return
 	}
-	err := s.store.InTx(ctx, func(tx Tx) error { return s.chargeTogether(ctx, tx, live) })
+	err := s.inTxRecovered(ctx, func(tx Tx) error { return s.chargeTogether(ctx, tx, live) })
 	for _, j := range live {
 		if err != nil {
 			if j.claimed {
@@ -140,6 +141,19 @@ func (t *together) write(batch []*joint) {
 		}
 		close(j.done)
 	}
+}
+
+// inTxRecovered is InTx on a batch runner's goroutine, where a panic would end the process: it
+// is logged and answered as the transaction's failure (the store rolled it back), and each
+// submit of the batch then takes the usual path on its caller's goroutine.
+func (s *Service) inTxRecovered(ctx context.Context, fn func(Tx) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("submits together: transaction panicked", "panic", v)
+			err = fmt.Errorf("jobs: submits together: transaction panicked: %v", v)
+		}
+	}()
+	return s.store.InTx(ctx, fn)
 }
 
 // jointContext is a batch's context: it ends at the latest of its callers' deadlines, if they
@@ -163,7 +177,7 @@ func jointContext(batch []*joint) (context.Context, context.CancelFunc) {
 // takes. A refusal rolls the charge back and is answered as it is; a charge that cannot be
 // judged that way, or a transaction that failed, takes the usual path.
 func (s *Service) chargeAlone(ctx context.Context, j *joint) {
-	err := s.store.InTx(ctx, func(tx Tx) (err error) {
+	err := s.inTxRecovered(ctx, func(tx Tx) (err error) {
 		if j.claimed { // a retried transaction: the slot of the run before is given back
 			s.giveSlot(j.base.Model)
 			j.claimed = false
