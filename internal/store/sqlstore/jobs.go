@@ -113,10 +113,10 @@ func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
 	return j, nil
 }
 
-// qInsertJob writes every column of a new job.
 // jobColumns is the number of columns of jobCols (jobArgs answers one value for each).
 const jobColumns = 33
 
+// qInsertJob writes every column of a new job.
 var qInsertJob = insertJobsSQL(1)
 
 // insertJobsSQL is the insert of n jobs in one statement; each n's text is made once (a
@@ -146,6 +146,9 @@ func insertJobsSQL(n int) string {
 
 var insertJobsText sync.Map
 
+// InsertJob writes a new job. In a pipelined transaction (PostgreSQL) the row goes with the
+// transaction's next statement or its COMMIT, and its failure is then theirs: ErrDuplicate, or
+// an error wrapping jobs.ErrNotRecorded.
 func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
 	if w, ok := tx.q.(atCommit); ok {
 		w.writeAtCommit(qInsertJob, jobArgs(j), func(err error) error {
