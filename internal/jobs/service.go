@@ -427,48 +427,6 @@ func (s *Service) admitCount(a auth.Account, n int) error {
 // and wrote nothing of it.
 var errJudgeFirst = fmt.Errorf("jobs: %w", ledger.ErrJudgeFirst)
 
-// chargeFirst is Submit's transaction for a job that starts at once, with the charge made
-// before the account is read (Config.ChargeFirst): the ledger judges it after, in the usual
-// order (standing, the plan's in-flight limit, the key's ceiling), and a runner's slot is then
-// claimed, as the usual path claims it, once the account is held. On a model that queues, a job
-// already waiting or no slot free sends the submit down the usual path, where it queues; on one
-// that refuses a queue, no slot free is service_busy. It reports whether it claimed a slot.
-// Any error rolls the transaction back.
-func (s *Service) chargeFirst(ctx context.Context, tx Tx, key auth.KeyRecord, j *Job, res *SubmitResult, queues bool, now time.Time) (bool, error) {
-	_, c, err := s.ledger.ChargeFirst(ctx, tx, key, ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model,
-		Quote: ledger.Credits(j.Quoted)}, now, func(a auth.Account) error { return s.admit(ctx, tx, a) })
-	if errors.Is(err, ledger.ErrJudgeFirst) {
-		return false, errJudgeFirst
-	}
-	if err != nil {
-		return false, err
-	}
-	if queues {
-		waiting, err := tx.CountQueued(ctx, j.Model)
-		if err != nil {
-			return false, err
-		}
-		if waiting > 0 {
-			return false, errJudgeFirst
-		}
-	}
-	if !s.claimSlot(j.Model) {
-		if queues {
-			return false, errJudgeFirst
-		}
-		return false, apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
-	}
-	j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
-	s.started(j, c, now)
-	res.Balance = int64(c.Balance)
-	if err := tx.InsertJob(ctx, *j); err != nil && !errors.Is(err, ErrDuplicate) {
-		return true, apierr.New(apierr.JobRecordFailed).Wrap(err) // the charge is reversed with the transaction
-	} else if err != nil {
-		return true, err
-	}
-	return true, nil
-}
-
 // inputError maps the catalogue's refusals to the error catalogue.
 func inputError(err error) error {
 	var inv *catalog.InvalidError

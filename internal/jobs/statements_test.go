@@ -116,9 +116,9 @@ func TestStatementsPerJob(t *testing.T) {
 }
 
 // THR: on PostgreSQL, where the server charges submits together (Config.ChargeFirst), a job
-// alone costs at most 6 statements from submit to settled, and its submit's transaction two
-// round trips: the account's lock with the key and the in-flight count; then the charge and
-// the job's insert with the COMMIT. The settlement is a statement of its own, outside a
+// alone costs at most 4 statements from submit to settled, and its submit's transaction two
+// round trips: the charge made first, which reads the account and the key, with the in-flight
+// count after it; then the job's insert with the COMMIT. The settlement is a statement of its own, outside a
 // transaction, where settlements that wait together share one. Sixteen submits waiting
 // together share those statements and round trips: at most 2 statements a job in all. A
 // submit its balance does not cover answers insufficient_credits, nothing moved.
@@ -130,8 +130,8 @@ func TestStatementsPerJobTogether(t *testing.T) {
 	st, tx := e.submit(t, "image-4b", "")
 	trips = db.PipelinedRoundTrips() - trips
 	t.Logf("one job: %d statements, %d transactions, %d round trips in the submit's transaction", st, tx, trips)
-	if st > 6 || tx > 2 {
-		t.Fatalf("a job took %d statements and %d transactions, want at most 6 and 2", st, tx)
+	if st > 4 || tx > 2 {
+		t.Fatalf("a job took %d statements and %d transactions, want at most 4 and 2", st, tx)
 	}
 	if trips != 2 {
 		t.Fatalf("the submit's transaction took %d round trips, want 2", trips)

@@ -126,21 +126,57 @@ func (t *together) write(batch []*joint) {
 	}
 	ctx, cancel := jointContext(live)
 	defer cancel()
+	var err error
 	if len(live) == 1 {
-		s.chargeAlone(ctx, live[0])
-		return
+		err = s.inTxRecovered(ctx, func(tx Tx) error { return s.chargeAlone(ctx, tx, live[0]) })
+	} else {
+		err = s.inTxRecovered(ctx, func(tx Tx) error { return s.chargeTogether(ctx, tx, live) })
 	}
-	err := s.inTxRecovered(ctx, func(tx Tx) error { return s.chargeTogether(ctx, tx, live) })
 	for _, j := range live {
 		if err != nil {
-			if j.claimed {
-				s.releaseSlot(j.base.Model)
-				j.claimed = false
+			s.unclaim(j, true)
+			// Nothing of the transaction was written. A refusal it ended on (a submit alone's)
+			// is answered as it is; otherwise each submit is submitted on its own.
+			if _, refused := apierr.As(err); refused {
+				j.err = err
+			} else {
+				j.err = errJudgeFirst
 			}
-			j.err = errJudgeFirst // nothing of the batch was written: each is submitted on its own
 		}
 		close(j.done)
 	}
+}
+
+// unclaim gives back the runner's slot j holds, if any: released (waking the sweep of a model
+// that queues) when j is refused, given back quietly when its transaction runs again.
+func (s *Service) unclaim(j *joint, release bool) {
+	if !j.claimed {
+		return
+	}
+	if release {
+		s.releaseSlot(j.base.Model)
+	} else {
+		s.giveSlot(j.base.Model)
+	}
+	j.claimed = false
+}
+
+// claimFor claims a runner's slot for j once its charge is judged, as the usual path claims it:
+// on a model that queues, a job already waiting (waiting > 0) or no slot free sends the submit
+// down the usual path, where it queues; on one that refuses a queue, no slot free is
+// service_busy.
+func (s *Service) claimFor(j *joint, waiting int) error {
+	if j.queues && waiting > 0 {
+		return errJudgeFirst
+	}
+	if !s.claimSlot(j.base.Model) {
+		if j.queues {
+			return errJudgeFirst
+		}
+		return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+	}
+	j.claimed = true
+	return nil
 }
 
 // inTxRecovered is InTx on a batch runner's goroutine, where a panic would end the process: it
@@ -172,33 +208,38 @@ func jointContext(batch []*joint) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), latest)
 }
 
-// chargeAlone is the transaction of a submit alone in its batch: its charge is made first, in
-// the statement that reads its account and key (chargeFirst), one statement fewer than a batch
-// takes. A refusal rolls the charge back and is answered as it is; a charge that cannot be
-// judged that way, or a transaction that failed, takes the usual path.
-func (s *Service) chargeAlone(ctx context.Context, j *joint) {
-	err := s.inTxRecovered(ctx, func(tx Tx) (err error) {
-		if j.claimed { // a retried transaction: the slot of the run before is given back
-			s.giveSlot(j.base.Model)
-			j.claimed = false
-		}
-		j.job = j.base
-		var res SubmitResult
-		j.claimed, err = s.chargeFirst(ctx, tx, auth.KeyRecord{ID: j.base.KeyID}, &j.job, &res, j.queues, s.now())
-		j.balance = res.Balance
-		return err
-	})
-	if err != nil {
-		if j.claimed {
-			s.releaseSlot(j.base.Model)
-			j.claimed = false
-		}
-		if _, refused := apierr.As(err); !refused {
-			err = errJudgeFirst
-		}
-		j.err = err
+// chargeAlone is the transaction of a submit alone in its batch, with its charge made before
+// its account is read (ledger.ChargeFirst), one statement fewer than a batch takes: the ledger
+// judges the charge after, in the usual order (standing, the plan's in-flight limit, the key's
+// ceiling), and a runner's slot is then claimed (claimFor) once the account is held. Any error
+// rolls the charge back. The store may run it again (a retried transaction).
+func (s *Service) chargeAlone(ctx context.Context, tx Tx, j *joint) error {
+	s.unclaim(j, false)
+	j.job = j.base
+	now := s.now()
+	_, c, err := s.ledger.ChargeFirst(ctx, tx, auth.KeyRecord{ID: j.base.KeyID}, ledger.Job{AccountID: j.base.AccountID, KeyID: j.base.KeyID,
+		JobID: j.base.ID, Model: j.base.Model, Quote: ledger.Credits(j.base.Quoted)}, now, func(a auth.Account) error { return s.admit(ctx, tx, a) })
+	if errors.Is(err, ledger.ErrJudgeFirst) {
+		return errJudgeFirst
 	}
-	close(j.done)
+	if err != nil {
+		return err
+	}
+	waiting := 0
+	if j.queues {
+		if waiting, err = tx.CountQueued(ctx, j.base.Model); err != nil {
+			return err
+		}
+	}
+	if err := s.claimFor(j, waiting); err != nil {
+		return err
+	}
+	j.job.Reserved, j.job.Charged = int64(c.Reserved), int64(c.Reserved)
+	s.started(&j.job, c, now)
+	j.balance = int64(c.Balance)
+	// A failed insert (a taken key, say) rolls the charge back, and the submit takes the usual
+	// path, which answers it.
+	return tx.InsertJob(ctx, j.job)
 }
 
 // chargeTogether is a batch's transaction. The store may run it again (a retried transaction):
@@ -209,10 +250,7 @@ func (s *Service) chargeTogether(ctx context.Context, tx Tx, batch []*joint) err
 	pairs := make([]ledger.AccountKey, len(batch))
 	var accounts, models []string
 	for i, j := range batch {
-		if j.claimed {
-			s.giveSlot(j.base.Model)
-			j.claimed = false
-		}
+		s.unclaim(j, false)
 		j.err, j.job = nil, j.base
 		pairs[i] = ledger.AccountKey{AccountID: j.base.AccountID, KeyID: j.base.KeyID}
 		accounts = append(accounts, j.base.AccountID)
@@ -245,19 +283,7 @@ func (s *Service) chargeTogether(ctx context.Context, tx Tx, batch []*joint) err
 		job := j.base
 		c, err := held.Charge(ledger.Job{AccountID: job.AccountID, KeyID: job.KeyID, JobID: job.ID, Model: job.Model, Quote: ledger.Credits(job.Quoted)},
 			func(a auth.Account) error { return s.admitCount(a, inFlight[a.ID]) },
-			func() error {
-				if j.queues && queued[job.Model] > 0 {
-					return errJudgeFirst
-				}
-				if !s.claimSlot(job.Model) {
-					if j.queues {
-						return errJudgeFirst
-					}
-					return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
-				}
-				j.claimed = true
-				return nil
-			})
+			func() error { return s.claimFor(j, queued[job.Model]) })
 		if errors.Is(err, ledger.ErrJudgeFirst) {
 			err = errJudgeFirst
 		}

@@ -1,9 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -51,14 +52,11 @@ type Held struct {
 // hold several never wait on each other in a cycle) and reads them with the keys, as they stand.
 // now is the transaction's time: the charges' and the spends' period.
 func (s *Service) Hold(ctx context.Context, tx Tx, pairs []AccountKey, now time.Time) (*Held, error) {
-	want := append([]AccountKey(nil), pairs...)
-	sort.Slice(want, func(i, j int) bool {
-		if want[i].AccountID != want[j].AccountID {
-			return want[i].AccountID < want[j].AccountID
-		}
-		return want[i].KeyID < want[j].KeyID
+	want := slices.Clone(pairs)
+	slices.SortFunc(want, func(a, b AccountKey) int {
+		return cmp.Or(cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.KeyID, b.KeyID))
 	})
-	want = dedupe(want)
+	want = slices.Compact(want)
 	as, ks, err := tx.LedgerHoldKeys(ctx, want)
 	if err != nil {
 		return nil, err
@@ -71,16 +69,6 @@ func (s *Service) Hold(ctx context.Context, tx Tx, pairs []AccountKey, now time.
 		h.keys[AccountKey{AccountID: ks[i].AccountID, KeyID: ks[i].ID}] = &ks[i]
 	}
 	return h, nil
-}
-
-func dedupe(sorted []AccountKey) []AccountKey {
-	out := sorted[:0]
-	for i, p := range sorted {
-		if i == 0 || p != sorted[i-1] {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // Charge judges a charge of j.Quote through the key j.KeyID, on the account and key as they

@@ -167,7 +167,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		jcfg.ModelConcurrency = cfg.ModelConcurrency
 	}
 	jcfg.Runs = roles[RoleWorker]
-	// Over a network a statement costs a round trip: a submit charges before it reads.
+	// Over a network a statement costs a round trip: submits that wait together are charged
+	// together, and one alone charges before it reads.
 	jcfg.ChargeFirst = d.DB.Dialect() == sqlstore.Postgres
 	if jcfg.Runs && !roles.Whole() {
 		// Submits reach this worker through the database only (another process's hand-offs):

@@ -116,9 +116,6 @@ func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
 // jobColumns is the number of columns of jobCols (jobArgs answers one value for each).
 const jobColumns = 33
 
-// qInsertJob writes every column of a new job.
-var qInsertJob = insertJobsSQL(1)
-
 // insertJobsSQL is the insert of n jobs in one statement; each n's text is made once (a
 // statement prepared per connection is found by its text).
 func insertJobsSQL(n int) string {
@@ -150,20 +147,7 @@ var insertJobsText sync.Map
 // transaction's next statement or its COMMIT, and its failure is then theirs: ErrDuplicate, or
 // an error wrapping jobs.ErrNotRecorded.
 func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
-	if w, ok := tx.q.(atCommit); ok {
-		w.writeAtCommit(qInsertJob, jobArgs(j), func(err error) error {
-			if isUniqueViolation(err) {
-				return jobs.ErrDuplicate
-			}
-			return fmt.Errorf("%w: %w", jobs.ErrNotRecorded, err)
-		})
-		return nil
-	}
-	_, err := tx.q.ExecContext(ctx, qInsertJob, jobArgs(j)...)
-	if isUniqueViolation(err) {
-		return jobs.ErrDuplicate
-	}
-	return err
+	return tx.InsertJobs(ctx, []jobs.Job{j})
 }
 
 // qUpdateJob writes everything but the key (account_id, id) and the immutable columns; a
@@ -289,19 +273,11 @@ func (tx *Tx) countEach(ctx context.Context, of []string, q string, one func(con
 	return out, err
 }
 
-// InsertJobs stores js as InsertJob stores each: on PostgreSQL in one statement, which goes
-// with the transaction's next statement or its COMMIT (failing it with ErrDuplicate, or an
-// error wrapping ErrNotRecorded, for every job of it); on SQLite one by one.
+// InsertJobs stores js in one statement, as InsertJob stores one: in a pipelined transaction
+// (PostgreSQL) it goes with the transaction's next statement or its COMMIT, whose failure is
+// then every job's (ErrDuplicate, or an error wrapping ErrNotRecorded).
 func (tx *Tx) InsertJobs(ctx context.Context, js []jobs.Job) error {
 	if len(js) == 0 {
-		return nil
-	}
-	if tx.dialect != Postgres || len(js) == 1 {
-		for _, j := range js {
-			if err := tx.InsertJob(ctx, j); err != nil {
-				return err
-			}
-		}
 		return nil
 	}
 	args := make([]any, 0, len(js)*jobColumns)
