@@ -30,11 +30,14 @@ import (
 // that queues). A caller who gave up before its batch ran is answered so, unwritten. Two
 // submits with one idempotency key never share a batch.
 
-// maxTogether bounds the submits of one batch; togetherRunners the batches in flight at once
-// (one is written while the next gathers).
+// maxTogether bounds the submits of one batch; togetherRunners the batches in flight at once.
+// One: the next batch gathers while one is written, and gathers more than two runners' batches
+// would (at 32 clients, 0.11 transactions a job instead of 0.20, and about a fifth more jobs a
+// second; at 8 clients, a third more), for what each batch costs the database is mostly its
+// own, not its rows'.
 const (
 	maxTogether     = 64
-	togetherRunners = 2
+	togetherRunners = 1
 )
 
 type together struct {

@@ -22,10 +22,11 @@ import (
 // A job named twice waits for the next statement, so one statement never settles a job twice.
 
 // maxCloseBatch bounds the settlements one statement writes; closeRunners bounds the
-// statements in flight at once.
+// statements in flight at once. One, as for submits together (jobs/together.go): the next
+// statement gathers while one is written, and a statement's cost is mostly its own.
 const (
 	maxCloseBatch = 64
-	closeRunners  = 2
+	closeRunners  = 1
 )
 
 type closer struct {
