@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync"
 	"time"
 
@@ -135,6 +136,7 @@ func (cl *closer) close(ctx context.Context, j jobs.Job, ev jobs.Event) error {
 // serve writes batches until nothing waits.
 func (cl *closer) serve() {
 	for {
+		runtime.Gosched() // let settlements about to queue join this batch (jobs/together.go)
 		cl.mu.Lock()
 		batch := cl.take()
 		if len(batch) == 0 {
