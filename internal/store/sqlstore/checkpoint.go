@@ -90,6 +90,8 @@ func (k *checkpointer) pass() error {
 	}
 	select {
 	case k.c.writer <- struct{}{}:
+	case <-k.stop:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
