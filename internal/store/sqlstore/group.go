@@ -20,8 +20,9 @@ import (
 //
 // The batch grows while it runs: before its COMMIT, transactions queued while the batch's own
 // ran, or while the committer yielded, join it (up to maxBatch), so one COMMIT carries what
-// arrived in the meantime instead of leaving it to the next. The COMMIT's WAL write costs about the same for a few transactions
-// as for one (the pages they share are written once), so the joiners ride along.
+// arrived in the meantime instead of leaving it to the next. The COMMIT's WAL write costs
+// about the same for a few transactions as for one (the pages they share are written once),
+// so the joiners ride along.
 //
 // A transaction whose function fails must leave the others untouched. The batch first runs
 // every function straight in its transaction: a savepoint around each would copy every page
