@@ -498,9 +498,9 @@ func (e *engine) addHistory(n int) error {
 		}
 	}
 	// No ANALYZE: the service never runs one on SQLite, so its plans at this history are those
-	// measured. The bulk load's WAL is copied into the database file before the measurement, so the
-	// figure is the cost of a job at that history, not of a checkpoint of a million rows
-	// running beside it.
+	// measured. The bulk load's WAL is copied into the database file before the measurement,
+	// so the figure is the cost of a job at that history, not of a checkpoint of a million
+	// rows running beside it.
 	_, err := e.db.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return err
 }
