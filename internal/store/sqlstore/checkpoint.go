@@ -74,10 +74,10 @@ func (k *checkpointer) pass() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	frames, err := k.passive(ctx)
-	if err != nil || frames < restartFrames || k.c.writer == nil {
+	if err != nil || frames < restartFrames {
 		return err
 	}
-	for range 4 {
+	for range 4 { // each pass copies what was appended during the one before
 		next, err := k.passive(ctx)
 		if err != nil {
 			return err
