@@ -39,6 +39,7 @@ import (
 	"github.com/modelexec/modelexec/internal/compatapi"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/openai"
@@ -150,7 +151,8 @@ func run(n int, pg string) error {
 	cfg.ModelConcurrency = 256
 	cfg.InFlight = map[auth.Plan]int{auth.Pro: 1 << 30}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, langs, env, jobs.NewSeats(64, 64, 64), now, log, cfg)
+	js := jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, now), Catalog: cat, Runners: langs, Env: env,
+		Seats: jobs.NewSeats(64, 64, 64), Now: now, Log: log}, cfg)
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("bench-secret"), now, log)
 
 	// Rate limits on, with room for the load: the pro plan's interactive bucket and the fuse raised.

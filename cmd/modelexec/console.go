@@ -67,7 +67,7 @@ func (c *AccountsCreateCmd) Run(e *env) error {
 	// --created-at says; the allowance is credited from the next UTC month on.
 	a := auth.Account{ID: auth.NewID("acct_"), Plan: plan, Status: auth.Live, Balance: c.Credits, MonthlyAllowance: allowance,
 		AllowancePeriod: auth.Period(utcNow()), CreatedAt: created.UTC(), PassOnly: c.PassOnly}
-	if err := db.Ledger(utcNow).CreateAccount(e.ctx, a); err != nil {
+	if err := ledger.New(db, utcNow).CreateAccount(e.ctx, a); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -111,7 +111,7 @@ func (c *AccountsSetCmd) Run(e *env) error {
 		v := ledger.Credits(c.Allowance)
 		ch.Allowance = &v
 	}
-	if _, err := db.Ledger(utcNow).ChangeAccount(e.ctx, c.ID, ch); err != nil {
+	if _, err := ledger.New(db, utcNow).ChangeAccount(e.ctx, c.ID, ch); err != nil {
 		return fmt.Errorf("account %s: %w", c.ID, err)
 	}
 	return printAccount(e, db, c.ID, c.JSON)
@@ -133,7 +133,7 @@ func (c *AccountsShowCmd) Run(e *env) error {
 }
 
 func printAccount(e *env, db *sqlstore.DB, id string, asJSON bool) error {
-	a, err := db.Ledger(utcNow).Account(e.ctx, id)
+	a, err := ledger.New(db, utcNow).Account(e.ctx, id)
 	if err != nil {
 		return fmt.Errorf("account %s: %w", id, err)
 	}
@@ -174,7 +174,7 @@ func (c *PassesGrantCmd) Run(e *env) error {
 	if c.ExpiresDays > 0 {
 		p.ExpiresAt = utcNow().AddDate(0, 0, c.ExpiresDays)
 	}
-	if err := db.Ledger(utcNow).GrantPass(e.ctx, p); err != nil {
+	if err := ledger.New(db, utcNow).GrantPass(e.ctx, p); err != nil {
 		return fmt.Errorf("account %s: %w", c.Account, err)
 	}
 	if c.JSON {
@@ -202,7 +202,7 @@ func (c *CreditsGrantCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
-	bal, err := db.Ledger(utcNow).Grant(e.ctx, c.Account, ledger.Credits(c.Amount))
+	bal, err := ledger.New(db, utcNow).Grant(e.ctx, c.Account, ledger.Credits(c.Amount))
 	if err != nil {
 		return fmt.Errorf("account %s: %w", c.Account, err)
 	}
@@ -298,7 +298,7 @@ func (c *KeysListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	a, err := db.Ledger(utcNow).Account(e.ctx, c.Account)
+	a, err := ledger.New(db, utcNow).Account(e.ctx, c.Account)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/modelexec/modelexec/internal/ledger"
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
@@ -35,7 +36,7 @@ func (c *UsersCreateCmd) Run(e *env) error {
 	}
 	defer db.Close()
 	if c.Account != "" {
-		if _, err := db.Ledger(utcNow).Account(e.ctx, c.Account); err != nil {
+		if _, err := ledger.New(db, utcNow).Account(e.ctx, c.Account); err != nil {
 			return fmt.Errorf("account %s: %w", c.Account, err)
 		}
 	}

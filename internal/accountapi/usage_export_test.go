@@ -329,7 +329,7 @@ func TestACC15_ExportFormulaSafe(t *testing.T) {
 		day := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 		// Movements named after hostile models, through the ledger as a job's would be (the
 		// catalogue's own slugs are tame; a runner's or an operator's need not be).
-		l := db.Ledger(e.clock.Now)
+		l := ledger.New(db, e.clock.Now)
 		n := 0
 		move := func(model string, quote ledger.Credits, done float64, charged, settled time.Time) {
 			t.Helper()
@@ -337,11 +337,8 @@ func TestACC15_ExportFormulaSafe(t *testing.T) {
 			n++
 			var c ledger.Charged
 			err := db.InTx(context.Background(), func(tx *sqlstore.Tx) error {
-				a, err := l.Open(context.Background(), tx, "acct_formula", charged)
-				if err != nil {
-					return err
-				}
-				c, err = l.Charge(context.Background(), tx, a, j, charged)
+				var err error
+				_, c, err = l.Charge(context.Background(), tx, ledger.Request{Job: j, InFlightLimit: -1}, charged)
 				return err
 			})
 			if err == nil {

@@ -50,19 +50,15 @@ func seedCharges(b *testing.B, db *sqlstore.DB, account string, keys []string, n
 	ctx := context.Background()
 	models := []string{"image-4b", "image-lite", "music-turbo", "upscale"}
 	step := 365 * 24 * time.Hour / time.Duration(n)
-	svc := db.Ledger(func() time.Time { return now })
+	svc := ledger.New(db, func() time.Time { return now })
 	const batch = 1000
 	for lo := 0; lo < n; lo += batch {
 		err := sqlstore.Jobs{DB: db}.InTx(ctx, func(tx jobs.Tx) error {
 			for i := lo; i < min(lo+batch, n); i++ {
 				at := now.Add(-time.Duration(n-i) * step)
-				a, err := svc.Open(ctx, tx, account, at)
-				if err != nil {
-					return err
-				}
 				j := ledger.Job{AccountID: account, KeyID: keys[i%len(keys)], JobID: "bench_" + at.Format("20060102150405.000000"),
 					Model: models[(i/len(keys))%len(models)], Quote: 3}
-				c, err := svc.Charge(ctx, tx, a, j, at)
+				_, c, err := svc.Charge(ctx, tx, ledger.Request{Job: j, InFlightLimit: -1}, at)
 				if err != nil {
 					return err
 				}

@@ -63,7 +63,7 @@ func queueEngine(t *testing.T, db *sqlstore.DB, account string, credits int64, n
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	js := jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, now), Catalog: cat, Runners: reg, Env: env, Seats: jobs.NewSeats(8, 8, 8), Now: now, Log: log}, cfg)
 	storetest.NewAccount(t, db, account, auth.Pro, credits)
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), now, log)
 	minted, err := as.Mint(context.Background(), auth.MintParams{AccountID: account})
@@ -125,15 +125,17 @@ func TestQueuedJobStartChecksTheCeiling(t *testing.T) {
 	}
 }
 
-// QST / issue 10: a submit charged first (Config.ChargeFirst, PostgreSQL) on a model that queues
-// never overtakes a job already waiting: with a slot free but a job waiting for it (its turn
-// not yet taken by the sweep), the charge made first is rolled back and the submit queues
-// behind, uncharged, as the usual path queues it.
-func TestChargeFirstQueuesBehindAWaitingJob(t *testing.T) {
+// QST: a submit on a model that queues never overtakes a job already waiting: with a slot free
+// but a job waiting for it (its turn not yet taken by the sweep), the submit queues behind,
+// uncharged.
+func TestSubmitQueuesBehindAWaitingJob(t *testing.T) {
+	storetest.Each(t, testSubmitQueuesBehindAWaitingJob)
+}
+
+func testSubmitQueuesBehindAWaitingJob(t *testing.T, db *sqlstore.DB) {
 	ctx := context.Background()
-	db := storetest.OpenPostgres(t)
 	cfg := jobs.DefaultConfig()
-	cfg.Concurrency, cfg.ChargeFirst = map[string]int{"image-4b": 1}, true
+	cfg.Concurrency = map[string]int{"image-4b": 1}
 	js, cat, gate, minted := queueEngine(t, db, "acct_q", 10_000, func() time.Time { return time.Now().UTC() }, cfg)
 	m, _ := cat.Model("image-4b")
 	submit := func() jobs.SubmitResult {
@@ -162,16 +164,18 @@ func TestChargeFirstQueuesBehindAWaitingJob(t *testing.T) {
 	}
 }
 
-// JOB-12 / JOB-28 (issue 10): submits charged together (Config.ChargeFirst) whose transaction
-// fails write nothing, and each is then submitted on its own: a submit whose idempotency key
+// JOB-12 / JOB-28: submits charged together (the submit batcher) whose transaction fails write
+// nothing, and each is then submitted on its own: a submit whose idempotency key
 // another request took while it waited for its batch is answered that request's job, charged
 // once, and the others of its batch are charged once each. A submit the batch refuses
 // (the balance) answers insufficient_credits, as the usual path would, and takes nothing.
-func TestChargeTogetherFailedBatchIsSubmittedOneByOne(t *testing.T) {
+func TestFailedBatchIsSubmittedOneByOne(t *testing.T) {
+	storetest.Each(t, testFailedBatchIsSubmittedOneByOne)
+}
+
+func testFailedBatchIsSubmittedOneByOne(t *testing.T, db *sqlstore.DB) {
 	ctx := context.Background()
-	db := storetest.OpenPostgres(t)
 	cfg := jobs.DefaultConfig()
-	cfg.ChargeFirst = true
 	js, cat, gate, minted := queueEngine(t, db, "acct_t", 10_000, func() time.Time { return time.Now().UTC() }, cfg)
 	m, _ := cat.Model("image-4b")
 	a, _ := db.Account(ctx, "acct_t")
@@ -180,7 +184,7 @@ func TestChargeTogetherFailedBatchIsSubmittedOneByOne(t *testing.T) {
 		return js.Submit(ctx, jobs.SubmitRequest{Principal: p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`), IdempotencyKey: key})
 	}
 
-	pause := js.PauseTogether()
+	pause := js.PauseBatcher()
 	type answer struct {
 		res jobs.SubmitResult
 		err error
@@ -194,9 +198,7 @@ func TestChargeTogetherFailedBatchIsSubmittedOneByOne(t *testing.T) {
 	}
 	pause.Await(3)
 	// Another process takes the key "taken" while the three wait: their batch's insert fails.
-	other := jobs.New(sqlstore.Jobs{DB: db}, cat, runners.Registry{"image-4b": gate},
-		func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }, jobs.NewSeats(8, 8, 8),
-		func() time.Time { return time.Now().UTC() }, slog.New(slog.NewTextHandler(io.Discard, nil)), jobs.DefaultConfig())
+	other := jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, func() time.Time { return time.Now().UTC() }), Catalog: cat, Runners: runners.Registry{"image-4b": gate}, Env: func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }, Seats: jobs.NewSeats(8, 8, 8), Now: func() time.Time { return time.Now().UTC() }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, jobs.DefaultConfig())
 	winner, err := other.Submit(ctx, jobs.SubmitRequest{Principal: &auth.Principal{Account: a, Key: minted.Record}, Model: m,
 		Body: []byte(`{"positivePrompt":"a dog"}`), IdempotencyKey: "taken"})
 	if err != nil {
@@ -234,7 +236,7 @@ func TestChargeTogetherFailedBatchIsSubmittedOneByOne(t *testing.T) {
 	if _, err := ledger.New(db, time.Now).Grant(ctx, "acct_t", ledger.Credits(-short)); err != nil {
 		t.Fatal(err)
 	}
-	pause = js.PauseTogether()
+	pause = js.PauseBatcher()
 	for range 3 {
 		go func() {
 			res, err := submit("")
@@ -276,21 +278,22 @@ func (p *panicOnce) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
 	return p.Jobs.InTx(ctx, fn)
 }
 
-// Issue 10 / reliability: a panic in the transaction of submits charged together is not the
-// end of the process: it is logged, the batch wrote nothing, and each submit takes the usual
-// path on its own, charged once.
-func TestChargeTogetherPanicIsSubmittedOneByOne(t *testing.T) {
+// Reliability: a panic in the transaction of submits charged together is not the end of the
+// process: it is logged, the batch wrote nothing, and each submit is then written alone,
+// charged once.
+func TestBatchPanicIsSubmittedOneByOne(t *testing.T) {
+	storetest.Each(t, testBatchPanicIsSubmittedOneByOne)
+}
+
+func testBatchPanicIsSubmittedOneByOne(t *testing.T, db *sqlstore.DB) {
 	ctx := context.Background()
-	db := storetest.OpenPostgres(t)
 	cfg := jobs.DefaultConfig()
-	cfg.ChargeFirst = true
 	cat := queueCatalog(t)
 	reg := runners.Registry{}
 	for _, m := range cat.Models() {
 		reg[m.Slug] = doneRunner{}
 	}
-	js := jobs.New(&panicOnce{Jobs: sqlstore.Jobs{DB: db}}, cat, reg, func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} },
-		jobs.NewSeats(8, 8, 8), func() time.Time { return time.Now().UTC() }, slog.New(slog.NewTextHandler(io.Discard, nil)), cfg)
+	js := jobs.New(jobs.Deps{Store: &panicOnce{Jobs: sqlstore.Jobs{DB: db}}, Ledger: ledger.New(db, func() time.Time { return time.Now().UTC() }), Catalog: cat, Runners: reg, Env: func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }, Seats: jobs.NewSeats(8, 8, 8), Now: func() time.Time { return time.Now().UTC() }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, cfg)
 	storetest.NewAccount(t, db, "acct_p", auth.Pro, 10_000)
 	minted, err := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("charge-test-secret"), time.Now, slog.New(slog.DiscardHandler)).
 		Mint(ctx, auth.MintParams{AccountID: "acct_p"})
@@ -299,7 +302,7 @@ func TestChargeTogetherPanicIsSubmittedOneByOne(t *testing.T) {
 	}
 	a, _ := db.Account(ctx, "acct_p")
 	m, _ := cat.Model("image-4b")
-	pause := js.PauseTogether()
+	pause := js.PauseBatcher()
 	results := make(chan jobs.SubmitResult, 2)
 	for range 2 {
 		go func() {

@@ -2,25 +2,25 @@ package jobs
 
 import "runtime"
 
-// TogetherPause holds the submits charged together (Config.ChargeFirst) unwritten, as if every
-// batch runner were busy (Service.PauseTogether).
-type TogetherPause struct{ t *together }
+// BatcherPause holds the submits given to the submit batcher unwritten, as if its Run were
+// busy (Service.PauseBatcher).
+type BatcherPause struct{ b *submitBatcher }
 
-// PauseTogether holds the submits charged together until Release. Call it while no batch runs.
-func (s *Service) PauseTogether() TogetherPause {
-	t := s.together
-	t.mu.Lock()
-	t.running = togetherRunners
-	t.mu.Unlock()
-	return TogetherPause{t}
+// PauseBatcher holds the submits until Release. Call it while the engine's Run is not running.
+func (s *Service) PauseBatcher() BatcherPause {
+	b := s.submits
+	b.mu.Lock()
+	b.running = true
+	b.mu.Unlock()
+	return BatcherPause{b}
 }
 
 // Await returns once n submits wait.
-func (p TogetherPause) Await(n int) {
+func (p BatcherPause) Await(n int) {
 	for {
-		p.t.mu.Lock()
-		waiting := len(p.t.pending)
-		p.t.mu.Unlock()
+		p.b.mu.Lock()
+		waiting := len(p.b.pending)
+		p.b.mu.Unlock()
 		if waiting >= n {
 			return
 		}
@@ -28,10 +28,11 @@ func (p TogetherPause) Await(n int) {
 	}
 }
 
-// Release writes the submits waiting, as one batch when they fit in one.
-func (p TogetherPause) Release() {
-	p.t.mu.Lock()
-	p.t.running = 1
-	p.t.mu.Unlock()
-	go p.t.serve()
+// Release writes the submits waiting, as one batch when they fit in one; later submits are
+// written alone.
+func (p BatcherPause) Release() {
+	p.b.mu.Lock()
+	p.b.running = false
+	p.b.mu.Unlock()
+	go p.b.drain()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
@@ -170,7 +171,7 @@ func oneSlotService(t *testing.T, db *sqlstore.DB, store jobs.Store, cat *catalo
 	cfg := jobs.DefaultConfig()
 	cfg.Concurrency = map[string]int{"image-4b": 1}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(store, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	js := jobs.New(jobs.Deps{Store: store, Ledger: ledger.New(store, now), Catalog: cat, Runners: reg, Env: env, Seats: jobs.NewSeats(8, 8, 8), Now: now, Log: log}, cfg)
 	storetest.NewAccount(t, db, account, auth.Pro, 10_000)
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("retry-test-secret"), now, log)
 	minted, err := as.Mint(context.Background(), auth.MintParams{AccountID: account})

@@ -38,11 +38,8 @@ type Config struct {
 	// PollEvery, when set, makes Run look for hand-offs at that interval besides the sweep: a
 	// worker that serves no surface is told of no submit, so it looks.
 	PollEvery time.Duration
-	// ChargeFirst charges the submits that start at once and wait at one moment together, in
-	// one transaction of a few statements (together.go), where the account allows it
-	// (ledger.ChargesFirst): on a store over a network (PostgreSQL) a batch then costs what one
-	// submit costs. A submit the batch cannot judge takes the usual path.
-	ChargeFirst bool
+	// Batch configures the submit batcher (batcher.go).
+	Batch BatchConfig
 }
 
 // DefaultConfig is the configuration as shipped.
@@ -51,6 +48,7 @@ func DefaultConfig() Config {
 		Owner: "proc_" + randomHex(6), LeaseTTL: 15 * time.Second, HeartbeatEvery: 5 * time.Second, SweepEvery: time.Second,
 		ModelConcurrency: 4, MaxAttempts: 3, Runs: true, HandOffWait: 30 * time.Second,
 		InFlight: map[auth.Plan]int{auth.Free: 0, auth.Pro: 10, auth.Max: 25, auth.Ultimate: 50},
+		Batch:    DefaultBatchConfig(),
 	}
 }
 
@@ -69,10 +67,10 @@ type Service struct {
 	cfg     Config
 	rand    func() uint32
 
-	broker   *broker
-	seats    *Seats
-	finals   *finals   // recently settled jobs (settled.go)
-	together *together // submits charged together (Config.ChargeFirst)
+	broker  *broker
+	seats   *Seats
+	finals  *finals        // recently settled jobs (settled.go)
+	submits *submitBatcher // submits charged together (batcher.go)
 
 	recorder Recorder // nil: settled jobs are logged only
 
@@ -99,12 +97,24 @@ type runningJob struct {
 	settled *Job
 }
 
-// New wires the service. Call Run to start the background loops.
-func New(store Store, cat *catalog.Catalog, reg runners.Registry, env EnvFunc, seats *Seats, now func() time.Time, log *slog.Logger, cfg Config) *Service {
-	s := &Service{store: store, ledger: ledger.New(store, now), catalog: cat, runners: reg, env: env, now: now, log: log, cfg: cfg, seats: seats,
-		rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
+// Deps is what the engine is built over.
+type Deps struct {
+	Store   Store
+	Ledger  *ledger.Service // every credit a job moves goes through it, in the job's transaction
+	Catalog *catalog.Catalog
+	Runners runners.Registry
+	Env     EnvFunc
+	Seats   *Seats
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+// New wires the engine. Call Run to start its background work.
+func New(d Deps, cfg Config) *Service {
+	s := &Service{store: d.Store, ledger: d.Ledger, catalog: d.Catalog, runners: d.Runners, env: d.Env, now: d.Now, log: d.Log, cfg: cfg,
+		seats: d.Seats, rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
 		base: context.Background(), wake: make(chan struct{}, 1)}
-	s.together = &together{s: s}
+	s.submits = newSubmitBatcher(cfg.Batch, s.writeSubmits)
 	return s
 }
 
@@ -139,11 +149,14 @@ type SubmitResult struct {
 	Unresolved bool // dispatch could not be confirmed: 202, the charge stands
 	Warnings   []catalog.Warning
 	Balance    int64 // credits_remaining
+	// Confirmed says the caller's standing was read afresh (the charge's transaction, or a
+	// replay's check): a principal the gate took from its cache needs no other confirmation.
+	Confirmed bool
 }
 
-// Submit validates, quotes, lets the ledger decide who pays (pass, or credits within the key's
-// ceiling and the balance), takes a seat or a place in the queue, charges and inserts: everything
-// that touches credits is one transaction.
+// Submit validates and quotes a request, then charges and records it in one transaction
+// (chargeSubmits): the ledger judges who pays (a pass, or credits within the key's ceiling and
+// the balance), and the job takes a runner's slot, a place in the queue, or is handed off.
 //
 // An idempotency key belongs to the account (DESIGN 25): it answers the first request made with
 // it, whatever product, model or body is sent later, and the job keeps the first request's id.
@@ -154,23 +167,8 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	minted := key == ""
 	if minted {
 		key = "k" + newRequestID() // in time order too: the job's id is built from it
-	}
-	id := m.Product + "_" + key
-	// A key the service minted has never been seen: no need to look it up.
-	if !minted {
-		if prev, err := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); err == nil {
-			// A replay takes no transaction: a principal the gate took from its cache is
-			// confirmed here, so a revoked key replays nothing (KEY-25).
-			if p.Unconfirmed {
-				if err := s.ledger.Standing(ctx, p.Account.ID, p.Key.ID, now); err != nil {
-					return SubmitResult{}, err
-				}
-				p.Unconfirmed = false
-			}
-			return SubmitResult{Job: prev, Replayed: true}, nil
-		} else if !errors.Is(err, ErrNotFound) {
-			return SubmitResult{}, apierr.New(apierr.JobReadFailed).Wrap(err)
-		}
+	} else if res, ok, err := s.replay(ctx, p, key, now); ok || err != nil {
+		return res, err
 	}
 	in, warnings, err := m.Validate(r.Body, now, s.rand)
 	if err != nil {
@@ -180,252 +178,73 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	if err != nil {
 		return SubmitResult{}, inputError(err)
 	}
-	lc := m.Lifecycle
-	job := Job{ID: id, AccountID: p.Account.ID, KeyID: p.Key.ID, RequestID: newRequestID(), Model: m.Slug, Product: m.Product,
-		IdempotencyKey: key, Input: in.JSON, Quoted: q.Credits, Priority: r.Priority, Webhook: r.Webhook, Dispatched: true, CreatedAt: now}
+	job := Job{ID: m.Product + "_" + key, AccountID: p.Account.ID, KeyID: p.Key.ID, RequestID: newRequestID(), Model: m.Slug,
+		Product: m.Product, IdempotencyKey: key, Input: in.JSON, Quoted: q.Credits, Priority: r.Priority, Webhook: r.Webhook,
+		Dispatched: true, CreatedAt: now}
 	if job.Priority == "" {
 		job.Priority = Normal
 	}
-	queues := lc.Queue == catalog.QueueOffers
-	var res SubmitResult
-	var claimed bool
-	base := job
-	// usual is the submit's transaction as the ledger judges a charge before making it.
-	usual := func(tx Tx) (err error) {
-		// The store may run this function again (a retried transaction): each run starts from
-		// the job as it was before the first (a charge the earlier run wrote into it was rolled
-		// back with that run), and a slot the earlier run took is given back, or it would never
-		// be released.
-		job, res = base, SubmitResult{}
-		if claimed {
-			s.giveSlot(m.Slug)
-			claimed = false
-		}
-		// A refused submit gives its runner slot back at once, not after the COMMIT: the
-		// store may commit several transactions together (group commit), and refused
-		// submits waiting for that COMMIT must not hold slots that others could start on.
-		defer func() {
-			if err != nil && claimed {
-				s.releaseSlot(m.Slug)
-				claimed = false
-			}
-		}()
-		// The key is read with the account: its standing is confirmed here, and its ceiling
-		// and spend are judged as they stand, not as the gate's cache saw them.
-		a, k, err := s.ledger.OpenFor(ctx, tx, p.Account.ID, p.Key, now)
-		if err != nil {
-			return err
-		}
-		if err := s.admit(ctx, tx, a); err != nil {
-			return err
-		}
-		cov, err := s.ledger.Decide(ctx, tx, a, k, m.Slug, ledger.Credits(q.Credits), r.CoveredOnly, now)
-		if err != nil {
-			return err
-		}
-		job.Coverage = cov
-		if !s.cfg.Runs {
-			bal, err := s.handOff(ctx, tx, a, &job, r, now)
-			res.Balance = bal
-			return err
-		}
-		// A seat on a runner: models that refuse a queue start now or are refused now; on a
-		// model that queues, a newcomer never overtakes requests already waiting.
-		waiting := 0
-		if queues {
-			if waiting, err = tx.CountQueued(ctx, m.Slug); err != nil {
-				return err
-			}
-		}
-		claimed = waiting == 0 && s.claimSlot(m.Slug)
-		if !claimed {
-			if !queues {
-				return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
-			}
-			if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
-				return apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
-			}
-			wait := time.Duration(lc.MaxWaitSeconds) * time.Second
-			if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
-				wait = r.RequestTimeout
-			}
-			if wait > 0 {
-				t := now.Add(wait)
-				job.StartBy = &t
-			}
-			job.Status = InQueue
-			res.Balance = a.Balance
-			return tx.InsertJob(ctx, job)
-		}
-		bal, err := s.charge(ctx, tx, a, &job, now, true)
-		if err != nil {
-			return err
-		}
-		res.Balance = bal
-		if err := tx.InsertJob(ctx, job); err != nil && !errors.Is(err, ErrDuplicate) {
-			// The charge above is in this transaction and is reversed with it: retrying with
-			// the same idempotency key is safe (job_record_failed).
-			return apierr.New(apierr.JobRecordFailed).Wrap(err)
-		} else if err != nil {
-			return err
-		}
-		return nil
+	ps := newPending(ctx, r, job)
+	s.submits.submit(ps)
+	if errors.Is(ps.err, errAlone) {
+		ps = newPending(ctx, r, job)
+		s.writeSubmits([]*pendingSubmit{ps})
 	}
-	// A submit that would start at once may be charged with the others waiting at this moment
-	// (together.go); one the batch could not judge, or whose batch failed, was not written and
-	// takes the usual path.
-	err = errJudgeFirst
-	if s.cfg.ChargeFirst && s.cfg.Runs && ledger.ChargesFirst(p.Account, p.Key.ID, ledger.Credits(q.Credits), r.CoveredOnly, now) {
-		j := s.together.submit(ctx, base, queues)
-		if err = j.err; err == nil {
-			job, res.Balance, claimed = j.job, j.balance, j.claimed
-		}
+	if ps.err != nil {
+		return s.refused(ctx, p, key, minted, ps.err)
 	}
-	if errors.Is(err, errJudgeFirst) {
-		err = s.store.InTx(ctx, usual)
-	}
-	if err != nil {
-		if claimed {
-			s.releaseSlot(m.Slug)
-		}
-		if errors.Is(err, ErrDuplicate) && !minted { // lost a race on the same key: answer the winner
-			if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil {
-				return SubmitResult{Job: prev, Replayed: true}, nil
-			}
-		}
-		if _, ok := apierr.As(err); ok {
-			return SubmitResult{}, err
-		}
-		if errors.Is(err, ErrNotRecorded) { // the insert failed at the COMMIT (Tx.InsertJob)
-			return SubmitResult{}, apierr.New(apierr.JobRecordFailed).Wrap(err)
-		}
-		return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
-	}
-	// The transaction confirmed the caller's standing (ledger.OpenFor or ChargeFirst): what is
-	// answered from here on needs no other confirmation.
-	p.Unconfirmed = false
-	res.Job, res.Warnings = job, warnings
-	if claimed {
-		if err := s.start(job); err != nil {
-			// The process is stopping: the charge stands and the job is picked up again when
-			// its lease runs out (202 dispatch_unresolved).
-			s.releaseSlot(m.Slug)
-			res.Unresolved = true
-			res.Job.Status = InQueue
-			res.Job.Dispatched = false
-		}
-	} else {
+	res := SubmitResult{Job: ps.job, Warnings: warnings, Balance: ps.balance, Confirmed: true}
+	if !ps.claimed {
 		s.kick()
+		return res, nil
+	}
+	if err := s.start(ps.job); err != nil {
+		// The process is stopping: the charge stands and the job is picked up again when its
+		// lease runs out (202 dispatch_unresolved).
+		s.releaseSlot(m.Slug)
+		res.Unresolved = true
+		res.Job.Status = InQueue
+		res.Job.Dispatched = false
 	}
 	return res, nil
 }
 
-// handOff is Submit in a process that runs no job (no worker role): the job is charged now,
-// as a submit that starts at once would be, and inserted IN_QUEUE for a worker's sweep, which
-// starts it without charging again (Reserved > 0); a pass is used only when the job starts,
-// as for any queued job. Nothing here claims a local slot.
-//
-// service_busy is judged on the shared queue, since this process cannot see the workers'
-// slots: a model that refuses a queue is busy while as many hand-offs of it wait as one
-// worker runs at once (its concurrency), and each hand-off of such a model waits at most
-// HandOffWait for a worker before it fails request_timeout, refunded. A model that queues
-// keeps its own rules (max_queue_length, its longest wait).
-func (s *Service) handOff(ctx context.Context, tx Tx, a auth.Account, job *Job, r SubmitRequest, now time.Time) (int64, error) {
-	balance := a.Balance
-	m := r.Model
-	waiting, err := tx.CountQueued(ctx, m.Slug)
-	if err != nil {
-		return 0, err
+// replay answers a submit under an idempotency key the account used before (ok), without a
+// transaction: a principal the gate took from its cache is confirmed here, so a revoked key
+// replays nothing (KEY-25).
+func (s *Service) replay(ctx context.Context, p *auth.Principal, key string, now time.Time) (SubmitResult, bool, error) {
+	prev, err := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key)
+	if errors.Is(err, ErrNotFound) {
+		return SubmitResult{}, false, nil
 	}
-	wait := time.Duration(m.Lifecycle.MaxWaitSeconds) * time.Second
-	if m.Lifecycle.Queue != catalog.QueueOffers {
-		if waiting >= s.concurrency(m.Slug) {
-			return 0, apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+	if err != nil {
+		return SubmitResult{}, false, apierr.New(apierr.JobReadFailed).Wrap(err)
+	}
+	if p.Unconfirmed {
+		if err := s.ledger.Standing(ctx, p.Account.ID, p.Key.ID, now); err != nil {
+			return SubmitResult{}, false, err
 		}
-		wait = s.cfg.HandOffWait
-	} else if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
-		return 0, apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
 	}
-	if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
-		wait = r.RequestTimeout
-	}
-	if wait > 0 {
-		t := now.Add(wait)
-		job.StartBy = &t
-	}
-	if !job.Coverage.Covered() {
-		bal, err := s.charge(ctx, tx, a, job, now, true)
-		if err != nil {
-			return 0, err
+	return SubmitResult{Job: prev, Replayed: true, Confirmed: true}, true, nil
+}
+
+// refused answers a submit its transaction refused or failed: a refusal as it is, a key taken
+// by a concurrent submit as that submit's replay, and a failure with the catalogue's code
+// (nothing was written: the charge, if any, was rolled back with the job).
+func (s *Service) refused(ctx context.Context, p *auth.Principal, key string, minted bool, err error) (SubmitResult, error) {
+	if errors.Is(err, ErrDuplicate) && !minted {
+		if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil {
+			return SubmitResult{Job: prev, Replayed: true, Confirmed: true}, nil
 		}
-		balance = bal
 	}
-	// Charged, not started: the worker that starts it takes the lease and counts the attempt.
-	job.Status, job.StartedAt, job.LeaseOwner, job.LeaseUntil, job.ProviderJobID = InQueue, nil, "", nil, ""
-	job.Attempts = 0
-	return balance, tx.InsertJob(ctx, *job)
+	if _, ok := apierr.As(err); ok {
+		return SubmitResult{}, err
+	}
+	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrNotRecorded) {
+		return SubmitResult{}, apierr.New(apierr.JobRecordFailed).Wrap(err)
+	}
+	return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
 }
-
-// charge takes the job's quote through the ledger (a pass's use, or credits within the key's
-// ceiling and the balance) and moves the job to IN_PROGRESS under this process's lease. a is
-// the account as ledger.Open returned it in this transaction. submit says the transaction
-// commits nothing when the charge is refused (a submit's), which lets the ledger move the
-// debit and the key's spend together (ledger.Service.ChargeFor); a queued job charged at its
-// turn commits its failure instead.
-func (s *Service) charge(ctx context.Context, tx Tx, a auth.Account, j *Job, now time.Time, submit bool) (int64, error) {
-	quote := ledger.Credits(j.Quoted)
-	if j.Reserved != 0 {
-		quote = 0 // charged already (a job taken over after a crash is not charged twice)
-	}
-	take := s.ledger.Charge
-	if submit {
-		take = s.ledger.ChargeFor
-	}
-	c, err := take(ctx, tx, a, ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model,
-		Quote: quote, Coverage: j.Coverage}, now)
-	if err != nil {
-		return 0, err
-	}
-	if c.Reserved > 0 {
-		j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
-	}
-	s.started(j, c, now)
-	return int64(c.Balance), nil
-}
-
-// started moves a job that c charged to IN_PROGRESS under this process's lease.
-func (s *Service) started(j *Job, c ledger.Charged, now time.Time) {
-	bal := int64(c.Balance)
-	j.BalanceAfter = &bal
-	lease := now.Add(s.cfg.LeaseTTL)
-	j.Status, j.StartedAt, j.LeaseOwner, j.LeaseUntil = InProgress, &now, s.cfg.Owner, &lease
-	j.Attempts++
-	j.ProviderJobID = j.RequestID
-}
-
-// admit refuses a submit the account's plan has no room for: its in-flight limit.
-func (s *Service) admit(ctx context.Context, tx Tx, a auth.Account) error {
-	if _, ok := s.cfg.InFlight[a.Plan]; !ok {
-		return nil
-	}
-	n, err := tx.CountInFlight(ctx, a.ID)
-	if err != nil {
-		return err
-	}
-	return s.admitCount(a, n)
-}
-
-// admitCount is admit for an account with n jobs in flight.
-func (s *Service) admitCount(a auth.Account, n int) error {
-	if limit, ok := s.cfg.InFlight[a.Plan]; ok && n >= limit {
-		return apierr.New(apierr.TooManyJobs, "limit", limit, "plan", string(a.Plan), "tier", nil)
-	}
-	return nil
-}
-
-// errJudgeFirst sends a submit down the usual path: its batch could not judge it, or failed,
-// and wrote nothing of it.
-var errJudgeFirst = fmt.Errorf("jobs: %w", ledger.ErrJudgeFirst)
 
 // inputError maps the catalogue's refusals to the error catalogue.
 func inputError(err error) error {

@@ -55,7 +55,7 @@ func newEngineTB(t testing.TB, db *sqlstore.DB, opts ...func(*jobs.Config)) *eng
 		o(&cfg)
 	}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	js := jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), now, log, cfg)
+	js := jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, now), Catalog: cat, Runners: reg, Env: env, Seats: jobs.NewSeats(8, 8, 8), Now: now, Log: log}, cfg)
 	storetest.NewAccount(t, db, "acct_e", auth.Pro, 1<<40)
 	// The key follows the plan's ceiling, the monthly allowance: large enough for a benchmark.
 	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, 1<<40); err != nil {
@@ -115,23 +115,22 @@ func TestStatementsPerJob(t *testing.T) {
 	}
 }
 
-// THR: on PostgreSQL, where the server charges submits together (Config.ChargeFirst), a job
-// alone costs at most 4 statements from submit to settled, and its submit's transaction two
-// round trips: the charge made first, which reads the account and the key, with the in-flight
-// count after it; then the job's insert with the COMMIT. The settlement is a statement of its own, outside a
-// transaction, where settlements that wait together share one. Sixteen submits waiting
+// THR: on PostgreSQL a job alone (a batch of one) costs at most 6 statements from submit to
+// settled, and its submit's transaction two round trips: the account's lock, its key and its
+// in-flight count; then the charge and the job's insert with the COMMIT. The settlement is a
+// statement of its own, outside a transaction, where settlements that wait together share one. Sixteen submits waiting
 // together share those statements and round trips: at most 2 statements a job in all. A
 // submit its balance does not cover answers insufficient_credits, nothing moved.
 func TestStatementsPerJobTogether(t *testing.T) {
 	db := storetest.OpenPostgres(t)
-	e := newEngine(t, db, func(c *jobs.Config) { c.ChargeFirst, c.ModelConcurrency = true, 64 })
+	e := newEngine(t, db, func(c *jobs.Config) { c.ModelConcurrency = 64 })
 	e.submit(t, "image-4b", "") // warm: prepares the statements
 	trips := db.PipelinedRoundTrips()
 	st, tx := e.submit(t, "image-4b", "")
 	trips = db.PipelinedRoundTrips() - trips
 	t.Logf("one job: %d statements, %d transactions, %d round trips in the submit's transaction", st, tx, trips)
-	if st > 4 || tx > 2 {
-		t.Fatalf("a job took %d statements and %d transactions, want at most 4 and 2", st, tx)
+	if st > 6 || tx > 2 {
+		t.Fatalf("a job took %d statements and %d transactions, want at most 6 and 2", st, tx)
 	}
 	if trips != 2 {
 		t.Fatalf("the submit's transaction took %d round trips, want 2", trips)
@@ -139,7 +138,7 @@ func TestStatementsPerJobTogether(t *testing.T) {
 
 	const n = 16
 	m, _ := e.cat.Model("image-4b")
-	pause := e.js.PauseTogether()
+	pause := e.js.PauseBatcher()
 	s0, _ := db.Stats()
 	trips = db.PipelinedRoundTrips()
 	results := make(chan error, n)

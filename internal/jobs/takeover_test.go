@@ -11,6 +11,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
@@ -37,7 +38,7 @@ func process(db *sqlstore.DB, cat *catalog.Catalog, owner string, r runners.Runn
 	cfg := jobs.DefaultConfig()
 	cfg.Owner = owner
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
-	return jobs.New(sqlstore.Jobs{DB: db}, cat, reg, env, jobs.NewSeats(8, 8, 8), clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)), cfg)
+	return jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, clock.Now), Catalog: cat, Runners: reg, Env: env, Seats: jobs.NewSeats(8, 8, 8), Now: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, cfg)
 }
 
 // JOB (crash recovery, issue 10): a process whose lease on a running job ran out loses it to

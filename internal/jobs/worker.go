@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
 // Run drives the background work until ctx ends: heartbeats of this process's running jobs
@@ -15,6 +16,9 @@ import (
 // out) taken over. On return the running jobs are stopped without settling: their leases run
 // out and they run again, so a crash or a restart loses no job.
 func (s *Service) Run(ctx context.Context) error {
+	batcher := make(chan error, 1)
+	go func() { batcher <- s.submits.Run(ctx) }()
+	defer func() { <-batcher }()
 	if !s.cfg.Runs {
 		// Not a worker: the jobs this process hands off are run, renewed and swept by the
 		// processes that run jobs.
@@ -203,7 +207,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			return
 		}
 		var started Job
-		var refusal error
+		var refusal *apierr.Error
 		slot := false
 		err := s.store.InTx(ctx, func(tx Tx) error {
 			refusal = nil
@@ -226,24 +230,15 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 				return errSkip
 			}
 			slot = true
-			// One charge path for submitted and queued jobs: the ledger checks the key's
-			// ceiling and the balance as it charges; a refusal fails the job at its turn.
-			now := s.now()
-			a, err := s.ledger.Open(ctx, tx, j.AccountID, now)
+			// A queued job is charged at its turn through the one charge path: who pays is
+			// judged again (a pass, or the key's ceiling and the balance); a refusal fails the
+			// job at its turn.
+			refusal, err = s.chargeTurn(ctx, tx, &j)
 			if err != nil {
 				return err
 			}
-			if _, err := s.charge(ctx, tx, a, &j, now, false); err != nil {
-				e, ok := apierr.As(err)
-				if !ok || (e.Code != apierr.InsufficientCredits && e.Code != apierr.KeyCreditCeiling) {
-					return err
-				}
-				refusal = e
-				msg := "the balance no longer covers the quote at the job's turn"
-				if e.Code == apierr.KeyCreditCeiling {
-					msg = "the key's monthly credit ceiling no longer covers the quote at the job's turn"
-				}
-				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(e.Code), message: msg}, &started)
+			if refusal != nil {
+				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(refusal.Code), message: turnRefusal(refusal)}, &started)
 			}
 			j.Dispatched = true
 			started = j
@@ -272,4 +267,43 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			return
 		}
 	}
+}
+
+// chargeTurn charges a queued job at its turn, in tx: its account is held, who pays is judged
+// (ledger.Judge, as a turn) and the charge written, and the job moves to IN_PROGRESS under this
+// process's lease. A job charged when it was handed off (Reserved > 0) is not charged again.
+// A refusal is answered as refusal, with nothing written.
+func (s *Service) chargeTurn(ctx context.Context, tx Tx, j *Job) (*apierr.Error, error) {
+	now := s.now()
+	quote := ledger.Credits(j.Quoted)
+	if j.Reserved != 0 {
+		quote = 0
+	}
+	r := ledger.Request{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model, Quote: quote}, Turn: true}
+	v, c, err := s.ledger.Charge(ctx, tx, r, now)
+	if e, ok := apierr.As(err); ok {
+		return e, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if quote > 0 {
+		j.Coverage = v.Coverage
+	}
+	if c.Reserved > 0 {
+		j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
+	}
+	s.started(j, c, now)
+	return nil, nil
+}
+
+// turnRefusal is the failed job's message for a charge refused at its turn.
+func turnRefusal(e *apierr.Error) string {
+	switch e.Code {
+	case apierr.InsufficientCredits:
+		return "the balance no longer covers the quote at the job's turn"
+	case apierr.KeyCreditCeiling:
+		return "the key's monthly credit ceiling no longer covers the quote at the job's turn"
+	}
+	return e.Message
 }

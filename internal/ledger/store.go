@@ -37,9 +37,6 @@ type Store interface {
 type Tx interface {
 	// LedgerLockAccount reads the account and holds its row until the transaction ends.
 	LedgerLockAccount(ctx context.Context, id string) (auth.Account, error)
-	// LedgerLockAccountKey is LedgerLockAccount that also reads one of the account's keys in
-	// the same statement (ErrNotFound when the key is not the account's).
-	LedgerLockAccountKey(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error)
 	// LedgerApply writes e, moves the balance by e.Amount and counts a charge or refund in the
 	// usage rollup, and returns the new balance. A debit (negative amount) that would leave the
 	// balance below floor changes nothing and answers ErrInsufficient; pass math.MinInt64 for
@@ -48,17 +45,6 @@ type Tx interface {
 	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
 	// it changed) and returns the key as it now stands.
 	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error)
-	// LedgerChargeKey is LedgerApply of the charge e guarded by floor, with the key's spend in
-	// period raised by the charge, in one statement where the store can: the spend moves only
-	// if the debit does (ErrInsufficient, nothing changed, otherwise). It answers the new
-	// balance and the key as it now stands.
-	LedgerChargeKey(ctx context.Context, e Entry, period string, floor int64) (int64, auth.KeyRecord, error)
-	// LedgerChargeOpen is LedgerChargeKey guarded by a floor of zero for a charge made before
-	// the account was read: it answers the account as the debit left it (its row held until
-	// the transaction ends) and the key as it now stands, in one statement where the store can.
-	// ErrInsufficient when the debit did not take: the balance did not allow it, or the key is
-	// not the account's; nothing changed then.
-	LedgerChargeOpen(ctx context.Context, e Entry, period string) (auth.Account, auth.KeyRecord, error)
 	// LedgerHoldKeys locks the accounts of pairs, each once and in the order given (sorted by
 	// account, so that transactions holding several never wait on each other in a cycle), and
 	// reads them with the keys named, all as they stand once the locks are held, in one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"io"
 	"log/slog"
 	"net/http"
@@ -419,7 +420,7 @@ func TestConsoleKeysShowLastUsed(t *testing.T) {
 func TestConsoleOperatorAccountsPagedAndGrantThroughLedger(t *testing.T) {
 	e := newConsoleEnv(t)
 	ctx := context.Background()
-	ledger := e.db.Ledger(e.clock.Now)
+	ledger := ledger.New(e.db, e.clock.Now)
 	for i := range 60 {
 		a := auth.Account{ID: fmt.Sprintf("acct_p%02d", i), Plan: auth.Free, Status: auth.Live, CreatedAt: e.clock.Now().Add(time.Duration(i) * time.Second)}
 		if err := ledger.CreateAccount(ctx, a); err != nil {
@@ -487,7 +488,7 @@ func TestConsoleOperatorAccountsPagedAndGrantThroughLedger(t *testing.T) {
 func BenchmarkConsoleOperatorAccounts(b *testing.B) {
 	e := newConsoleEnv(b)
 	ctx := context.Background()
-	ledger := e.db.Ledger(e.clock.Now)
+	ledger := ledger.New(e.db, e.clock.Now)
 	const n = 10_000
 	for i := range n {
 		a := auth.Account{ID: fmt.Sprintf("acct_bench%05d", i), Plan: auth.Pro, Status: auth.Live, CreatedAt: e.clock.Now().Add(time.Duration(i) * time.Second)}

@@ -49,6 +49,7 @@ type Server struct {
 	catalog  *catalog.Catalog
 	plans    *plans.Plans
 	jobs     *jobs.Service
+	ledger   *ledger.Service
 	account  *accountapi.Handler
 	usage    *ledger.Usage
 	console  *console.Handler // nil without a deployment secret or the API role
@@ -106,7 +107,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 			*a.addr = a.def
 		}
 	}
-	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}}
+	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}, ledger: ledger.New(d.DB, d.Now)}
 	s.urls = cfg.publicURLs()
 	apierr.SetDocsBase(s.urls.API) // every host's `docs` links lead to the account API's pages
 	build := d.Catalogue
@@ -167,9 +168,6 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		jcfg.ModelConcurrency = cfg.ModelConcurrency
 	}
 	jcfg.Runs = roles[RoleWorker]
-	// Over a network a statement costs a round trip: submits that wait together are charged
-	// together, and one alone charges before it reads.
-	jcfg.ChargeFirst = d.DB.Dialect() == sqlstore.Postgres
 	if jcfg.Runs && !roles.Whole() {
 		// Submits reach this worker through the database only (another process's hand-offs):
 		// it looks for them every HandOffPoll, one indexed read per model.
@@ -183,7 +181,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		store = d.JobStore(store)
 	}
 	seats := jobs.NewSeats(d.Plans.Seats.PerAccount, d.Plans.Seats.PerProduct, d.Plans.Seats.Platform)
-	s.jobs = jobs.New(store, cat, reg, env, seats, d.Now, d.Log, jcfg)
+	s.jobs = jobs.New(jobs.Deps{Store: store, Ledger: s.ledger, Catalog: cat, Runners: reg, Env: env, Seats: seats, Now: d.Now, Log: d.Log}, jcfg)
 	chatSvc.Jobs = s.jobs
 
 	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log,

@@ -73,15 +73,6 @@ func (tx *Tx) LedgerLockAccount(ctx context.Context, id string) (auth.Account, e
 	return tx.accountForUpdate(ctx, id)
 }
 
-// LedgerLockAccountKey reads and locks the account and reads one of its keys, in one statement.
-func (tx *Tx) LedgerLockAccountKey(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
-	lock := ""
-	if tx.dialect == Postgres {
-		lock = " FOR UPDATE OF a"
-	}
-	return scanAccountKey(tx.q.QueryRowContext(ctx, qAccountKey+lock, accountID, keyID))
-}
-
 // LedgerStanding reads an account and one of its keys in one statement.
 func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth.Account, auth.KeyRecord, error) {
 	return scanAccountKey(db.sql.QueryRowContext(ctx, qAccountKey, accountID, keyID))
@@ -173,76 +164,6 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
 		return 0, tx.refused(ctx, e.AccountID, floor)
 	}
 	return bal, err
-}
-
-// LedgerChargeKey debits a charge and raises the key's spend: on PostgreSQL one statement whose
-// key update runs only when the guarded balance update took a row; on SQLite the two writes of
-// LedgerApply and LedgerKeySpend (no round trips to save there).
-func (tx *Tx) LedgerChargeKey(ctx context.Context, e ledger.Entry, period string, floor int64) (int64, auth.KeyRecord, error) {
-	if tx.dialect != Postgres {
-		bal, err := tx.LedgerApply(ctx, e, floor)
-		if err != nil {
-			return 0, auth.KeyRecord{}, err
-		}
-		k, err := tx.LedgerKeySpend(ctx, e.KeyID, period, -int64(e.Amount))
-		return bal, k, err
-	}
-	charged, refunded, jobs, counted := rollupOf(e)
-	row := tx.q.QueryRowContext(ctx, oneTripBalance+`
- k AS (
-   UPDATE api_keys SET spent = CASE WHEN spent_period = $16::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $16::text
-   WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),`+oneTripEntry+`
- SELECT b.balance, `+prefixed("k.", keyCols)+` FROM b, k`,
-		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
-		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, monthMicros(e.At), period)
-	var bal int64
-	k, err := scanKey(balanceThen{row: row, bal: &bal})
-	if errors.Is(err, auth.ErrNotFound) {
-		// No row: the balance was below the floor (or the key is gone, which a locked
-		// account's own key never is).
-		return 0, auth.KeyRecord{}, tx.refused(ctx, e.AccountID, floor)
-	}
-	return bal, k, err
-}
-
-// LedgerChargeOpen debits a charge made before the account was read, raises the key's spend
-// and answers the account and the key as they now stand. On PostgreSQL it is one statement:
-// the guarded balance update (which takes the account's row lock, as LedgerLockAccountKey's
-// FOR UPDATE would) runs only for a key of the account, and the key, the entry and the rollups
-// follow it only when it took. On SQLite, whose single writer already holds every row, the
-// account and key are read first and the charge is LedgerChargeKey's.
-func (tx *Tx) LedgerChargeOpen(ctx context.Context, e ledger.Entry, period string) (auth.Account, auth.KeyRecord, error) {
-	if tx.dialect != Postgres {
-		a, _, err := scanAccountKey(tx.q.QueryRowContext(ctx, qAccountKey, e.AccountID, e.KeyID))
-		if errors.Is(err, auth.ErrNotFound) || (err == nil && a.Balance+int64(e.Amount) < 0) {
-			return auth.Account{}, auth.KeyRecord{}, ledger.ErrInsufficient
-		}
-		if err != nil {
-			return auth.Account{}, auth.KeyRecord{}, err
-		}
-		bal, k, err := tx.LedgerChargeKey(ctx, e, period, 0)
-		a.Balance = bal
-		return a, k, err
-	}
-	if p, ok := tx.q.(*pipeTx); ok {
-		// A submit asks for the account's in-flight jobs next (jobs.Service.admit): the count
-		// goes in this round trip, after the debit took the account's row lock.
-		p.readAfter(countInFlightSQL(Postgres), e.AccountID)
-	}
-	charged, refunded, jobs, counted := rollupOf(e)
-	a, k, err := scanAccountKey(tx.q.QueryRowContext(ctx, `WITH b AS (
-   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint
-   AND EXISTS (SELECT 1 FROM api_keys WHERE id = $4::text AND account_id = $2::text) RETURNING `+accountCols+`),
- k AS (
-   UPDATE api_keys SET spent = CASE WHEN spent_period = $16::text THEN spent - $1::bigint ELSE -$1::bigint END, spent_period = $16::text
-   WHERE id = $4::text AND EXISTS (SELECT 1 FROM b) RETURNING `+keyCols+`),`+oneTripEntry+`
- SELECT `+prefixed("b.", accountCols)+`, `+prefixed("k.", keyCols)+` FROM b, k`,
-		int64(e.Amount), e.AccountID, int64(0), e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
-		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, monthMicros(e.At), period))
-	if errors.Is(err, auth.ErrNotFound) {
-		return auth.Account{}, auth.KeyRecord{}, ledger.ErrInsufficient
-	}
-	return a, k, err
 }
 
 // The statements that hold the accounts and keys of charges made together (PostgreSQL): the
@@ -370,7 +291,8 @@ INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, bal
  SELECT account_id, key_id, job_id, model, 'charge', amount, balance, $7::text, $8::bigint FROM v ORDER BY ord`
 
 // LedgerChargeAll writes charges taken together. On PostgreSQL it is one statement, which goes
-// with the transaction's next one or its COMMIT; on SQLite each is LedgerChargeKey's.
+// with the transaction's next one or its COMMIT; on SQLite each is LedgerApply's and
+// LedgerKeySpend's.
 func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	if len(cs) == 0 {
 		return nil
@@ -383,7 +305,10 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	}
 	if tx.dialect != Postgres {
 		for _, c := range cs {
-			if _, _, err := tx.LedgerChargeKey(ctx, c.Entry, auth.Period(c.At), math.MinInt64); err != nil {
+			if _, err := tx.LedgerApply(ctx, c.Entry, math.MinInt64); err != nil {
+				return err
+			}
+			if _, err := tx.LedgerKeySpend(ctx, c.KeyID, auth.Period(c.At), -int64(c.Amount)); err != nil {
 				return err
 			}
 		}
@@ -403,14 +328,6 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	_, err := tx.q.ExecContext(ctx, qChargeAll, args...)
 	return err
 }
-
-// balanceThen scans a leading balance column into bal and the rest as the wrapped scanner does.
-type balanceThen struct {
-	row interface{ Scan(...any) error }
-	bal *int64
-}
-
-func (b balanceThen) Scan(dest ...any) error { return b.row.Scan(append([]any{b.bal}, dest...)...) }
 
 // LedgerKeySpend adds delta to the key's spend in period and returns the key. A charge starts
 // a new period afresh; a refund given back after the period changed has nothing left to lower

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -97,21 +98,32 @@ func testAllowances(t *testing.T, db *sqlstore.DB) {
 		t.Fatalf("January: credited %d in all; balances %d, %d", total, balance("acct_pro"), balance("acct_limited"))
 	}
 
-	// Inside a transaction (as a submit does): the account comes back with its new balance,
-	// and a second call in the same month credits nothing.
+	// Held in a transaction (as a charge holds it): the account comes back with its new
+	// balance, and a second hold in the same month credits nothing.
+	if err := db.InsertKey(ctx, key("allowkey0001", "acct_pro", t0.AddDate(2, 0, 0)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
 	var after auth.Account
 	err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
 		feb := time.Date(2027, 2, 14, 0, 0, 0, 0, time.UTC)
-		l := db.Ledger(func() time.Time { return feb })
-		var err error
-		if after, err = l.Open(ctx, tx, "acct_pro", feb); err != nil {
+		l := ledger.New(db, func() time.Time { return feb })
+		pair := []ledger.AccountKey{{AccountID: "acct_pro", KeyID: "allowkey0001"}}
+		h, err := l.Hold(ctx, tx, pair, feb)
+		if err != nil {
 			return err
 		}
-		again, err := l.Open(ctx, tx, "acct_pro", feb)
-		if err == nil && again.Balance != after.Balance {
-			t.Errorf("credited twice in one month: %d then %d", after.Balance, again.Balance)
+		after, _ = h.Account("acct_pro")
+		if err := h.Write(ctx, tx); err != nil {
+			return err
 		}
-		return err
+		again, err := l.Hold(ctx, tx, pair, feb)
+		if err != nil {
+			return err
+		}
+		if a, _ := again.Account("acct_pro"); a.Balance != after.Balance {
+			t.Errorf("credited twice in one month: %d then %d", after.Balance, a.Balance)
+		}
+		return again.Write(ctx, tx)
 	})
 	if err != nil {
 		t.Fatal(err)

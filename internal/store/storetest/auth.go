@@ -18,7 +18,6 @@ func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("KeysLiveLimitAtomic", func(t *testing.T) { testKeysLiveLimit(t, open(t)) })
 	t.Run("RevokeKeepsOriginalStamp", func(t *testing.T) { testRevoke(t, open(t)) })
 	t.Run("Ceilings", func(t *testing.T) { testCeilings(t, open(t)) })
-	t.Run("ChargeBeforeRead", func(t *testing.T) { testChargeOpen(t, open(t)) })
 	t.Run("ChargeTogether", func(t *testing.T) { testChargeTogether(t, open(t)) })
 	t.Run("ACC04_MonthlyAllowances", func(t *testing.T) { testAllowances(t, open(t)) })
 	t.Run("ConsoleUsersAndSessions", func(t *testing.T) { testConsoleUsers(t, open(t)) })
@@ -154,51 +153,6 @@ func testCeilings(t *testing.T, db *sqlstore.DB) {
 	k, _ := db.Key(ctx, "ceilingkey01")
 	if k.Ceiling != c {
 		t.Fatalf("ceiling = %+v", k.Ceiling)
-	}
-}
-
-// A charge made before the account is read (LedgerChargeOpen) moves the balance, the key's
-// spend, the entry and the rollup, and answers the account and the key as they now stand; a
-// balance that does not allow it, or a key of another account, changes nothing.
-func testChargeOpen(t *testing.T, db *sqlstore.DB) {
-	ctx := context.Background()
-	NewAccount(t, db, "acct_o", auth.Pro, 100)
-	NewAccount(t, db, "acct_q", auth.Pro, 100)
-	if err := db.InsertKey(ctx, key("openkey00001", "acct_o", t0.Add(time.Hour)), 25, t0); err != nil {
-		t.Fatal(err)
-	}
-	charge := func(account string, amount int64) (auth.Account, auth.KeyRecord, error) {
-		var a auth.Account
-		var k auth.KeyRecord
-		err := db.LedgerTx(ctx, func(tx ledger.Tx) (err error) {
-			a, k, err = tx.LedgerChargeOpen(ctx, ledger.Entry{AccountID: account, KeyID: "openkey00001", JobID: "photo_o", Model: "m",
-				Kind: ledger.Charge, Amount: ledger.Credits(-amount), At: t0}, auth.Period(t0))
-			return err
-		})
-		return a, k, err
-	}
-	a, k, err := charge("acct_o", 30)
-	if err != nil || a.ID != "acct_o" || a.Plan != auth.Pro || a.Balance != 70 || k.ID != "openkey00001" || k.SpentIn(t0) != 30 {
-		t.Fatalf("charge 30: %+v %+v %v", a, k, err)
-	}
-	if _, _, err := charge("acct_o", 71); !errors.Is(err, ledger.ErrInsufficient) {
-		t.Fatalf("beyond the balance: %v", err)
-	}
-	if _, _, err := charge("acct_q", 10); !errors.Is(err, ledger.ErrInsufficient) {
-		t.Fatalf("another account's key: %v", err)
-	}
-	for _, id := range []string{"acct_o", "acct_q"} {
-		sum, err := db.LedgerBalanceSum(ctx, id)
-		got, _ := db.LedgerAccount(ctx, id)
-		if err != nil || sum != got.Balance {
-			t.Fatalf("%s: balance %d, entries sum %d (%v)", id, got.Balance, sum, err)
-		}
-	}
-	if got, _ := db.LedgerAccount(ctx, "acct_q"); got.Balance != 100 {
-		t.Fatalf("a refused charge moved another account: %d", got.Balance)
-	}
-	if k, _ := db.Key(ctx, "openkey00001"); k.SpentIn(t0) != 30 {
-		t.Fatalf("a refused charge moved the key's spend: %d", k.SpentIn(t0))
 	}
 }
 

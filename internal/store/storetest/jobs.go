@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/ledger"
@@ -331,10 +332,10 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 	}
 }
 
-// JOB / plan in-flight limits: a submit that charges first (LedgerChargeOpen) and then counts
+// JOB / plan in-flight limits: a submit that holds its account (LedgerHoldKeys) and then counts
 // the account's in-flight jobs counts the job of a submit that held the account while the
-// charge waited for it, and committed meanwhile; on PostgreSQL the count is sent in the
-// charge's round trip, as a statement of its own after it. (SQLite's one writer runs the two
+// hold waited for it, and committed meanwhile; on PostgreSQL the count is sent in the hold's
+// round trip, as a statement of its own after it. (SQLite's one writer runs the two
 // transactions one after the other: there is no wait to race.)
 func testInFlightAfterCharge(t *testing.T, db *sqlstore.DB) {
 	if db.Dialect() != sqlstore.Postgres {
@@ -351,12 +352,11 @@ func testInFlightAfterCharge(t *testing.T, db *sqlstore.DB) {
 	second := make(chan error, 1)
 	go func() {
 		second <- s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, _, err := tx.LedgerChargeOpen(ctx, ledger.Entry{AccountID: "acct_w", KeyID: "waitkey00001", JobID: "photo_w", Model: "m",
-				Kind: ledger.Charge, Amount: -10, At: t0}, auth.Period(t0)); err != nil {
+			if _, _, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_w", KeyID: "waitkey00001"}}); err != nil {
 				return err
 			}
-			var err error
-			n, err = tx.CountInFlight(ctx, "acct_w")
+			counts, err := tx.CountInFlightOf(ctx, []string{"acct_w"})
+			n = counts["acct_w"]
 			return err
 		})
 	}()
@@ -432,7 +432,7 @@ func holdWithJob(t *testing.T, s sqlstore.Jobs, account, key string, spend int64
 	release, done = make(chan struct{}), make(chan error, 1)
 	go func() {
 		done <- s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, _, err := tx.LedgerLockAccountKey(ctx, account, key); err != nil {
+			if _, _, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: account, KeyID: key}}); err != nil {
 				return err
 			}
 			if spend != 0 {
@@ -486,32 +486,20 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 	if err := db.InsertKey(ctx, key("rollupkey001", "acct_r", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
-	l := db.Ledger(func() time.Time { return t0 })
+	l := ledger.New(db, func() time.Time { return t0 })
+	charge := func(tx ledger.Tx, j ledger.Job, at time.Time) (ledger.Charged, error) {
+		_, c, err := l.Charge(ctx, tx, ledger.Request{Job: j, InFlightLimit: -1}, at)
+		return c, err
+	}
 	run := func(jobID string, quote ledger.Credits, done float64, at time.Time) {
 		t.Helper()
 		err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
-			// The first job is charged as a submit is (the key read with the account, debit
-			// and spend in one statement); the others as a queued job at its turn.
 			j := ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: jobID, Model: "image-4b", Quote: quote}
-			var c ledger.Charged
-			if jobID == "photo_1" {
-				a, _, err := l.OpenFor(ctx, tx, "acct_r", auth.KeyRecord{ID: "rollupkey001"}, at)
-				if err != nil {
-					return err
-				}
-				if c, err = l.ChargeFor(ctx, tx, a, j, at); err != nil {
-					return err
-				}
-			} else {
-				a, err := l.Open(ctx, tx, "acct_r", at)
-				if err != nil {
-					return err
-				}
-				if c, err = l.Charge(ctx, tx, a, j, at); err != nil {
-					return err
-				}
+			c, err := charge(tx, j, at)
+			if err != nil {
+				return err
 			}
-			_, err := l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: at}, at)
+			_, err = l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: at}, at)
 			return err
 		})
 		if err != nil {
@@ -541,15 +529,14 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 	if err != nil || !reflect.DeepEqual(got, []ledger.KeyUsage{{KeyID: "rollupkey001", Charged: 150, Refunded: 25, Jobs: 2}}) {
 		t.Fatalf("usage of one day %+v %v", got, err)
 	}
-	// A submit's debit beyond the balance moves neither the balance nor the key's spend.
+	// A charge beyond the balance is refused and moves neither the balance nor the key's spend.
 	err = db.LedgerTx(ctx, func(tx ledger.Tx) error {
-		_, _, err := tx.LedgerChargeKey(ctx, ledger.Entry{AccountID: "acct_r", KeyID: "rollupkey001", JobID: "photo_4", Model: "image-4b",
-			Kind: ledger.Charge, Amount: -876, At: t0}, auth.Period(t0), 0)
+		_, err := charge(tx, ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: "photo_4", Model: "image-4b", Quote: 876}, t0)
 		return err
 	})
 	a, _ = db.Account(ctx, "acct_r")
 	k, _ = db.Key(ctx, "rollupkey001")
-	if !errors.Is(err, ledger.ErrInsufficient) || a.Balance != 875 || k.SpentIn(t0) != 125 {
+	if e, ok := apierr.As(err); !ok || e.Code != apierr.InsufficientCredits || a.Balance != 875 || k.SpentIn(t0) != 125 {
 		t.Fatalf("debit beyond the balance: %v, balance %d, spend %d", err, a.Balance, k.SpentIn(t0))
 	}
 }

@@ -1,0 +1,284 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/ledger"
+)
+
+// A submit's transaction. Every submit is charged and recorded by chargeSubmits, alone or with
+// the submits waiting at the same moment (the submit batcher, batcher.go): a batch of one is
+// the alone case. The transaction holds the submits' accounts (ledger.Service.Hold), counts
+// their jobs in flight and the jobs waiting for their models, judges each submit in the order
+// of checks (ledger.Judge) on the accounts as the submits before it left them, places it (a
+// runner's slot, the queue, or a hand-off to a worker), and writes every charge and every job.
+//
+// A refusal is the submit's own: the others of its batch are written. When the transaction
+// fails, none of it was written and each submit of it runs again alone (errAlone), where a
+// taken idempotency key is answered as a replay.
+
+// pendingSubmit is one submit on its way through a transaction, and its outcome.
+type pendingSubmit struct {
+	ctx  context.Context
+	req  SubmitRequest
+	base Job // the job as Submit made it
+	done chan struct{}
+
+	job     Job   // the job as charged and placed
+	balance int64 // the balance the account was left with
+	claimed bool  // a runner's slot is held for it
+	err     error // its refusal, or errAlone
+}
+
+// errAlone sends a submit whose batch failed to a transaction of its own.
+var errAlone = errors.New("jobs: the batch failed; the submit runs alone")
+
+func newPending(ctx context.Context, r SubmitRequest, job Job) *pendingSubmit {
+	return &pendingSubmit{ctx: ctx, req: r, base: job, done: make(chan struct{})}
+}
+
+// writeSubmits charges and records batch in one transaction and answers each submit of it. A
+// submit whose caller gave up before its turn is answered so, unwritten.
+func (s *Service) writeSubmits(batch []*pendingSubmit) {
+	live := make([]*pendingSubmit, 0, len(batch))
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			close(p.done)
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(live)
+	defer cancel()
+	err := s.inTxRecovered(ctx, func(tx Tx) error { return s.chargeSubmits(ctx, tx, live) })
+	for _, p := range live {
+		if err != nil {
+			s.unclaim(p, true)
+			p.err = err
+			if len(live) > 1 {
+				p.err = errAlone
+			}
+		}
+		close(p.done)
+	}
+}
+
+// chargeSubmits is the transaction of a batch of submits. The store may run it again (a
+// retried transaction): each run starts from the jobs as Submit made them and gives back the
+// slots the run before claimed.
+func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubmit) error {
+	now := s.now()
+	pairs := make([]ledger.AccountKey, len(batch))
+	var accounts, models []string
+	for i, p := range batch {
+		s.unclaim(p, false)
+		p.job, p.balance, p.err = p.base, 0, nil
+		pairs[i] = ledger.AccountKey{AccountID: p.base.AccountID, KeyID: p.base.KeyID}
+		accounts = append(accounts, p.base.AccountID)
+		if queues(p.req.Model) || !s.cfg.Runs {
+			models = append(models, p.base.Model)
+		}
+	}
+	queued := map[string]int{}
+	if len(models) > 0 {
+		var err error
+		if queued, err = tx.CountQueuedOf(ctx, sortedSet(models)); err != nil {
+			return err
+		}
+	}
+	held, err := s.ledger.Hold(ctx, tx, pairs, now)
+	if err != nil {
+		return err
+	}
+	// Counted once the accounts are held: what their last holders committed is counted.
+	inFlight, err := tx.CountInFlightOf(ctx, sortedSet(accounts))
+	if err != nil {
+		return err
+	}
+	written := make([]Job, 0, len(batch))
+	for _, p := range batch {
+		if p.err = s.place(held, p, inFlight, queued, now); p.err != nil {
+			continue
+		}
+		inFlight[p.job.AccountID]++
+		written = append(written, p.job)
+	}
+	if err := held.Write(ctx, tx); err != nil {
+		return err
+	}
+	if len(written) == 0 {
+		return nil
+	}
+	return tx.InsertJobs(ctx, written)
+}
+
+// place judges one submit on the accounts held and places its job: started on a runner's slot
+// of this process and charged, waiting in its model's queue (charged at its turn), or, in a
+// process that runs no job, charged and handed off to a worker.
+func (s *Service) place(held *ledger.Held, p *pendingSubmit, inFlight, queued map[string]int, now time.Time) error {
+	j := &p.job
+	limit := -1
+	if a, ok := held.Account(j.AccountID); ok {
+		if n, ok := s.cfg.InFlight[a.Plan]; ok {
+			limit = n
+		}
+	}
+	r := ledger.Request{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model, Quote: ledger.Credits(j.Quoted)},
+		CoveredOnly: p.req.CoveredOnly, InFlightLimit: limit}
+	v, err := held.Judge(r, inFlight[j.AccountID])
+	if err != nil {
+		return err
+	}
+	j.Coverage = v.Coverage
+	if !s.cfg.Runs {
+		return s.handOff(held, p, r, v, queued, now)
+	}
+	m := p.req.Model
+	waiting := 0
+	if queues(m) {
+		waiting = queued[m.Slug] // a newcomer never overtakes a job already waiting
+	}
+	if waiting == 0 && s.claimSlot(m.Slug) {
+		p.claimed = true
+		c := held.Take(r, v)
+		j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
+		s.started(j, c, now)
+		p.balance = int64(c.Balance)
+		return nil
+	}
+	if !queues(m) {
+		return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+	}
+	if err := enqueue(p, waiting, time.Duration(m.Lifecycle.MaxWaitSeconds)*time.Second, now); err != nil {
+		return err
+	}
+	queued[m.Slug]++
+	a, _ := held.Account(j.AccountID)
+	p.balance = a.Balance
+	return nil
+}
+
+// handOff places a submit in a process that runs no job (no worker role): the job is charged
+// now, as a submit that starts at once would be, and waits IN_QUEUE for a worker, which starts
+// it without charging again (Reserved > 0); a pass is used only when the job starts, as for any
+// queued job. Nothing here claims a local slot.
+//
+// service_busy is judged on the shared queue, since this process cannot see the workers'
+// slots: a model that refuses a queue is busy while as many hand-offs of it wait as one worker
+// runs at once (its concurrency), and each hand-off of such a model waits at most HandOffWait
+// for a worker before it fails request_timeout, refunded. A model that queues keeps its own
+// rules (max_queue_length, its longest wait).
+func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request, v ledger.Verdict, queued map[string]int, now time.Time) error {
+	m, j := p.req.Model, &p.job
+	waiting := queued[m.Slug]
+	wait := time.Duration(m.Lifecycle.MaxWaitSeconds) * time.Second
+	if !queues(m) {
+		if waiting >= s.concurrency(m.Slug) {
+			return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
+		}
+		wait = s.cfg.HandOffWait
+	}
+	if err := enqueue(p, waiting, wait, now); err != nil {
+		return err
+	}
+	queued[m.Slug]++
+	a, _ := held.Account(j.AccountID)
+	p.balance = a.Balance
+	if !v.Coverage.Covered() {
+		c := held.Take(r, v)
+		j.Reserved, j.Charged = int64(c.Reserved), int64(c.Reserved)
+		bal := int64(c.Balance)
+		j.BalanceAfter, p.balance = &bal, bal
+	}
+	return nil
+}
+
+// enqueue puts a submit in its model's queue behind waiting others: refused past the caller's
+// max_queue_length, and given up (request_timeout) past wait or the caller's own timeout.
+func enqueue(p *pendingSubmit, waiting int, wait time.Duration, now time.Time) error {
+	r := p.req
+	if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
+		return apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
+	}
+	if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
+		wait = r.RequestTimeout
+	}
+	if wait > 0 {
+		t := now.Add(wait)
+		p.job.StartBy = &t
+	}
+	p.job.Status = InQueue
+	return nil
+}
+
+// queues reports whether m offers a queue.
+func queues(m *catalog.Model) bool { return m.Lifecycle.Queue == catalog.QueueOffers }
+
+// started moves a job that c charged to IN_PROGRESS under this process's lease.
+func (s *Service) started(j *Job, c ledger.Charged, now time.Time) {
+	bal := int64(c.Balance)
+	j.BalanceAfter = &bal
+	lease := now.Add(s.cfg.LeaseTTL)
+	j.Status, j.StartedAt, j.LeaseOwner, j.LeaseUntil = InProgress, &now, s.cfg.Owner, &lease
+	j.Attempts++
+	j.ProviderJobID = j.RequestID
+}
+
+// unclaim gives back the runner's slot p holds, if any: released (waking the sweep of a model
+// that queues) when p is refused, given back quietly when its transaction runs again.
+func (s *Service) unclaim(p *pendingSubmit, release bool) {
+	if !p.claimed {
+		return
+	}
+	if release {
+		s.releaseSlot(p.base.Model)
+	} else {
+		s.giveSlot(p.base.Model)
+	}
+	p.claimed = false
+}
+
+// inTxRecovered is InTx where a panic would end the process (a batcher's goroutine): it is
+// logged and answered as the transaction's failure (the store rolled it back).
+func (s *Service) inTxRecovered(ctx context.Context, fn func(Tx) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("jobs: submit transaction panicked", "panic", v)
+			err = fmt.Errorf("jobs: submit transaction panicked: %v", v)
+		}
+	}()
+	return s.store.InTx(ctx, fn)
+}
+
+// batchContext is a batch's context: it ends at the latest of its callers' deadlines, if they
+// all have one. No caller's cancellation ends it: the others' work is in the same transaction.
+func batchContext(batch []*pendingSubmit) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, p := range batch {
+		d, ok := p.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// sortedSet is xs sorted without repeats.
+func sortedSet(xs []string) []string {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return slices.Compact(xs)
+}
