@@ -13,7 +13,8 @@ const (
 	FollowPlan CeilingMode = "plan"
 	// Fixed: a whole positive figure.
 	Fixed CeilingMode = "fixed"
-	// NoCap: only for keys imported from before caps were selectable that held none.
+	// NoCap: for keys imported from before caps were selectable that held none, and for the
+	// console's key (console_key.go), which the balance and the account's passes bound.
 	NoCap CeilingMode = "none"
 )
 

@@ -24,6 +24,9 @@ type KeyRecord struct {
 	Ceiling     Ceiling
 	SpentPeriod string // UTC year-month the Spent figure counts
 	Spent       int64
+	// Console marks the account's console key (console_key.go): the key the console's runs
+	// are charged under, which signs nothing, cannot be revoked and holds no live-key slot.
+	Console bool
 }
 
 // KeyStatus is live, expired or revoked; neither of the last two comes back (KEY-21).
@@ -45,6 +48,10 @@ func (k KeyRecord) Status(now time.Time) KeyStatus {
 	}
 	return KeyLive
 }
+
+// HoldsSlot reports whether the key counts against the plan's live-key limit at now (KEY-27):
+// a live key does, except the console's key, which the account did not mint.
+func (k KeyRecord) HoldsSlot(now time.Time) bool { return !k.Console && k.Status(now) == KeyLive }
 
 // SpentIn returns the key's spend in the period of now (0 after the month rolled over).
 func (k KeyRecord) SpentIn(now time.Time) int64 {
@@ -74,9 +81,13 @@ const DefaultLifetimeDays = 90
 // Accounts are created and changed through the ledger, which owns them with their credits.
 type Store interface {
 	Account(ctx context.Context, id string) (Account, error)
-	// InsertKey stores k unless the account already holds maxLive live keys at now
-	// (ErrTooManyKeys); the count and the insert are atomic.
+	// InsertKey stores k unless the account already holds maxLive keys that hold a slot at
+	// now (KeyRecord.HoldsSlot; ErrTooManyKeys); the count and the insert are atomic.
 	InsertKey(ctx context.Context, k KeyRecord, maxLive int, now time.Time) error
+	// InsertConsoleKey stores k, an account's console key, unless the account has its
+	// console key already: then it changes nothing and answers nil, so that two writers at
+	// once store one.
+	InsertConsoleKey(ctx context.Context, k KeyRecord) error
 	Key(ctx context.Context, id string) (KeyRecord, error)
 	Keys(ctx context.Context, accountID string) ([]KeyRecord, error)
 	// RevokeKey stamps the key at `at` unless it is already stamped; it returns the stamp in force.
@@ -201,6 +212,20 @@ func (s *Service) Confirm(ctx context.Context, p Principal) error {
 // (banned, suspended, then limited unless readOnly: account_limited without its bucket, which
 // the caller adds), then the key's own status (revoked, expired).
 func Standing(a Account, k KeyRecord, now time.Time, readOnly bool) error {
+	if err := accountStanding(a, readOnly); err != nil {
+		return err
+	}
+	switch k.Status(now) {
+	case KeyRevoked:
+		return apierr.New(apierr.KeyRevoked)
+	case KeyExpired:
+		return apierr.New(apierr.KeyExpired)
+	}
+	return nil
+}
+
+// accountStanding is Standing's first part: the account's own status.
+func accountStanding(a Account, readOnly bool) error {
 	switch a.Status {
 	case Banned:
 		return apierr.New(apierr.AccountBanned)
@@ -212,12 +237,6 @@ func Standing(a Account, k KeyRecord, now time.Time, readOnly bool) error {
 		if !readOnly {
 			return apierr.New(apierr.AccountLimited)
 		}
-	}
-	switch k.Status(now) {
-	case KeyRevoked:
-		return apierr.New(apierr.KeyRevoked)
-	case KeyExpired:
-		return apierr.New(apierr.KeyExpired)
 	}
 	return nil
 }
@@ -324,8 +343,16 @@ func (s *Service) Mint(ctx context.Context, p MintParams) (Minted, error) {
 	return Minted{Key: key, Record: rec}, nil
 }
 
-// Revoke stamps a key; revoking twice answers the original stamp (KEY-24).
+// Revoke stamps a key; revoking twice answers the original stamp (KEY-24). The console's key
+// is refused (ErrConsoleKey): the account's console runs under it.
 func (s *Service) Revoke(ctx context.Context, id string) (time.Time, error) {
+	k, err := s.store.Key(ctx, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if k.Console {
+		return time.Time{}, ErrConsoleKey
+	}
 	at, err := s.store.RevokeKey(ctx, id, s.now().UTC())
 	if err != nil {
 		return time.Time{}, err
@@ -337,11 +364,15 @@ func (s *Service) Revoke(ctx context.Context, id string) (time.Time, error) {
 	return at, nil
 }
 
-// SetCeiling changes a key's cap within the rules; spend so far stays counted.
+// SetCeiling changes a key's cap within the rules; spend so far stays counted. The console's
+// key has none of its own (ErrConsoleKey).
 func (s *Service) SetCeiling(ctx context.Context, id string, r CeilingRequest) (Ceiling, error) {
 	k, err := s.store.Key(ctx, id)
 	if err != nil {
 		return Ceiling{}, err
+	}
+	if k.Console {
+		return Ceiling{}, ErrConsoleKey
 	}
 	a, err := s.store.Account(ctx, k.AccountID)
 	if err != nil {

@@ -71,12 +71,24 @@ func (m *memStore) InsertKey(_ context.Context, k KeyRecord, maxLive int, now ti
 	defer m.mu.Unlock()
 	live := 0
 	for _, o := range m.keys {
-		if o.AccountID == k.AccountID && o.Status(now) == KeyLive {
+		if o.AccountID == k.AccountID && o.HoldsSlot(now) {
 			live++
 		}
 	}
 	if live >= maxLive {
 		return ErrTooManyKeys
+	}
+	m.keys[k.ID] = k
+	return nil
+}
+
+func (m *memStore) InsertConsoleKey(_ context.Context, k KeyRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range m.keys {
+		if o.AccountID == k.AccountID && o.Console {
+			return nil
+		}
 	}
 	m.keys[k.ID] = k
 	return nil

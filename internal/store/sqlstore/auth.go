@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"time"
 
@@ -56,14 +57,16 @@ func expectOne(res sql.Result, err error) error {
 	return nil
 }
 
-const keyCols = `id, account_id, secret_hash, scopes, created_at, expires_at, revoked_at, ceiling_mode, ceiling, support_ceiling, spent_period, spent`
+const keyCols = `id, account_id, secret_hash, scopes, created_at, expires_at, revoked_at, ceiling_mode, ceiling, support_ceiling, spent_period, spent, console`
 
 func scanKey(row interface{ Scan(...any) error }) (auth.KeyRecord, error) {
 	var k auth.KeyRecord
 	var scopes, mode string
 	var created, expires int64
 	var revoked sql.NullInt64
-	if err := row.Scan(&k.ID, &k.AccountID, &k.SecretHash, &scopes, &created, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support, &k.SpentPeriod, &k.Spent); err != nil {
+	var console int
+	if err := row.Scan(&k.ID, &k.AccountID, &k.SecretHash, &scopes, &created, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support,
+		&k.SpentPeriod, &k.Spent, &console); err != nil {
 		if isNoRows(err) {
 			return k, auth.ErrNotFound
 		}
@@ -71,7 +74,7 @@ func scanKey(row interface{ Scan(...any) error }) (auth.KeyRecord, error) {
 	}
 	k.Scopes = auth.ParseStored(scopes)
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt = fromMicros(created), fromMicros(expires), timePtr(revoked)
-	k.Ceiling.Mode = auth.CeilingMode(mode)
+	k.Ceiling.Mode, k.Console = auth.CeilingMode(mode), console == 1
 	return k, nil
 }
 
@@ -94,10 +97,11 @@ func scanAccountKey(row interface{ Scan(...any) error }) (auth.Account, auth.Key
 	var k auth.KeyRecord
 	var plan, status, scopes, mode string
 	var created, kCreated, expires int64
-	var passOnly int
+	var passOnly, console int
 	var revoked sql.NullInt64
 	if err := row.Scan(&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &a.AllowancePeriod, &created, &passOnly, &a.PassCount,
-		&k.ID, &k.AccountID, &k.SecretHash, &scopes, &kCreated, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support, &k.SpentPeriod, &k.Spent); err != nil {
+		&k.ID, &k.AccountID, &k.SecretHash, &scopes, &kCreated, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support, &k.SpentPeriod, &k.Spent,
+		&console); err != nil {
 		if isNoRows(err) {
 			return a, k, auth.ErrNotFound
 		}
@@ -106,7 +110,7 @@ func scanAccountKey(row interface{ Scan(...any) error }) (auth.Account, auth.Key
 	a.Plan, a.Status, a.CreatedAt, a.PassOnly = auth.Plan(plan), auth.Status(status), fromMicros(created), passOnly == 1
 	k.Scopes = auth.ParseStored(scopes)
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt = fromMicros(kCreated), fromMicros(expires), timePtr(revoked)
-	k.Ceiling.Mode = auth.CeilingMode(mode)
+	k.Ceiling.Mode, k.Console = auth.CeilingMode(mode), console == 1
 	return a, k, nil
 }
 
@@ -116,19 +120,39 @@ func (db *DB) InsertKey(ctx context.Context, k auth.KeyRecord, maxLive int, now 
 		if _, err := tx.accountForUpdate(ctx, k.AccountID); err != nil {
 			return err
 		}
+		// The keys that hold a slot (auth.KeyRecord.HoldsSlot): live, and not the console's.
 		var live int
-		if err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2`,
+		if err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2 AND console = 0`,
 			k.AccountID, micros(now)).Scan(&live); err != nil {
 			return err
 		}
 		if live >= maxLive {
 			return auth.ErrTooManyKeys
 		}
-		_, err := tx.q.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			k.ID, k.AccountID, k.SecretHash, strings.Join(auth.Strings(k.Scopes), ","), micros(k.CreatedAt), micros(k.ExpiresAt),
-			nullMicros(k.RevokedAt), string(k.Ceiling.Mode), k.Ceiling.Amount, k.Ceiling.Support, k.SpentPeriod, k.Spent)
+		_, err := tx.q.ExecContext(ctx, qInsertKey, keyArgs(k)...)
 		return err
 	})
+}
+
+// qInsertKey writes a key record; qInsertConsoleKey writes one unless it conflicts with a key
+// already there (the account's console key, by its id or by api_keys_console).
+const (
+	qInsertKey        = `INSERT INTO api_keys (` + keyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	qInsertConsoleKey = qInsertKey + ` ON CONFLICT DO NOTHING`
+)
+
+func keyArgs(k auth.KeyRecord) []any {
+	return []any{k.ID, k.AccountID, k.SecretHash, strings.Join(auth.Strings(k.Scopes), ","), micros(k.CreatedAt), micros(k.ExpiresAt),
+		nullMicros(k.RevokedAt), string(k.Ceiling.Mode), k.Ceiling.Amount, k.Ceiling.Support, k.SpentPeriod, k.Spent, boolInt(k.Console)}
+}
+
+// InsertConsoleKey writes an account's console key unless the account has it already.
+func (db *DB) InsertConsoleKey(ctx context.Context, k auth.KeyRecord) error {
+	if !k.Console {
+		return fmt.Errorf("sqlstore: key %s is not a console key", k.ID)
+	}
+	_, err := db.sql.ExecContext(ctx, qInsertConsoleKey, keyArgs(k)...)
+	return err
 }
 
 func (db *DB) Key(ctx context.Context, id string) (auth.KeyRecord, error) {

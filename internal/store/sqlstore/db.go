@@ -50,6 +50,24 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	return db, nil
 }
 
+// OpenAt opens dsn with its migrations applied up to version only: a database as an earlier
+// release left it, for the tests of a migration. Migrate applies the rest.
+func OpenAt(ctx context.Context, dsn string, version int64) (*DB, error) {
+	db, err := open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	p, err := db.migrations()
+	if err == nil {
+		_, err = p.UpTo(ctx, version)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: migrate to %d: %w", version, err)
+	}
+	return db, nil
+}
+
 func open(dsn string) (*DB, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		dsn, conns, err := poolSize(dsn)
@@ -89,9 +107,21 @@ func open(dsn string) (*DB, error) {
 
 // Migrate applies the dialect's migrations.
 func (db *DB) Migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrations, "migrations/"+string(db.dialect))
+	p, err := db.migrations()
 	if err != nil {
 		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}
+
+// migrations is the goose provider of the dialect's migrations over db.
+func (db *DB) migrations() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations/"+string(db.dialect))
+	if err != nil {
+		return nil, err
 	}
 	gd := goose.DialectSQLite3
 	if db.dialect == Postgres {
@@ -99,12 +129,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	p, err := goose.NewProvider(gd, db.sql.raw, sub)
 	if err != nil {
-		return fmt.Errorf("sqlstore: migrations: %w", err)
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("sqlstore: migrate: %w", err)
-	}
-	return nil
+	return p, nil
 }
 
 // Dialect reports the database kind.

@@ -411,9 +411,11 @@ func (tx *Tx) LedgerUpdateAccount(ctx context.Context, a auth.Account) error {
 		string(a.Plan), a.MonthlyAllowance, string(a.Status), boolInt(a.PassOnly), a.ID))
 }
 
-// LedgerRevokeKeys stamps every live key of the account revoked.
+// LedgerRevokeKeys stamps every live key of the account revoked, but its console key: the
+// account's status alone refuses its console, and a revoked console key would refuse it
+// for good once the account stands again.
 func (tx *Tx) LedgerRevokeKeys(ctx context.Context, accountID string, at time.Time) (int, error) {
-	res, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL AND expires_at > $1`, micros(at), accountID)
+	res, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL AND expires_at > $1 AND console = 0`, micros(at), accountID)
 	if err != nil {
 		return 0, err
 	}

@@ -50,6 +50,30 @@ func OpenSQLite(t testing.TB) *sqlstore.DB {
 	return db
 }
 
+// OpenSQLiteAt opens a SQLite database in a temp dir with its migrations applied up to version
+// only (sqlstore.OpenAt).
+func OpenSQLiteAt(t testing.TB, version int64) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.OpenAt(context.Background(), filepath.Join(t.TempDir(), "test.db"), version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// OpenPostgresAt opens a PostgreSQL database in a fresh schema with its migrations applied up
+// to version only (sqlstore.OpenAt).
+func OpenPostgresAt(t testing.TB, version int64) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.OpenAt(context.Background(), PostgresSchemaDSN(t, nil), version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // PostgresDSN returns the test DSN, skipping (or failing under CI) when unset.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
@@ -71,6 +95,18 @@ func OpenPostgres(t testing.TB) *sqlstore.DB {
 
 // OpenPostgresWith is OpenPostgres with params added to the database URL (pool_max_conns…).
 func OpenPostgresWith(t testing.TB, params url.Values) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), PostgresSchemaDSN(t, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// PostgresSchemaDSN creates a fresh, empty schema, dropped at cleanup, and answers the test DSN
+// with it as the search path and params added.
+func PostgresSchemaDSN(t testing.TB, params url.Values) string {
 	t.Helper()
 	dsn := PostgresDSN(t)
 	var b [6]byte
@@ -98,10 +134,5 @@ func OpenPostgresWith(t testing.TB, params url.Values) *sqlstore.DB {
 		q[k] = vs
 	}
 	u.RawQuery = q.Encode()
-	db, err := sqlstore.Open(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return u.String()
 }
