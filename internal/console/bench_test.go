@@ -119,7 +119,7 @@ func seedJobs(b *testing.B, db *sqlstore.DB, account string, n int) []string {
 					model, product, ct = "music-turbo", "music", "audio/mpeg"
 				}
 				key := fmt.Sprintf("bench-%05d", i)
-				j := jobs.Job{ID: product + "_" + key, AccountID: account, KeyID: auth.ConsoleKeyID, RequestID: "req-" + key, Model: model,
+				j := jobs.Job{ID: product + "_" + key, AccountID: account, KeyID: auth.ConsoleKeyIDOf(account), RequestID: "req-" + key, Model: model,
 					Product: product, IdempotencyKey: key, Input: []byte(`{"positivePrompt":"a lighthouse at dusk","width":256,"height":256}`),
 					Status: jobs.Completed, Outcome: jobs.Succeeded, Quoted: 10, Reserved: 10, Charged: 10, Priority: jobs.Normal,
 					Dispatched: true, CreatedAt: at, StartedAt: &at, FinishedAt: &done, Attempts: 1, Progress: 1,

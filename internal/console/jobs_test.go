@@ -123,7 +123,7 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 	}
 	ji := p.settle(img)
 	jm := p.settle(song)
-	if ji.KeyID != auth.ConsoleKeyID || ji.Outcome != jobs.Succeeded || jm.Outcome != jobs.Succeeded || ji.Charged != q.Credits ||
+	if ji.KeyID != auth.ConsoleKeyIDOf("acct_console") || ji.Outcome != jobs.Succeeded || jm.Outcome != jobs.Succeeded || ji.Charged != q.Credits ||
 		a.Balance != 100000-ji.Charged-jm.Charged {
 		t.Fatalf("image %+v music %+v balance %d", ji, jm, a.Balance)
 	}
@@ -132,7 +132,7 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 		t.Fatal(err)
 	}
 	usage, err := ledger.NewUsage(s.db).ByKey(ctx, "acct_console", w)
-	if err != nil || len(usage) != 1 || usage[0].KeyID != auth.ConsoleKeyID || usage[0].Jobs != 2 {
+	if err != nil || len(usage) != 1 || usage[0].KeyID != auth.ConsoleKeyIDOf("acct_console") || usage[0].Jobs != 2 {
 		t.Fatalf("usage %+v %v", usage, err)
 	}
 

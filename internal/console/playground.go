@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
-	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
 )
@@ -20,7 +19,9 @@ import (
 // The playground runs a model from a form generated from its input contract (the schema the
 // OpenAPI document publishes), shows the price before anything is charged, and submits through
 // the jobs engine exactly as the API does: the same validation, the same charge through the
-// ledger, the same refusals. A submission is the account's own, under auth.ConsoleKeyID.
+// ledger, the same refusals. A submission is the account's own, under the account's console
+// key (auth.Service.ConsoleKey): a key record like the others, so its charges are counted and
+// exported with theirs.
 
 // fieldPrefix names the form fields that are model inputs, apart from the form's own.
 const fieldPrefix = "in."
@@ -278,7 +279,7 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 	if len(problems) > 0 {
 		return again(http.StatusUnprocessableEntity, "Some fields are not valid.", problems)
 	}
-	p, err := auth.ConsolePrincipal(v.Account, h.Now())
+	p, err := h.Auth.ConsolePrincipal(r.Context(), v.Account)
 	if err == nil && h.Paused != nil && h.Paused(d.Model.Product) {
 		err = apierr.New(apierr.APIDisabled)
 	}
