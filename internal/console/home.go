@@ -27,7 +27,7 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, v *viewer) error 
 	now := h.Now()
 	d := homeData{Period: auth.Period(now), APIBase: h.APIBase, Max: v.Account.Plan.MaxLiveKeys()}
 	for _, k := range recs {
-		if k.Status(now) == auth.KeyLive {
+		if k.HoldsSlot(now) {
 			d.Live++
 		}
 	}

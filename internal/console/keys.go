@@ -15,6 +15,8 @@ import (
 
 type keyRow struct {
 	ID           string
+	Console      bool   // the account's console key: listed, never revoked, holds no slot
+	Name         string // "Console" for the console's key; minted keys have none
 	Scopes       []string
 	Created      time.Time
 	Expires      time.Time
@@ -48,6 +50,10 @@ type keysData struct {
 }
 
 func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
+	// The console's key is listed from the account's first visit, before its first run.
+	if _, err := h.Auth.ConsoleKey(r.Context(), v.Account.ID); err != nil {
+		return keysData{}, err
+	}
 	recs, err := h.Auth.Keys(r.Context(), v.Account.ID)
 	if err != nil {
 		return keysData{}, err
@@ -61,11 +67,20 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 	now := h.Now()
 	d := keysData{Max: v.Account.Plan.MaxLiveKeys(), Lifetimes: auth.Lifetimes, Default: auth.DefaultLifetimeDays,
 		Allowance: v.Account.MonthlyAllowance, APIBase: h.APIBase, CeilingMode: "plan"}
-	// Newest first: the key just minted or about to expire is what the owner looks for.
-	slices.SortFunc(recs, func(a, b auth.KeyRecord) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	// The console's key first, then newest first: the key just minted or about to expire is
+	// what the owner looks for.
+	slices.SortFunc(recs, func(a, b auth.KeyRecord) int {
+		if a.Console != b.Console {
+			if a.Console {
+				return -1
+			}
+			return 1
+		}
+		return b.CreatedAt.Compare(a.CreatedAt)
+	})
 	for _, k := range recs {
 		st := k.Status(now)
-		if st == auth.KeyLive {
+		if k.HoldsSlot(now) {
 			d.Live++
 		}
 		ceiling := "plan (" + groupDigits(k.Ceiling.Effective(v.Account.MonthlyAllowance)) + ")"
@@ -78,7 +93,11 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 		if k.Ceiling.Mode == auth.FollowPlan && v.Account.MonthlyAllowance == 0 {
 			ceiling = "plan (no cap)"
 		}
-		d.Keys = append(d.Keys, keyRow{ID: k.ID, Scopes: auth.Strings(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
+		name := ""
+		if k.Console {
+			name = auth.ConsoleKeyName
+		}
+		d.Keys = append(d.Keys, keyRow{ID: k.ID, Console: k.Console, Name: name, Scopes: auth.Strings(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
 			Revoked: k.RevokedAt, Status: string(st), ExpiringSoon: k.ExpiringSoon(now),
 			DaysLeft: int(k.ExpiresAt.Sub(now).Hours() / 24), Spent: k.SpentIn(now), Ceiling: ceiling, LastUsed: used[k.ID]})
 	}
@@ -154,7 +173,8 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	return nil
 }
 
-// revokeKey stamps one of the account's own keys; a key of another account is not found.
+// revokeKey stamps one of the account's own keys; a key of another account is not found, and
+// the console's key is refused (409): the playground's runs are charged under it.
 func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	id := r.PathValue("id")
 	recs, err := h.Auth.Keys(r.Context(), v.Account.ID)
@@ -165,6 +185,16 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, v *viewer) e
 		return errNotFound
 	}
 	at, err := h.Auth.Revoke(r.Context(), id)
+	if errors.Is(err, auth.ErrConsoleKey) {
+		d, err := h.keysData(r, v)
+		if err != nil {
+			return err
+		}
+		h.render(w, http.StatusConflict, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d,
+			Error: fmt.Sprintf("Key %s is the %s key: runs from the playground are charged under it, so it cannot be revoked. "+
+				"It has no secret, signs no API request and holds no live-key slot.", id, auth.ConsoleKeyName)})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
