@@ -24,7 +24,7 @@ func TestQST04_DispatchUnresolved(t *testing.T) {
 	wrap := func(s jobs.Store) jobs.Store { return &commitHook{Store: s, after: &stopAfterCommit} }
 	each(t, options{store: wrap}, func(t *testing.T, h *harness) {
 		before := h.balance()
-		stop := h.stopWorker
+		stop := h.beginStop
 		stopAfterCommit.Store(&stop)
 		body := `{"positivePrompt":"ok","idempotency_key":"unresolved-1"}`
 		r := h.submit(mFast, "", body)
@@ -111,4 +111,9 @@ type insertSpy struct {
 func (s insertSpy) InsertJob(ctx context.Context, j jobs.Job) error {
 	*s.inserted = true
 	return s.Tx.InsertJob(ctx, j)
+}
+
+func (s insertSpy) InsertJobs(ctx context.Context, js []jobs.Job) error {
+	*s.inserted = true
+	return s.Tx.InsertJobs(ctx, js)
 }

@@ -251,6 +251,15 @@ func (t faultTx) InsertJob(ctx context.Context, j jobs.Job) error {
 	return t.Tx.InsertJob(ctx, j)
 }
 
+func (t faultTx) InsertJobs(ctx context.Context, js []jobs.Job) error {
+	for _, j := range js {
+		if j.Reserved > 0 && t.f.failInsert.Load() {
+			return errInjected
+		}
+	}
+	return t.Tx.InsertJobs(ctx, js)
+}
+
 func (t faultTx) InsertEvent(ctx context.Context, e jobs.Event) error {
 	if t.f.failEvent.Load() {
 		return errInjected

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -174,6 +175,9 @@ type harness struct {
 	// stopWorker stops the jobs service's background work as a process shutting down does;
 	// the HTTP surfaces keep answering.
 	stopWorker func()
+	// beginStop ends the jobs service's Run and returns once it stopped taking work, without
+	// waiting for Run to return (a hook inside a submit's transaction calls it).
+	beginStop func()
 }
 
 type options struct {
@@ -228,6 +232,12 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.jobs.Run(ctx) }()
 	h.stopWorker = func() { cancel(); <-done }
+	h.beginStop = func() {
+		cancel()
+		for !h.jobs.Stopping() {
+			runtime.Gosched() // Run is marking the engine stopped; no outcome depends on time
+		}
+	}
 	t.Cleanup(func() { h.runner.Release(); cancel(); <-done; h.jobs.Drain() })
 	h.account, h.key = h.newAccount("acct_e2e", o.plan, o.balance, nil)
 	return h

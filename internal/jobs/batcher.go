@@ -6,39 +6,40 @@ import (
 	"sync"
 )
 
-// BatchConfig configures the submit batcher.
+// BatchConfig configures one of the engine's batchers.
 type BatchConfig struct {
-	// MaxBatch bounds the submits charged in one transaction.
+	// MaxBatch bounds the items written together.
 	MaxBatch int
 }
 
-// DefaultBatchConfig is the submit batcher as shipped.
+// DefaultBatchConfig is a batcher as shipped.
 func DefaultBatchConfig() BatchConfig { return BatchConfig{MaxBatch: 64} }
 
-// submitBatcher gathers the submits that wait at one moment into one transaction
-// (chargeSubmits): a batch costs the database about what one submit costs, since each
-// statement and each COMMIT costs more than the rows it writes. While its Run is not running
-// (before the engine starts, after it stops) every submit is its own batch, on its caller's
-// goroutine.
-type submitBatcher struct {
+// batcher gathers the items that wait at one moment and hands them to write together: a batch
+// costs the database about what one item costs, since each statement and each COMMIT costs more
+// than the rows it writes. The engine has two: the submit batcher (chargeSubmits) and the settle
+// batcher (closeJobs). While its Run is not running (before the engine starts, after it stops)
+// add refuses, and the caller writes its item alone.
+type batcher[T any] struct {
 	cfg   BatchConfig
-	write func([]*pendingSubmit)
+	key   func(T) string // two items of one key never share a batch
+	write func([]T)
 
 	mu      sync.Mutex
 	running bool
-	pending []*pendingSubmit
+	pending []T
 	wake    chan struct{}
 }
 
-func newSubmitBatcher(cfg BatchConfig, write func([]*pendingSubmit)) *submitBatcher {
+func newBatcher[T any](cfg BatchConfig, key func(T) string, write func([]T)) *batcher[T] {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultBatchConfig().MaxBatch
 	}
-	return &submitBatcher{cfg: cfg, write: write, wake: make(chan struct{}, 1)}
+	return &batcher[T]{cfg: cfg, key: key, write: write, wake: make(chan struct{}, 1)}
 }
 
 // Run writes batches until ctx ends, then writes what is still pending and returns.
-func (b *submitBatcher) Run(ctx context.Context) error {
+func (b *batcher[T]) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.running = true
 	b.mu.Unlock()
@@ -53,58 +54,54 @@ func (b *submitBatcher) Run(ctx context.Context) error {
 		case <-b.wake:
 		}
 		// Before taking a batch, let the goroutines ready to run take their turn: on a busy
-		// machine they are submits about to join it. With nothing else ready this returns at
+		// machine they are callers about to join it. With nothing else ready this returns at
 		// once.
 		runtime.Gosched()
 		b.drain()
 	}
 }
 
-// drain writes batches until none is pending.
-func (b *submitBatcher) drain() {
-	for batch := b.take(); batch != nil; batch = b.take() {
-		b.write(batch)
-	}
-}
-
-// submit hands p to the running batcher, or writes it alone when none runs, and returns once
-// p is answered.
-func (b *submitBatcher) submit(p *pendingSubmit) {
+// add queues item for the running batcher and reports whether it did; false when none runs.
+func (b *batcher[T]) add(item T) bool {
 	b.mu.Lock()
 	if !b.running {
 		b.mu.Unlock()
-		b.write([]*pendingSubmit{p})
-		return
+		return false
 	}
-	b.pending = append(b.pending, p)
+	b.pending = append(b.pending, item)
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	// Once queued, the answer is awaited whatever the caller's context: the batch may commit
-	// the job.
-	<-p.done
+	return true
 }
 
-// take removes the next batch from the pending submits; a submit whose account and
-// idempotency key are already in it waits for the next.
-func (b *submitBatcher) take() []*pendingSubmit {
+// drain writes batches until none is pending.
+func (b *batcher[T]) drain() {
+	for batch := b.take(); batch != nil; batch = b.take() {
+		b.write(batch)
+	}
+}
+
+// take removes the next batch from the pending items; an item whose key is already in it waits
+// for the next.
+func (b *batcher[T]) take() []T {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.pending) == 0 {
 		return nil
 	}
-	var batch, rest []*pendingSubmit
-	seen := map[[2]string]bool{}
-	for _, p := range b.pending {
-		k := [2]string{p.base.AccountID, p.base.IdempotencyKey}
+	var batch, rest []T
+	seen := map[string]bool{}
+	for _, it := range b.pending {
+		k := b.key(it)
 		if len(batch) == b.cfg.MaxBatch || seen[k] {
-			rest = append(rest, p)
+			rest = append(rest, it)
 			continue
 		}
 		seen[k] = true
-		batch = append(batch, p)
+		batch = append(batch, it)
 	}
 	b.pending = rest
 	return batch

@@ -4,6 +4,11 @@
 // the quote, refunds on failure, timeout and stall), cancellation, and the events outbox (one
 // event per settled job, written in the settling transaction).
 //
+// Every submit is charged and recorded by chargeSubmits (submit.go), alone or with the submits
+// waiting at the same moment; a queued job is charged at its turn by chargeTurn. Both judge the
+// charge with ledger.Judge. The engine's two batchers (batcher.go), of submits and of
+// settlements that move no credit, are parts of the engine: started by Run, stopped with it.
+//
 // It must not import net/http handlers, database/sql or any driver: storage is the Store port,
 // models are runners.Runner.
 package jobs

@@ -233,18 +233,31 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 // settled yet (ErrSettled), in the transaction that moves the credits, so a job settled
 // elsewhere meanwhile is settled once.
 func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, cancelAsked bool) error {
+	j := rj.job
+	j.CancelAsked = j.CancelAsked || cancelAsked
 	var settled Job
-	// A settlement that gives nothing back writes the job and its event only: one statement
-	// where the store can (CloseJob), and no transaction around it.
-	inTx := s.store.InTx
-	if _, refund := ledger.Settle(rj.job.Reserved, st.charged()); refund == 0 {
-		inTx = s.store.InOneStatement
+	var err error
+	charge, refund := ledger.Settle(j.Reserved, st.charged())
+	switch {
+	case refund == 0 && j.Product != catalog.ProductChat:
+		// Nothing moves but the job and its event: written with the settlements waiting at
+		// this moment (settle.go).
+		ev := s.closed(&j, st, ledger.Closed{Charged: ledger.Credits(charge)}, s.now())
+		if err = s.closeJob(ctx, j, *ev); err == nil {
+			settled = j
+		}
+	default:
+		// A refund moves credits in the job's transaction; a settlement without refund or
+		// event is one statement, without a transaction around it where the store can.
+		inTx := s.store.InTx
+		if refund == 0 {
+			inTx = s.store.InOneStatement
+		}
+		err = inTx(ctx, func(tx Tx) error {
+			j := j
+			return s.settleTx(ctx, tx, &j, st, &settled)
+		})
 	}
-	err := inTx(ctx, func(tx Tx) error {
-		j := rj.job
-		j.CancelAsked = j.CancelAsked || cancelAsked
-		return s.settleTx(ctx, tx, &j, st, &settled)
-	})
 	if errors.Is(err, ErrSettled) {
 		return nil // settled twice notifies once
 	}
@@ -256,26 +269,37 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 	return err
 }
 
+// settleTx settles j in tx: the ledger keeps what the work done costs and refunds the rest, and
+// the job and its event are written.
 func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, out *Job) error {
 	now := s.now()
-	done := st.charged()
 	var started time.Time
 	if j.StartedAt != nil {
 		started = *j.StartedAt
 	}
 	closed, err := s.ledger.Settle(ctx, tx, ledger.Settlement{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model},
-		Reserved: ledger.Credits(j.Reserved), Done: done, StartedAt: started}, now)
+		Reserved: ledger.Credits(j.Reserved), Done: st.charged(), StartedAt: started}, now)
 	if err != nil {
 		return err
 	}
-	charge := int64(closed.Charged)
+	ev := s.closed(j, st, closed, now)
+	if err := tx.CloseJob(ctx, *j, ev); err != nil {
+		return err
+	}
+	*out = *j
+	return nil
+}
+
+// closed writes settlement st, whose credits closed as closed, into j, and answers the job's
+// event (nil for a chat turn: the request that paid for the turn answers it, spec 02 "Events").
+func (s *Service) closed(j *Job, st settlement, closed ledger.Closed, now time.Time) *Event {
 	if closed.Balance != nil {
 		b := int64(*closed.Balance)
 		j.BalanceAfter = &b
 	} else {
 		j.BalanceAfter = st.balance // the charge was the job's last movement
 	}
-	j.Status, j.Outcome, j.Charged = Completed, st.outcome, charge
+	j.Status, j.Outcome, j.Charged = Completed, st.outcome, int64(closed.Charged)
 	j.ErrorCode, j.ErrorMessage, j.ErrorDetail = st.code, st.message, st.detail
 	if st.outcome == Succeeded {
 		j.Result = st.result
@@ -288,19 +312,13 @@ func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, ou
 	if st.metrics != nil {
 		j.Metrics = st.metrics
 	}
-	j.Progress = done
+	j.Progress = st.charged()
 	j.FinishedAt, j.LeaseOwner, j.LeaseUntil = &now, "", nil
-	// Chat turns send no event: the request that paid for the turn answers it (spec 02 "Events").
-	var ev *Event
-	if j.Product != catalog.ProductChat {
-		e := eventOf(*j, now)
-		ev = &e
+	if j.Product == catalog.ProductChat {
+		return nil
 	}
-	if err := tx.CloseJob(ctx, *j, ev); err != nil {
-		return err
-	}
-	*out = *j
-	return nil
+	e := eventOf(*j, now)
+	return &e
 }
 
 func eventOf(j Job, now time.Time) Event {

@@ -4,7 +4,7 @@ import "runtime"
 
 // BatcherPause holds the submits given to the submit batcher unwritten, as if its Run were
 // busy (Service.PauseBatcher).
-type BatcherPause struct{ b *submitBatcher }
+type BatcherPause struct{ b *batcher[*pendingSubmit] }
 
 // PauseBatcher holds the submits until Release. Call it while the engine's Run is not running.
 func (s *Service) PauseBatcher() BatcherPause {

@@ -38,8 +38,9 @@ type Config struct {
 	// PollEvery, when set, makes Run look for hand-offs at that interval besides the sweep: a
 	// worker that serves no surface is told of no submit, so it looks.
 	PollEvery time.Duration
-	// Batch configures the submit batcher (batcher.go).
-	Batch BatchConfig
+	// SubmitBatch and SettleBatch configure the submit and the settle batchers (batcher.go).
+	SubmitBatch BatchConfig
+	SettleBatch BatchConfig
 }
 
 // DefaultConfig is the configuration as shipped.
@@ -47,8 +48,8 @@ func DefaultConfig() Config {
 	return Config{
 		Owner: "proc_" + randomHex(6), LeaseTTL: 15 * time.Second, HeartbeatEvery: 5 * time.Second, SweepEvery: time.Second,
 		ModelConcurrency: 4, MaxAttempts: 3, Runs: true, HandOffWait: 30 * time.Second,
-		InFlight: map[auth.Plan]int{auth.Free: 0, auth.Pro: 10, auth.Max: 25, auth.Ultimate: 50},
-		Batch:    DefaultBatchConfig(),
+		InFlight:    map[auth.Plan]int{auth.Free: 0, auth.Pro: 10, auth.Max: 25, auth.Ultimate: 50},
+		SubmitBatch: DefaultBatchConfig(), SettleBatch: DefaultBatchConfig(),
 	}
 }
 
@@ -69,8 +70,9 @@ type Service struct {
 
 	broker  *broker
 	seats   *Seats
-	finals  *finals        // recently settled jobs (settled.go)
-	submits *submitBatcher // submits charged together (batcher.go)
+	finals  *finals                  // recently settled jobs (settled.go)
+	submits *batcher[*pendingSubmit] // submits charged together (submit.go)
+	closes  *batcher[*closing]       // settlements that move no credit, written together (settle.go)
 
 	recorder Recorder // nil: settled jobs are logged only
 
@@ -114,7 +116,8 @@ func New(d Deps, cfg Config) *Service {
 	s := &Service{store: d.Store, ledger: d.Ledger, catalog: d.Catalog, runners: d.Runners, env: d.Env, now: d.Now, log: d.Log, cfg: cfg,
 		seats: d.Seats, rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
 		base: context.Background(), wake: make(chan struct{}, 1)}
-	s.submits = newSubmitBatcher(cfg.Batch, s.writeSubmits)
+	s.submits = newBatcher(cfg.SubmitBatch, func(p *pendingSubmit) string { return p.base.AccountID + "\x00" + p.base.IdempotencyKey }, s.writeSubmits)
+	s.closes = newBatcher(cfg.SettleBatch, func(c *closing) string { return c.job.AccountID + "\x00" + c.job.ID }, s.writeCloses)
 	return s
 }
 
@@ -184,11 +187,9 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	if job.Priority == "" {
 		job.Priority = Normal
 	}
-	ps := newPending(ctx, r, job)
-	s.submits.submit(ps)
+	ps := s.submit(ctx, r, job, true)
 	if errors.Is(ps.err, errAlone) {
-		ps = newPending(ctx, r, job)
-		s.writeSubmits([]*pendingSubmit{ps})
+		ps = s.submit(ctx, r, job, false)
 	}
 	if ps.err != nil {
 		return s.refused(ctx, p, key, minted, ps.err)

@@ -39,8 +39,17 @@ type pendingSubmit struct {
 // errAlone sends a submit whose batch failed to a transaction of its own.
 var errAlone = errors.New("jobs: the batch failed; the submit runs alone")
 
-func newPending(ctx context.Context, r SubmitRequest, job Job) *pendingSubmit {
-	return &pendingSubmit{ctx: ctx, req: r, base: job, done: make(chan struct{})}
+// submit charges and records job, with the submits waiting at this moment when together is set
+// and the submit batcher runs, alone otherwise, and answers once its transaction ended.
+func (s *Service) submit(ctx context.Context, r SubmitRequest, job Job, together bool) *pendingSubmit {
+	p := &pendingSubmit{ctx: ctx, req: r, base: job, done: make(chan struct{})}
+	if !together || !s.submits.add(p) {
+		s.writeSubmits([]*pendingSubmit{p})
+	}
+	// Once queued, the answer is awaited whatever the caller's context: the batch may commit
+	// the job.
+	<-p.done
+	return p
 }
 
 // writeSubmits charges and records batch in one transaction and answers each submit of it. A
@@ -58,7 +67,11 @@ func (s *Service) writeSubmits(batch []*pendingSubmit) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := batchContext(live)
+	ctxs := make([]context.Context, len(live))
+	for i, p := range live {
+		ctxs[i] = p.ctx
+	}
+	ctx, cancel := batchContext(ctxs)
 	defer cancel()
 	err := s.inTxRecovered(ctx, func(tx Tx) error { return s.chargeSubmits(ctx, tx, live) })
 	for _, p := range live {
@@ -119,7 +132,14 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	if len(written) == 0 {
 		return nil
 	}
-	return tx.InsertJobs(ctx, written)
+	// A failed insert rolls the charges back with it: retrying with the same idempotency key
+	// is safe (job_record_failed).
+	if err := tx.InsertJobs(ctx, written); err != nil && !errors.Is(err, ErrDuplicate) && !errors.Is(err, ErrNotRecorded) {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // place judges one submit on the accounts held and places its job: started on a runner's slot
@@ -159,7 +179,7 @@ func (s *Service) place(held *ledger.Held, p *pendingSubmit, inFlight, queued ma
 	if !queues(m) {
 		return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
 	}
-	if err := enqueue(p, waiting, time.Duration(m.Lifecycle.MaxWaitSeconds)*time.Second, now); err != nil {
+	if err := enqueue(p, waiting, time.Duration(m.Lifecycle.MaxWaitSeconds)*time.Second); err != nil {
 		return err
 	}
 	queued[m.Slug]++
@@ -188,7 +208,7 @@ func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request,
 		}
 		wait = s.cfg.HandOffWait
 	}
-	if err := enqueue(p, waiting, wait, now); err != nil {
+	if err := enqueue(p, waiting, wait); err != nil {
 		return err
 	}
 	queued[m.Slug]++
@@ -205,7 +225,7 @@ func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request,
 
 // enqueue puts a submit in its model's queue behind waiting others: refused past the caller's
 // max_queue_length, and given up (request_timeout) past wait or the caller's own timeout.
-func enqueue(p *pendingSubmit, waiting int, wait time.Duration, now time.Time) error {
+func enqueue(p *pendingSubmit, waiting int, wait time.Duration) error {
 	r := p.req
 	if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
 		return apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
@@ -214,7 +234,7 @@ func enqueue(p *pendingSubmit, waiting int, wait time.Duration, now time.Time) e
 		wait = r.RequestTimeout
 	}
 	if wait > 0 {
-		t := now.Add(wait)
+		t := p.job.CreatedAt.Add(wait) // the wait counts from the request
 		p.job.StartBy = &t
 	}
 	p.job.Status = InQueue
@@ -261,11 +281,11 @@ func (s *Service) inTxRecovered(ctx context.Context, fn func(Tx) error) (err err
 }
 
 // batchContext is a batch's context: it ends at the latest of its callers' deadlines, if they
-// all have one. No caller's cancellation ends it: the others' work is in the same transaction.
-func batchContext(batch []*pendingSubmit) (context.Context, context.CancelFunc) {
+// all have one. No caller's cancellation ends it: the others' work is in the same statement.
+func batchContext(ctxs []context.Context) (context.Context, context.CancelFunc) {
 	var latest time.Time
-	for _, p := range batch {
-		d, ok := p.ctx.Deadline()
+	for _, c := range ctxs {
+		d, ok := c.Deadline()
 		if !ok {
 			return context.WithCancel(context.Background())
 		}

@@ -16,9 +16,10 @@ import (
 // out) taken over. On return the running jobs are stopped without settling: their leases run
 // out and they run again, so a crash or a restart loses no job.
 func (s *Service) Run(ctx context.Context) error {
-	batcher := make(chan error, 1)
-	go func() { batcher <- s.submits.Run(ctx) }()
-	defer func() { <-batcher }()
+	batchers := make(chan error, 2)
+	go func() { batchers <- s.submits.Run(ctx) }()
+	go func() { batchers <- s.closes.Run(ctx) }()
+	defer func() { <-batchers; <-batchers }()
 	if !s.cfg.Runs {
 		// Not a worker: the jobs this process hands off are run, renewed and swept by the
 		// processes that run jobs.
@@ -81,6 +82,14 @@ func (s *Service) stop() {
 
 // Drain waits for the running jobs to settle (tests and graceful stops with time to spare).
 func (s *Service) Drain() { s.wg.Wait() }
+
+// Stopping reports whether the engine stopped taking work (its Run's context ended): a submit
+// is still charged and recorded, and its job waits for another process.
+func (s *Service) Stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
+}
 
 func (s *Service) heartbeat(ctx context.Context) {
 	s.mu.Lock()

@@ -7,8 +7,7 @@ import (
 
 // Checkpoints (SQLite). In WAL mode a COMMIT appends pages to the WAL, and by default the
 // connection whose COMMIT passes a thousand pages copies them back into the database file
-// there and then: about a tenth of the committer's time (group.go), which every write waits
-// for, went to it. This process's connections do not checkpoint on COMMIT
+// there and then, on the committer's time (group.go), which every write waits for. This process's connections do not checkpoint on COMMIT
 // (wal_autocheckpoint(0) in the DSN); this loop does, PASSIVE (it never blocks the writer,
 // which goes on appending while it copies), shortly after commits and at least every
 // checkpointEvery. Another process on the same file (the CLI) checkpoints as SQLite does by

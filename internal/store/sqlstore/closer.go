@@ -3,46 +3,11 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
-	"runtime"
-	"sync"
+	"errors"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/jobs"
 )
-
-// Settlements together (PostgreSQL). A settlement that moves no credits writes its job and its
-// outbox event in one statement of its own (CloseJob under InOneStatement). On PostgreSQL every
-// such statement pays its round trip, its executor start and its COMMIT's WAL flush, which
-// together cost more than the rows it writes. Here the settlements waiting at one moment are
-// written by one statement: every job's guarded update and, for each update that took, its event.
-// The statement is its own transaction, as each settlement's was: when it commits, every job of
-// it is settled; when it fails, none is, and each settlement is written again on its own so that
-// one bad row fails alone (a deadlock or a serialization failure is answered as it is, and each
-// caller's InOneStatement runs its settlement again). Each caller is answered after the
-// statement that holds its job returned; one who gave up before it ran is answered so, unwritten.
-// A job named twice waits for the next statement, so one statement never settles a job twice.
-
-// maxCloseBatch bounds the settlements one statement writes; closeRunners bounds the
-// statements in flight at once. One, as for submits together (jobs/together.go): the next
-// statement gathers while one is written, and a statement's cost is mostly its own.
-const (
-	maxCloseBatch = 64
-	closeRunners  = 1
-)
-
-type closer struct {
-	c       *conn
-	mu      sync.Mutex
-	pending []*closeReq
-	running int
-}
-
-type closeReq struct {
-	ctx  context.Context
-	job  jobs.Job
-	ev   jobs.Event
-	done chan error
-}
 
 // closeRow is one settlement as the batch statement reads it (jsonb_to_recordset): the job's
 // columns that a settlement writes (qUpdateJob), its key, and its event's own columns.
@@ -119,142 +84,47 @@ const qCloseJobs = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
    ON CONFLICT (account_id, id) DO NOTHING)
  SELECT account_id, id FROM u`
 
-// close settles j with its event ev in the next batch statement and answers once that statement
-// returned: nil, jobs.ErrSettled (the job was settled already), or the statement's error.
-func (cl *closer) close(ctx context.Context, j jobs.Job, ev jobs.Event) error {
-	r := &closeReq{ctx: ctx, job: j, ev: ev, done: make(chan error, 1)}
-	cl.mu.Lock()
-	cl.pending = append(cl.pending, r)
-	if cl.running < closeRunners {
-		cl.running++
-		go cl.serve()
+// CloseJobs writes settled jobs with their events. On PostgreSQL it is one statement: every
+// job's guarded update and, for each update that took, its event. On SQLite it is one
+// transaction of CloseJob for each.
+func (s Jobs) CloseJobs(ctx context.Context, cs []jobs.Closing) ([]bool, error) {
+	took := make([]bool, len(cs))
+	if s.DB.dialect != Postgres {
+		err := s.DB.InTx(ctx, func(tx *Tx) error {
+			for i, c := range cs {
+				err := tx.CloseJob(ctx, c.Job, &c.Event)
+				if err != nil && !errors.Is(err, jobs.ErrSettled) {
+					return err
+				}
+				took[i] = err == nil
+			}
+			return nil
+		})
+		return took, err
 	}
-	cl.mu.Unlock()
-	// Once queued, the answer is awaited whatever the context: the job may be in a statement
-	// that commits.
-	return <-r.done
-}
-
-// serve writes batches until nothing waits.
-func (cl *closer) serve() {
-	for {
-		runtime.Gosched() // let settlements about to queue join this batch (jobs/together.go)
-		cl.mu.Lock()
-		batch := cl.take()
-		if len(batch) == 0 {
-			cl.running--
-			cl.mu.Unlock()
-			return
-		}
-		cl.mu.Unlock()
-		cl.write(batch)
-	}
-}
-
-// take removes up to maxCloseBatch settlements from the queue, each job at most once. Under
-// cl.mu.
-func (cl *closer) take() []*closeReq {
-	type key struct{ account, id string }
-	seen := make(map[key]bool, len(cl.pending))
-	var batch, rest []*closeReq
-	for _, r := range cl.pending {
-		k := key{r.job.AccountID, r.job.ID}
-		if seen[k] || len(batch) == maxCloseBatch {
-			rest = append(rest, r)
-			continue
-		}
-		seen[k] = true
-		batch = append(batch, r)
-	}
-	cl.pending = rest
-	return batch
-}
-
-func (cl *closer) write(batch []*closeReq) {
-	batch = wanted(batch)
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := batchContext(batch)
-	defer cancel()
-	if len(batch) == 1 {
-		batch[0].done <- closeOne(ctx, cl.c, batch[0].job, batch[0].ev)
-		return
-	}
-	rows := make([]closeRow, len(batch))
-	for i, r := range batch {
-		rows[i] = closeRowOf(r.job, r.ev)
+	rows := make([]closeRow, len(cs))
+	for i, c := range cs {
+		rows[i] = closeRowOf(c.Job, c.Event)
 	}
 	doc, err := json.Marshal(rows)
-	if err == nil {
-		var took map[[2]string]bool
-		if took, err = cl.run(ctx, doc, len(batch)); err == nil {
-			for _, r := range batch {
-				if took[[2]string{r.job.AccountID, r.job.ID}] {
-					r.done <- nil
-				} else {
-					r.done <- jobs.ErrSettled
-				}
-			}
-			return
-		}
-	}
-	if retryable(err) {
-		for _, r := range batch {
-			r.done <- err // the caller's InOneStatement runs it again
-		}
-		return
-	}
-	// One row may be what failed: each is written on its own, and fails alone.
-	for _, r := range batch {
-		r.done <- closeOne(ctx, cl.c, r.job, r.ev)
-	}
-}
-
-// wanted answers the settlements whose caller gave up while they waited and returns the others.
-func wanted(batch []*closeReq) []*closeReq {
-	live := batch[:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- err
-			continue
-		}
-		live = append(live, r)
-	}
-	return live
-}
-
-// batchContext bounds a batch's statement by the latest deadline among its callers (none when
-// one of them has none). No caller's cancellation stops it: it carries the others' work.
-func batchContext(batch []*closeReq) (context.Context, context.CancelFunc) {
-	var latest time.Time
-	for _, r := range batch {
-		d, ok := r.ctx.Deadline()
-		if !ok {
-			return context.WithCancel(context.Background())
-		}
-		if d.After(latest) {
-			latest = d
-		}
-	}
-	return context.WithDeadline(context.Background(), latest)
-}
-
-func (cl *closer) run(ctx context.Context, doc []byte, n int) (map[[2]string]bool, error) {
-	rows, err := cl.c.QueryContext(ctx, qCloseJobs, string(doc))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	took := make(map[[2]string]bool, n)
-	for rows.Next() {
+	updated := make(map[[2]string]bool, len(cs))
+	if err := eachRow(s.DB.sql.QueryContext(ctx, qCloseJobs, string(doc)))(func(row scanner) error {
 		var k [2]string
-		if err := rows.Scan(&k[0], &k[1]); err != nil {
-			return nil, err
+		if err := row.Scan(&k[0], &k[1]); err != nil {
+			return err
 		}
-		took[k] = true
+		updated[k] = true
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return took, rows.Err()
+	for i, c := range cs {
+		took[i] = updated[[2]string{c.Job.AccountID, c.Job.ID}]
+	}
+	return took, nil
 }
 
 func microsPtr(t *time.Time) *int64 {

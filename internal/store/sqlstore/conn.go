@@ -24,7 +24,6 @@ type conn struct {
 	pipeTrips    atomic.Int64  // round trips of pipelined transactions (pgtx.go)
 	group        *group        // SQLite: group commit (group.go)
 	ckpt         *checkpointer // SQLite: WAL checkpoints off the commit path (checkpoint.go)
-	closer       *closer       // PostgreSQL: settlements written together (closer.go)
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
@@ -39,8 +38,6 @@ func newConn(raw *sql.DB, d Dialect) *conn {
 		c.writer = make(chan struct{}, 1)
 		c.group = newGroup(c)
 		c.ckpt = newCheckpointer(c)
-	} else {
-		c.closer = &closer{c: c}
 	}
 	return c
 }

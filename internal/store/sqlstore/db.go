@@ -296,8 +296,7 @@ func isUniqueViolation(err error) bool {
 // poolSize takes the pool_max_conns parameter (pgxpool's name for it) out of a PostgreSQL URL:
 // the most connections this process keeps. Without it the pool holds four per CPU this
 // process may use: a statement holds its connection only while it runs, and more
-// connections than that left more server sessions competing for the same cores (at 32
-// clients on a 2-core machine, 8 connections ran 20–27% more jobs a second than 32).
+// connections than that left more server sessions competing for the same cores.
 func poolSize(dsn string) (string, int, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {

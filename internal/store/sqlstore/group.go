@@ -268,9 +268,8 @@ func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed 
 		if i == len(live)-1 {
 			// Before the COMMIT, the committer lets the goroutines ready to run take their
 			// turn: on a busy machine those are the requests about to queue a transaction,
-			// which then ride in this COMMIT instead of paying for their own. (Measured at 32
-			// clients on 2 cores: a COMMIT carries 8 jobs' transactions instead of 3, and
-			// about 8% more jobs a second.) With nothing else ready it returns at once.
+			// which then ride in this COMMIT instead of paying for their own. With nothing
+			// else ready it returns at once.
 			runtime.Gosched()
 			live = g.join(live)
 		}

@@ -165,8 +165,7 @@ func updateJobArgs(j jobs.Job) []any {
 
 // CloseJob writes the settled job and its outbox event. On PostgreSQL both are one statement
 // (one round trip): the event is inserted only when the update took, and the count of updated
-// rows says whether it did. A settlement that is its own transaction (InOneStatement) is written
-// with the others waiting at that moment, by one statement (closer.go).
+// rows says whether it did.
 func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
 	if tx.dialect != Postgres || ev == nil {
 		if err := tx.UpdateJob(ctx, j); err != nil {
@@ -176,10 +175,6 @@ func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
 			return nil
 		}
 		return tx.InsertEvent(ctx, *ev)
-	}
-	if o, ok := tx.q.(*oneStatement); ok && o.c.closer != nil && ev.AccountID == j.AccountID && ev.JobID == j.ID {
-		o.take()
-		return o.c.closer.close(ctx, j, *ev)
 	}
 	return closeOne(ctx, tx.q, j, *ev)
 }

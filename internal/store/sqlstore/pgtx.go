@@ -21,15 +21,14 @@ import (
 //   - a write whose only answer is its error (the job's insert, writeAtCommit) waits, and goes
 //     with the next statement or with the COMMIT;
 //   - a read the transaction is known to make next (readAfter: the keys and the in-flight
-//     counts of submits charged together, after their accounts' locks; the in-flight count of
-//     a submit charged first, after its charge) goes right after the statement before it, and
-//     is answered from what that round trip brought back.
+//     counts of a batch of submits, after their accounts' locks) goes right after the
+//     statement before it, and is answered from what that round trip brought back.
 //
-// Submits charged together (jobs.Service, Config.ChargeFirst) thus take two round trips for
-// the whole batch: BEGIN, the accounts' locks, the keys and the in-flight counts; then the
-// charges, the inserts and the COMMIT. A submit alone takes two as well: BEGIN, its charge and
-// its in-flight count; then its insert and the COMMIT. A waiting write that fails fails the statement it went
-// with, or the COMMIT: its error is then the transaction's, as the write's own mapping gives it.
+// A batch of submits (jobs.Service's submit batcher; a submit alone is a batch of one) thus
+// takes two round trips: BEGIN, the accounts' locks, the keys and the in-flight counts; then
+// the charges, the inserts and the COMMIT. A waiting write that fails fails the statement it
+// went with, or the COMMIT: its error is then the transaction's, as the write's own mapping
+// gives it.
 
 // pipeTx is the querier of a pipelined transaction, on a connection held for it.
 type pipeTx struct {
