@@ -66,7 +66,11 @@ type chatRequest struct {
 	Temperature   *float64          `json:"temperature,omitempty"`
 	Stop          []string          `json:"stop,omitempty"`
 	Stream        bool              `json:"stream"`
-	StreamOptions map[string]bool   `json:"stream_options"`
+	StreamOptions *streamOptions    `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type usage struct {
@@ -74,6 +78,13 @@ type usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
+// upstreamError is the error object an upstream may send with a 200: as the whole answer,
+// or as an event of a stream that broke after it began.
+type upstreamError struct {
+	Message string `json:"message"`
+}
+
+// chunk is one event of a streamed answer.
 type chunk struct {
 	Choices []struct {
 		Delta struct {
@@ -82,84 +93,211 @@ type chunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *usage `json:"usage"`
+	Usage *usage         `json:"usage"`
+	Error *upstreamError `json:"error"`
 }
 
+// completion is a whole (not streamed) answer.
+type completion struct {
+	Choices []struct {
+		Message *struct {
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage         `json:"usage"`
+	Error *upstreamError `json:"error"`
+}
+
+// answer is what the upstream wrote, from either kind of answer.
+type answer struct {
+	content, refusal strings.Builder
+	finish           string
+	usage            *usage
+}
+
+// chat asks the upstream for one answer: streamed when someone reads the text as it is written
+// (env.Text), whole otherwise, since a stream asked for and put back together costs both sides
+// more than the answer itself. Either kind of answer is read, whatever was asked (some servers
+// stream regardless, some never do); an answer that follows neither protocol fails the run,
+// never succeeds empty.
 func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.ChatInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "chat input: " + err.Error()}
 	}
-	body, _ := json.Marshal(chatRequest{Model: u.cfg.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature,
-		Stop: in.Stop, Stream: true, StreamOptions: map[string]bool{"include_usage": true}})
+	req := chatRequest{Model: u.cfg.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature, Stop: in.Stop}
+	if env.Text != nil {
+		req.Stream, req.StreamOptions = true, &streamOptions{IncludeUsage: true}
+	}
+	body, _ := json.Marshal(req)
 	resp, err := u.post(ctx, "/chat/completions", body)
 	if err != nil {
 		return runners.Result{}, err
 	}
-	defer resp.Body.Close()
-	var content, refusal strings.Builder
-	finish := ""
-	var got *usage
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		data, ok := strings.CutPrefix(line, "data:")
-		if !ok {
+	defer release(resp)
+	var a answer
+	if body, stream := kind(resp); stream {
+		err = readStream(body, env.Text, &a)
+	} else {
+		err = readWhole(body, env.Text, &a)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return partial(a.content.String(), in, a.usage), ctx.Err()
+		}
+		return partial(a.content.String(), in, a.usage), err
+	}
+	if a.refusal.Len() > 0 || a.finish == "content_filter" {
+		msg := a.refusal.String()
+		if msg == "" {
+			msg = "The model's content filter stopped the answer."
+		}
+		return partial(a.content.String(), in, a.usage), &runners.Refusal{Code: "content_policy",
+			Detail: []runners.Violation{{Loc: []string{"body", "messages"}, Msg: msg, Type: "content_policy"}}}
+	}
+	if a.finish == "" {
+		a.finish = "stop"
+	}
+	res := partial(a.content.String(), in, a.usage)
+	res.Document["finish_reason"] = a.finish
+	return res, nil
+}
+
+// kind tells a stream of server-sent events from a whole JSON answer, by the content type, or
+// by the first byte when the upstream names none or another; it answers the body to read.
+func kind(resp *http.Response) (io.Reader, bool) {
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		return resp.Body, true
+	case strings.HasPrefix(ct, "application/json"):
+		return resp.Body, false
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return br, false // an empty answer: readWhole refuses it
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.ReadByte()
 			continue
 		}
-		data = strings.TrimSpace(data)
-		if data == "[DONE]" {
+		return br, b[0] != '{'
+	}
+}
+
+// protocolError fails a run whose upstream answered 200 outside the protocol. It is not
+// retried: the same upstream answers the same way.
+func protocolError(format string, args ...any) error {
+	return &runners.Failure{Code: "run_failed", Message: "upstream " + fmt.Sprintf(format, args...)}
+}
+
+// readWhole reads a whole answer (a chat.completion object).
+func readWhole(r io.Reader, text func(string), a *answer) error {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return &runners.Failure{Code: "run_failed", Message: "upstream answer broke: " + err.Error(), Retryable: true}
+	}
+	var c completion
+	if err := json.Unmarshal(b, &c); err != nil {
+		return protocolError("sent an unreadable answer: %v", err)
+	}
+	if c.Error != nil {
+		return protocolError("answered an error: %s", clip(c.Error.Message))
+	}
+	if len(c.Choices) == 0 || c.Choices[0].Message == nil {
+		return protocolError("answered no message")
+	}
+	ch := c.Choices[0]
+	if ch.Message.Content != nil {
+		a.content.WriteString(*ch.Message.Content)
+		if text != nil && *ch.Message.Content != "" {
+			text(*ch.Message.Content)
+		}
+	}
+	if ch.Message.Refusal != nil {
+		a.refusal.WriteString(*ch.Message.Refusal)
+	}
+	if ch.FinishReason != nil {
+		a.finish = *ch.FinishReason
+	}
+	a.usage = c.Usage
+	return nil
+}
+
+// readStream reads a streamed answer (chat.completion.chunk events, then [DONE]), passing the
+// text on as it arrives.
+func readStream(r io.Reader, text func(string), a *answer) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4<<10), 4<<20)
+	events, done := 0, false
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
+		if !ok {
+			continue // a comment, an event name, a blank line between events
+		}
+		data = bytes.TrimSpace(data)
+		events++
+		if string(data) == "[DONE]" {
+			done = true
 			break
 		}
 		var c chunk
-		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return partial(content.String(), in, got), &runners.Failure{Code: "run_failed", Message: "upstream sent an unreadable chunk: " + err.Error()}
+		if err := json.Unmarshal(data, &c); err != nil {
+			return protocolError("sent an unreadable chunk: %v", err)
+		}
+		if c.Error != nil {
+			return protocolError("broke off its stream: %s", clip(c.Error.Message))
 		}
 		if c.Usage != nil {
-			got = c.Usage
+			a.usage = c.Usage
 		}
 		for _, ch := range c.Choices {
 			if ch.Delta.Content != "" {
-				content.WriteString(ch.Delta.Content)
-				if env.Text != nil {
-					env.Text(ch.Delta.Content)
+				a.content.WriteString(ch.Delta.Content)
+				if text != nil {
+					text(ch.Delta.Content)
 				}
 			}
-			refusal.WriteString(ch.Delta.Refusal)
+			a.refusal.WriteString(ch.Delta.Refusal)
 			if ch.FinishReason != nil {
-				finish = *ch.FinishReason
+				a.finish = *ch.FinishReason
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if ctx.Err() != nil {
-			return partial(content.String(), in, got), ctx.Err()
-		}
-		return partial(content.String(), in, got), &runners.Failure{Code: "run_failed", Message: "upstream stream broke: " + err.Error(), Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "upstream stream broke: " + err.Error(), Retryable: true}
 	}
-	if refusal.Len() > 0 || finish == "content_filter" {
-		msg := refusal.String()
-		if msg == "" {
-			msg = "The model's content filter stopped the answer."
-		}
-		return partial(content.String(), in, got), &runners.Refusal{Code: "content_policy",
-			Detail: []runners.Violation{{Loc: []string{"body", "messages"}, Msg: msg, Type: "content_policy"}}}
+	if events == 0 {
+		return protocolError("answered neither a chat completion nor a stream of one")
 	}
-	if finish == "" {
-		finish = "stop"
+	if !done && a.finish == "" {
+		// Neither the closing [DONE] nor a finish reason: the answer was cut short, or was
+		// never a stream of this protocol.
+		return &runners.Failure{Code: "run_failed", Message: "upstream stream ended before the answer did", Retryable: true}
 	}
-	res := partial(content.String(), in, got)
-	res.Document["finish_reason"] = finish
-	return res, nil
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 500 {
+		return s[:500]
+	}
+	return s
 }
 
 // partial is the document of what the upstream wrote so far, with its usage: the upstream's
 // own count when it sent one, the reference tokenizer's otherwise.
 func partial(content string, in catalog.ChatInput, got *usage) runners.Result {
-	inTok, outTok := in.PromptTokens, tokens.Count(content)
+	var inTok, outTok int
 	if got != nil {
 		inTok, outTok = got.PromptTokens, got.CompletionTokens
+	} else {
+		inTok, outTok = in.PromptTokens, tokens.Count(content)
 	}
 	return runners.Result{
 		Document: map[string]any{"content": content, "finish_reason": "cancelled",
@@ -178,7 +316,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 	if err != nil {
 		return runners.Result{}, err
 	}
-	defer resp.Body.Close()
+	defer release(resp)
 	var out struct {
 		Data []struct {
 			Index     int       `json:"index"`
@@ -207,6 +345,14 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 		Document: map[string]any{"embeddings": vecs, "usage": map[string]any{"input_tokens": n, "output_tokens": 0}},
 		Metrics:  map[string]float64{"input_tokens": float64(n), "output_tokens": 0},
 	}, nil
+}
+
+// release reads what is left of an answer before closing it, so that its connection goes back
+// to the pool: a JSON decoder stops at the object's end, a stream's reader at [DONE], and an
+// answer closed before its end costs the next call a new connection.
+func release(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
 }
 
 // post sends one request and turns an upstream refusal into the runner protocol: a 400 or
@@ -246,9 +392,7 @@ func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Resp
 	if msg == "" {
 		msg = strings.TrimSpace(string(raw))
 	}
-	if len(msg) > 500 {
-		msg = msg[:500]
-	}
+	msg = clip(msg)
 	switch {
 	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity:
 		code := "invalid_input"

@@ -26,7 +26,7 @@ func upstream(t *testing.T) *httptest.Server {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		switch r.URL.Path {
 		case "/v1/chat/completions":
-			if req["model"] != "Qwen/Qwen2.5-7B" || req["stream"] != true {
+			if req["model"] != "Qwen/Qwen2.5-7B" {
 				t.Errorf("request %v", req)
 			}
 			msgs := req["messages"].([]any)
@@ -34,6 +34,14 @@ func upstream(t *testing.T) *httptest.Server {
 			if strings.Contains(last, "bad") {
 				w.WriteHeader(http.StatusBadRequest)
 				fmt.Fprint(w, `{"error":{"message":"could not parse","code":"invalid_request"}}`)
+				return
+			}
+			if req["stream"] != true {
+				if _, ok := req["stream_options"]; ok {
+					t.Errorf("stream_options sent without a stream: %v", req)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`)
 				return
 			}
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -56,6 +64,8 @@ func upstream(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// The runner streams when someone reads the text as it is written (env.Text) and asks for the
+// whole answer otherwise; both settle to the upstream's own counts.
 func TestChatStreamsFromUpstream(t *testing.T) {
 	srv := upstream(t)
 	rn, err := New(Config{BaseURL: srv.URL + "/v1", APIKey: "sk-test", Model: "Qwen/Qwen2.5-7B", Kind: catalog.KindChat})
@@ -75,6 +85,14 @@ func TestChatStreamsFromUpstream(t *testing.T) {
 		t.Fatalf("usage %v: want the upstream's own counts", res.Metrics)
 	}
 
+	res, err = rn.Run(context.Background(), runners.Job{Input: in}, runners.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Document["content"] != "Hello!" || res.Document["finish_reason"] != "stop" || res.Metrics["output_tokens"] != 3 {
+		t.Fatalf("whole answer: document %v metrics %v", res.Document, res.Metrics)
+	}
+
 	in, _ = json.Marshal(catalog.ChatInput{Messages: []catalog.Message{{Role: "user", Content: "bad"}}, MaxTokens: 5})
 	_, err = rn.Run(context.Background(), runners.Job{Input: in}, runners.Env{})
 	var ref *runners.Refusal
@@ -87,6 +105,89 @@ func TestChatStreamsFromUpstream(t *testing.T) {
 	var fail *runners.Failure
 	if !errors.As(err, &fail) || fail.Retryable {
 		t.Fatalf("upstream 401: err = %v, want a failure not retryable", err)
+	}
+}
+
+// Whatever was asked, the runner reads the kind of answer the upstream sent (some servers always
+// stream, some never do, some name no content type), and an answer outside the protocol fails
+// the run: never a success with empty content.
+func TestChatReadsWhatTheUpstreamSends(t *testing.T) {
+	var answer func(w http.ResponseWriter)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer(w) }))
+	t.Cleanup(srv.Close)
+	rn, _ := New(Config{BaseURL: srv.URL, Model: "m", Kind: catalog.KindChat})
+	in, _ := json.Marshal(catalog.ChatInput{Messages: []catalog.Message{{Role: "user", Content: "hi"}}, MaxTokens: 50, PromptTokens: 7})
+	whole := `{"choices":[{"index":0,"message":{"role":"assistant","content":"Hi there"},"finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":2}}`
+	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" there\"},\"finish_reason\":\"length\"}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+	send := func(ct, body string) func(w http.ResponseWriter) {
+		return func(w http.ResponseWriter) {
+			if ct != "" {
+				w.Header().Set("Content-Type", ct)
+			} else {
+				w.Header()["Content-Type"] = nil // no sniffing by the test server either
+			}
+			fmt.Fprint(w, body)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+	}{
+		{"json", send("application/json", whole)},
+		{"json without a content type", send("", "\n "+whole)},
+		{"stream", send("text/event-stream", stream)},
+		{"stream without a content type", send("", stream)},
+		{"stream named text/plain", send("text/plain; charset=utf-8", stream)},
+	} {
+		for _, streaming := range []bool{false, true} {
+			answer = c.answer
+			var deltas []string
+			env := runners.Env{}
+			if streaming {
+				env.Text = func(d string) { deltas = append(deltas, d) }
+			}
+			res, err := rn.Run(context.Background(), runners.Job{Input: in}, env)
+			if err != nil {
+				t.Fatalf("%s (streaming %v): %v", c.name, streaming, err)
+			}
+			if res.Document["content"] != "Hi there" || res.Document["finish_reason"] != "length" || res.Metrics["input_tokens"] != 4 || res.Metrics["output_tokens"] != 2 {
+				t.Fatalf("%s (streaming %v): document %v metrics %v", c.name, streaming, res.Document, res.Metrics)
+			}
+			if streaming && strings.Join(deltas, "") != "Hi there" {
+				t.Fatalf("%s: the text passed on as it came is %q", c.name, deltas)
+			}
+		}
+	}
+
+	for _, c := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+	}{
+		{"empty body", send("application/json", "")},
+		{"empty body, no type", send("", "")},
+		{"not JSON", send("application/json", "<html>oops</html>")},
+		{"an HTML page", send("text/html", "<html>oops</html>")},
+		{"no choices", send("application/json", `{"object":"chat.completion","choices":[]}`)},
+		{"no message", send("application/json", `{"choices":[{"index":0,"finish_reason":"stop"}]}`)},
+		{"an error object", send("application/json", `{"error":{"message":"model overloaded"}}`)},
+		{"an empty stream", send("text/event-stream", "")},
+		{"a stream cut short", send("text/event-stream", "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n")},
+		{"an unreadable chunk", send("text/event-stream", "data: {nope\n\n")},
+		{"an error event", send("text/event-stream", "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"error\":{\"message\":\"engine died\"}}\n\n")},
+	} {
+		for _, streaming := range []bool{false, true} {
+			answer = c.answer
+			env := runners.Env{}
+			if streaming {
+				env.Text = func(string) {}
+			}
+			res, err := rn.Run(context.Background(), runners.Job{Input: in}, env)
+			var fail *runners.Failure
+			if !errors.As(err, &fail) || fail.Code != "run_failed" {
+				t.Fatalf("%s (streaming %v): err %v, document %v: want a failed run", c.name, streaming, err, res.Document)
+			}
+		}
 	}
 }
 
