@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,13 +34,15 @@ type chatWorld struct {
 }
 
 // mockUpstream speaks the chat completions protocol and behaves by the last message: "block"
-// holds until released, "fail" answers 500, "unparseable" answers 400, anything else
-// streams "Hello from upstream".
+// holds until released, "fail" answers 500, "unparseable" answers 400, "garbled" answers 200
+// outside the protocol, "whole" answers one JSON object even when asked to stream; anything else
+// answers "Hello from upstream", streamed when asked, as one chat.completion otherwise.
 type mockUpstream struct {
-	srv     *httptest.Server
-	release chan struct{}
-	started chan struct{}
-	once    sync.Once
+	srv      *httptest.Server
+	release  chan struct{}
+	started  chan struct{}
+	once     sync.Once
+	streamed atomic.Bool // whether the last request asked for a stream
 }
 
 func newMockUpstream(t *testing.T) *mockUpstream {
@@ -47,8 +50,10 @@ func newMockUpstream(t *testing.T) *mockUpstream {
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct{ Content string } `json:"messages"`
+			Stream   bool                       `json:"stream"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
+		m.streamed.Store(req.Stream)
 		last := req.Messages[len(req.Messages)-1].Content
 		switch {
 		case strings.Contains(last, "block"):
@@ -65,6 +70,16 @@ func newMockUpstream(t *testing.T) *mockUpstream {
 		case strings.Contains(last, "unparseable"):
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `{"error":{"message":"could not parse the chat template","code":"invalid_request"}}`)
+			return
+		case strings.Contains(last, "garbled"):
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html><body>502 Bad Gateway</body></html>")
+			return
+		}
+		if !req.Stream || strings.Contains(last, "whole") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"mock-kimi","choices":[{"index":0,`+
+				`"message":{"role":"assistant","content":"Hello from upstream"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -302,9 +317,38 @@ func TestCHAT01_CompatSurface(t *testing.T) {
 	if r.status != 200 || r.body["object"] != "text_completion" || r.body["choices"].([]any)[0].(map[string]any)["text"] != "Hello from upstream" {
 		t.Fatalf("completions: %d %s", r.status, r.raw)
 	}
+	if w.upstream.streamed.Load() {
+		t.Fatal("a call that does not stream asked the upstream for a stream")
+	}
 	// The upstream's own token counts settle the charge: 12 in, 3 out at kimi's 3 and 12 per 1,000.
 	if j := w.job(key(), r.header.Get("X-Job-Id")); num(j["credits_charged"]) != 1 || num(j["credits_quoted"]) <= 1 {
 		t.Fatalf("kimi job %v", j)
+	}
+	// A call that streams is streamed from the upstream piece by piece; an upstream that answers
+	// a stream with one whole object is passed on all the same, charged the same.
+	for _, c := range []struct {
+		msg    string
+		pieces int
+	}{{"Say hello", 3}, {"Say hello whole", 1}} {
+		before := w.balance(acct)
+		r = w.do("POST", "/compat/v1/chat/completions", key(), fmt.Sprintf(`{"model":"kimi","messages":[{"role":"user","content":%q}],"stream":true}`, c.msg))
+		var pieces []string
+		for _, d := range sseData(r.raw) {
+			var ch struct {
+				Choices []struct {
+					Delta struct{ Content string } `json:"delta"`
+				} `json:"choices"`
+			}
+			if json.Unmarshal([]byte(d), &ch) == nil && len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+				pieces = append(pieces, ch.Choices[0].Delta.Content)
+			}
+		}
+		if r.status != 200 || strings.Join(pieces, "") != "Hello from upstream" || len(pieces) != c.pieces || !strings.HasSuffix(r.raw, "data: [DONE]\n\n") {
+			t.Fatalf("kimi stream %q: %d pieces %q, %s", c.msg, r.status, pieces, r.raw)
+		}
+		if got := before - w.balance(acct); got != 1 || !w.upstream.streamed.Load() {
+			t.Fatalf("kimi stream %q charged %d, want the upstream's counts (1); asked for a stream: %v", c.msg, got, w.upstream.streamed.Load())
+		}
 	}
 
 	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"qwen","input":"Summarise this","instructions":"Be brief"}`)
@@ -384,8 +428,14 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 	check("model refusal", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "[refuse] please", "")), 400, "content_policy")
 	// ERR-21: the language model's parser refusal is 422 without detail, refunded.
 	check("parser refusal", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "unparseable", "")), 422, "invalid_input")
-	// A failed run is chat_start_failed, refunded.
+	// A failed run is chat_start_failed, refunded; so is a 200 outside the protocol, never an
+	// empty success, whether the call streams or not.
 	check("upstream failure", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "fail", "")), 500, "chat_start_failed")
+	check("upstream protocol error", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "garbled", "")), 500, "chat_start_failed")
+	r = w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "garbled", `,"stream":true`))
+	if data := sseData(r.raw); r.status != 200 || len(data) == 0 || !strings.Contains(data[len(data)-1], `"code":"chat_start_failed"`) || strings.Contains(r.raw, "[DONE]") {
+		t.Fatalf("streamed protocol error: %d %s", r.status, r.raw)
+	}
 	// Request refusals.
 	check("unknown model", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("gpt-4o", "hi", "")), 400, "unknown_model")
 	check("unknown effort", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "hi", `,"reasoning_effort":"extreme"`)), 400, "unknown_effort")

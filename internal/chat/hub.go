@@ -31,8 +31,15 @@ func (h *Hub) Subscribe(jobID string) *Subscription {
 	return s
 }
 
-// Writer returns the function a runner writes jobID's text to.
+// Writer returns the function a runner writes jobID's text to, or nil when no request
+// streams jobID: the runner then asks its model for the whole answer at once.
 func (h *Hub) Writer(jobID string) func(string) {
+	h.mu.Lock()
+	_, watched := h.subs[jobID]
+	h.mu.Unlock()
+	if !watched {
+		return nil
+	}
 	return func(delta string) {
 		h.mu.Lock()
 		subs := h.subs[jobID]

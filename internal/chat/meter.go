@@ -9,9 +9,9 @@ import (
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
-// Meter wraps the runner of one language model: it streams the runner's text to the Hub and
-// turns the usage the runner reports into the fraction of the quote the engine settles, so a
-// call is charged for the tokens it used and never above its quote.
+// Meter wraps the runner of one language model: it passes the runner's text to the Hub when a
+// request streams it, and turns the usage the runner reports into the fraction of the quote the
+// engine settles, so a call is charged for the tokens it used and never above its quote.
 type Meter struct {
 	Model *catalog.Model
 	Inner runners.Runner

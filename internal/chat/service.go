@@ -60,6 +60,7 @@ type Call struct {
 	changes  <-chan struct{}
 	unsub    func()
 	checked  bool
+	recheck  *time.Ticker
 }
 
 // Start quotes, charges and starts a call. A key already used answers the first call
@@ -74,11 +75,15 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 		return nil, err
 	}
 	key := r.IdempotencyKey
-	if key == "" {
-		key = MintKey()
-	}
 	c := &Call{Model: m, svc: s}
 	if r.Stream {
+		// The text is collected from the first piece the model writes: the subscription, by
+		// the job's id, is made before the submit, so a stream that sent no key gets one here.
+		// A call that does not stream and sent none leaves the key to the engine, which then
+		// reads nothing to know that it is new.
+		if key == "" {
+			key = MintKey()
+		}
 		c.sub = s.Hub.Subscribe(m.Product + "_" + key)
 	}
 	res, err := s.Jobs.Submit(ctx, jobs.SubmitRequest{Principal: r.Principal, Model: m, Body: body, IdempotencyKey: key})
@@ -93,12 +98,18 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 		return nil, apierr.New(apierr.DispatchUnresolved)
 	}
 	c.Job, c.Replayed, c.Balance = res.Job, res.Replayed, res.Balance
-	c.changes, c.unsub = s.Jobs.Changes(res.Job.RequestID)
+	if c.sub != nil {
+		// Next wakes on the settlement; Result waits for it through the engine.
+		c.changes, c.unsub = s.Jobs.Changes(res.Job.RequestID)
+	}
 	return c, nil
 }
 
 // Close releases the call's subscriptions.
 func (c *Call) Close() {
+	if c.recheck != nil {
+		c.recheck.Stop()
+	}
 	if c.sub != nil {
 		c.sub.Close()
 	}
@@ -108,20 +119,23 @@ func (c *Call) Close() {
 }
 
 // Next waits for text or for the job to settle: it answers the pieces written since the
-// last call, and whether the job has settled (no more text will come).
+// last call, and whether the job has settled (no more text will come). It wakes on the
+// settlement, which the engine signals once it committed; the job is read again once a second
+// too, should a signal ever be missed.
 func (c *Call) Next(ctx context.Context) ([]string, bool, error) {
 	if c.sub == nil {
 		_, err := c.Result(ctx)
 		return nil, true, err
 	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	for {
 		if !c.checked {
 			c.checked = true
 			if settled, err := c.settled(ctx); err != nil || settled {
 				return c.sub.Drain(), true, err
 			}
+		}
+		if c.recheck == nil {
+			c.recheck = time.NewTicker(time.Second)
 		}
 		select {
 		case <-ctx.Done():
@@ -132,7 +146,7 @@ func (c *Call) Next(ctx context.Context) ([]string, bool, error) {
 			}
 		case <-c.changes:
 			c.checked = false
-		case <-tick.C:
+		case <-c.recheck.C:
 			c.checked = false
 		}
 	}
@@ -249,9 +263,16 @@ func (p *ParserRefusal) Error() string { return p.Err.Error() }
 // Unwrap lets apierr.As find the catalogued error.
 func (p *ParserRefusal) Unwrap() error { return p.Err }
 
-// MintKey mints an idempotency key for a call that sent none.
+// MintKey mints an idempotency key for a call that sent none: the time in milliseconds, then
+// 64 random bits, so that keys minted one after another sit side by side in the indexes that
+// hold them.
 func MintKey() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "k" + hex.EncodeToString(b)
+	var b [14]byte
+	_, _ = rand.Read(b[6:])
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	return "k" + hex.EncodeToString(b[:])
 }

@@ -143,21 +143,11 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 	}
 	key := r.IdempotencyKey
 	if key == "" {
-		key = MintKey()
-	} else if prev, err := s.Store.MessageByKey(ctx, accountID, key); err == nil {
-		return nil, s.keyUsed(ctx, prev)
-	} else if !errors.Is(err, ErrNotFound) {
-		return nil, apierr.New(apierr.JobReadFailed).Wrap(err)
+		key = MintKey() // new: no turn and no job holds it, nothing to read
+	} else if err := s.keyFree(ctx, accountID, m.Product, key); err != nil {
+		return nil, err
 	}
 	jobID := m.Product + "_" + key
-	// DESIGN 31: a key is the account's across products; one spent elsewhere answers here too.
-	if j, err := s.Jobs.GetByID(ctx, accountID, jobID); err == nil {
-		code := apierr.KeySettled
-		if !j.Settled() {
-			code = apierr.InFlight
-		}
-		return nil, apierr.Newf(code, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil)
-	}
 	in := catalog.ChatInput{Effort: r.Effort, MaxTokens: r.MaxTokens}
 	for i := 0; i+1 < len(history); i++ {
 		u, a := history[i], history[i+1]
@@ -187,6 +177,24 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 		return nil, err
 	}
 	return &Turn{Conversation: conv, User: user, Assistant: asst, Call: call}, nil
+}
+
+// keyFree refuses a key the caller sent before: a turn's (in_flight or key_settled, naming
+// its message), or a job's (DESIGN 31: a key is the account's across products).
+func (s *Service) keyFree(ctx context.Context, accountID, product, key string) error {
+	if prev, err := s.Store.MessageByKey(ctx, accountID, key); err == nil {
+		return s.keyUsed(ctx, prev)
+	} else if !errors.Is(err, ErrNotFound) {
+		return apierr.New(apierr.JobReadFailed).Wrap(err)
+	}
+	if j, err := s.Jobs.GetByID(ctx, accountID, product+"_"+key); err == nil {
+		code := apierr.KeySettled
+		if !j.Settled() {
+			code = apierr.InFlight
+		}
+		return apierr.Newf(code, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil)
+	}
+	return nil
 }
 
 // keyUsed answers a turn whose key was sent before: in_flight while it runs, key_settled
