@@ -96,7 +96,7 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
-	if _, err := httpapi.DecodeObject(b); err != nil {
+	if err := httpapi.CheckObject(b); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
@@ -182,14 +182,41 @@ func (h *Handler) chatCompletions() handlerFunc {
 			return err
 		}
 		setCallHeaders(w, call)
-		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
-			"id": id, "object": "chat.completion", "created": created(call.Job), "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": out.Content, "refusal": nil},
-				"logprobs": nil, "finish_reason": finishReason(out.FinishReason)}},
-			"usage": usageOf(out.Usage), "system_fingerprint": nil,
-		})
+		httpapi.WriteJSON(w, r, http.StatusOK, chatCompletion{ID: id, Object: "chat.completion", Created: created(call.Job), Model: req.Model,
+			Choices: []chatChoice{{Message: chatMessage{Role: "assistant", Content: out.Content}, FinishReason: finishReason(out.FinishReason)}},
+			Usage:   usageOf(out.Usage)})
 		return nil
 	}
+}
+
+// chatCompletion is the protocol's chat.completion object.
+type chatCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             usage        `json:"usage"`
+	SystemFingerprint *string      `json:"system_fingerprint"`
+}
+
+type chatChoice struct {
+	Index        int         `json:"index"`
+	Message      chatMessage `json:"message"`
+	Logprobs     *struct{}   `json:"logprobs"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+type chatMessage struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
 }
 
 // finishReason keeps to the protocol's values.
@@ -201,8 +228,8 @@ func finishReason(f string) string {
 	return "stop"
 }
 
-func usageOf(u catalog.Usage) map[string]any {
-	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}
+func usageOf(u catalog.Usage) usage {
+	return usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 }
 
 // setCallHeaders names the job behind the answer (readable at GET /v1/jobs/{id}) and says
