@@ -18,8 +18,10 @@ func DefaultBatchConfig() BatchConfig { return BatchConfig{MaxBatch: 64} }
 // batcher gathers the items that wait at one moment and hands them to write together: a batch
 // costs the database about what one item costs, since each statement and each COMMIT costs more
 // than the rows it writes. The engine has two: the submit batcher (chargeSubmits) and the settle
-// batcher (closeJobs). While its Run is not running (before the engine starts, after it stops)
-// add refuses, and the caller writes its item alone.
+// batcher (closeJobs). An item that finds the batcher idle is written at once on its caller's
+// goroutine, a batch of one, with no hand-off to wait for; the items that arrive while a batch
+// is being written wait and go together in the next. While its Run is not running (before the
+// engine starts, after it stops) every item is written alone.
 type batcher[T any] struct {
 	cfg   BatchConfig
 	key   func(T) string // two items of one key never share a batch
@@ -27,6 +29,7 @@ type batcher[T any] struct {
 
 	mu      sync.Mutex
 	running bool
+	busy    bool // a batch is being written
 	pending []T
 	wake    chan struct{}
 }
@@ -38,7 +41,8 @@ func newBatcher[T any](cfg BatchConfig, key func(T) string, write func([]T)) *ba
 	return &batcher[T]{cfg: cfg, key: key, write: write, wake: make(chan struct{}, 1)}
 }
 
-// Run writes batches until ctx ends, then writes what is still pending and returns.
+// Run writes the batches that gather while others are written until ctx ends, then writes what
+// is still pending and returns.
 func (b *batcher[T]) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.running = true
@@ -49,7 +53,9 @@ func (b *batcher[T]) Run(ctx context.Context) error {
 			b.mu.Lock()
 			b.running = false
 			b.mu.Unlock()
-			b.drain()
+			for batch := b.take(); batch != nil; batch = b.take() {
+				b.write(batch)
+			}
 			return nil
 		case <-b.wake:
 		}
@@ -57,30 +63,59 @@ func (b *batcher[T]) Run(ctx context.Context) error {
 		// machine they are callers about to join it. With nothing else ready this returns at
 		// once.
 		runtime.Gosched()
-		b.drain()
+		for b.lead() {
+			batch := b.take()
+			if batch != nil {
+				b.write(batch)
+			}
+			b.release()
+			if batch == nil {
+				break
+			}
+		}
 	}
 }
 
-// add queues item for the running batcher and reports whether it did; false when none runs.
-func (b *batcher[T]) add(item T) bool {
+// do writes item: alone and at once when the batcher is idle or not running, otherwise with the
+// items waiting when the batch being written ends. The caller awaits the item's own answer.
+func (b *batcher[T]) do(item T) {
 	b.mu.Lock()
-	if !b.running {
+	if b.running && b.busy {
+		b.pending = append(b.pending, item)
 		b.mu.Unlock()
+		return
+	}
+	lead := b.running
+	b.busy = lead
+	b.mu.Unlock()
+	b.write([]T{item})
+	if lead {
+		b.release()
+	}
+}
+
+// lead marks a batch as being written, unless one is.
+func (b *batcher[T]) lead() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy {
 		return false
 	}
-	b.pending = append(b.pending, item)
-	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	b.busy = true
 	return true
 }
 
-// drain writes batches until none is pending.
-func (b *batcher[T]) drain() {
-	for batch := b.take(); batch != nil; batch = b.take() {
-		b.write(batch)
+// release marks the batch written and wakes Run when items wait.
+func (b *batcher[T]) release() {
+	b.mu.Lock()
+	b.busy = false
+	more := len(b.pending) > 0
+	b.mu.Unlock()
+	if more {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

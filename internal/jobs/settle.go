@@ -17,13 +17,11 @@ type closing struct {
 	done chan error
 }
 
-// closeJob writes the settled job j and its event ev, with the settlements waiting at this
-// moment when the settle batcher runs: nil, ErrSettled (settled already) or the store's error.
+// closeJob writes the settled job j and its event ev through the settle batcher: nil,
+// ErrSettled (settled already) or the store's error.
 func (s *Service) closeJob(ctx context.Context, j Job, ev Event) error {
 	c := &closing{ctx: ctx, job: j, ev: ev, done: make(chan error, 1)}
-	if !s.closes.add(c) {
-		s.writeCloses([]*closing{c})
-	}
+	s.closes.do(c)
 	return <-c.done
 }
 

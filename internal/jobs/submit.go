@@ -39,11 +39,13 @@ type pendingSubmit struct {
 // errAlone sends a submit whose batch failed to a transaction of its own.
 var errAlone = errors.New("jobs: the batch failed; the submit runs alone")
 
-// submit charges and records job, with the submits waiting at this moment when together is set
-// and the submit batcher runs, alone otherwise, and answers once its transaction ended.
+// submit charges and records job, through the submit batcher when together is set, alone
+// otherwise, and answers once its transaction ended.
 func (s *Service) submit(ctx context.Context, r SubmitRequest, job Job, together bool) *pendingSubmit {
 	p := &pendingSubmit{ctx: ctx, req: r, base: job, done: make(chan struct{})}
-	if !together || !s.submits.add(p) {
+	if together {
+		s.submits.do(p)
+	} else {
 		s.writeSubmits([]*pendingSubmit{p})
 	}
 	// Once queued, the answer is awaited whatever the caller's context: the batch may commit
