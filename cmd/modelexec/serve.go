@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -128,6 +129,13 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		fmt.Fprintf(e.stdout, "Development account %s (mint another key: go run ./cmd/modelexec keys mint --account %s)\n", id, id)
 		return nil
 	}
+	// A second process on a shared database (another data folder, one PostgreSQL) joins the
+	// development account the first made: its console user names it.
+	if u, err := db.UserByEmail(ctx, devConsoleEmail); err == nil {
+		return c.devJoin(e, marker, u.AccountID)
+	} else if !errors.Is(err, auth.ErrNotFound) {
+		return err
+	}
 	now := utcNow()
 	a := auth.Account{ID: auth.NewID("acct_"), Plan: auth.Pro, Status: auth.Live, Balance: 10000,
 		MonthlyAllowance: p.MonthlyAllowance(auth.Pro), AllowancePeriod: auth.Period(now), CreatedAt: now.Add(-48 * time.Hour)}
@@ -148,9 +156,29 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 	fmt.Fprintf(e.stdout, "Development account %s (plan pro, 10000 credits)\nAPI key (shown once): %s\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/me\n", a.ID, m.Key, m.Key, base)
 	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint --data %s --account %s\n", c.Data, a.ID)
 	pw := randomPassword()
-	if _, err := consoleSessions(db).CreateUser(ctx, auth.NewUser{AccountID: a.ID, Email: devConsoleEmail, Password: pw}); err != nil {
+	if _, err := consoleSessions(db).CreateUser(ctx, auth.NewUser{AccountID: a.ID, Email: devConsoleEmail, Password: pw}); errors.Is(err, auth.ErrEmailTaken) {
+		// Another process made the development account at the same moment: the key above is
+		// this account's, and the console signs in to the other's.
+		u, err := db.UserByEmail(ctx, devConsoleEmail)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Another process made the development account %s at the same time; its console user signs in there.\n", u.AccountID)
+		return nil
+	} else if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Web console: %s/console/ — sign in as %s with password %s (shown once)\n", base, devConsoleEmail, pw)
+	return nil
+}
+
+// devJoin records, in this process's data folder, the development account another process
+// made on the shared database, and says how to reach it.
+func (c *ServeCmd) devJoin(e *env, marker, accountID string) error {
+	if err := os.WriteFile(marker, []byte(accountID+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Development account %s, made by another process on this database (mint a key: go run ./cmd/modelexec keys mint --account %s; the console user is %s)\n",
+		accountID, accountID, devConsoleEmail)
 	return nil
 }
