@@ -10,10 +10,14 @@ import (
 type BatchConfig struct {
 	// MaxBatch bounds the items written together.
 	MaxBatch int
+	// InFlight bounds the batches written at once. One lets the next batch gather while one is
+	// written; a store that merges concurrent transactions itself (SQLite's group commit)
+	// wants a few.
+	InFlight int
 }
 
 // DefaultBatchConfig is a batcher as shipped.
-func DefaultBatchConfig() BatchConfig { return BatchConfig{MaxBatch: 64} }
+func DefaultBatchConfig() BatchConfig { return BatchConfig{MaxBatch: 64, InFlight: 1} }
 
 // batcher gathers the items that wait at one moment and hands them to write together: a batch
 // costs the database about what one item costs, since each statement and each COMMIT costs more
@@ -29,7 +33,7 @@ type batcher[T any] struct {
 
 	mu      sync.Mutex
 	running bool
-	busy    bool // a batch is being written
+	writing int // batches being written
 	pending []T
 	wake    chan struct{}
 }
@@ -37,6 +41,9 @@ type batcher[T any] struct {
 func newBatcher[T any](cfg BatchConfig, key func(T) string, write func([]T)) *batcher[T] {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultBatchConfig().MaxBatch
+	}
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = DefaultBatchConfig().InFlight
 	}
 	return &batcher[T]{cfg: cfg, key: key, write: write, wake: make(chan struct{}, 1)}
 }
@@ -80,13 +87,15 @@ func (b *batcher[T]) Run(ctx context.Context) error {
 // items waiting when the batch being written ends. The caller awaits the item's own answer.
 func (b *batcher[T]) do(item T) {
 	b.mu.Lock()
-	if b.running && b.busy {
+	if b.running && b.writing >= b.cfg.InFlight {
 		b.pending = append(b.pending, item)
 		b.mu.Unlock()
 		return
 	}
 	lead := b.running
-	b.busy = lead
+	if lead {
+		b.writing++
+	}
 	b.mu.Unlock()
 	b.write([]T{item})
 	if lead {
@@ -94,21 +103,21 @@ func (b *batcher[T]) do(item T) {
 	}
 }
 
-// lead marks a batch as being written, unless one is.
+// lead counts a batch as being written, unless as many as may be are.
 func (b *batcher[T]) lead() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.busy {
+	if b.writing >= b.cfg.InFlight {
 		return false
 	}
-	b.busy = true
+	b.writing++
 	return true
 }
 
-// release marks the batch written and wakes Run when items wait.
+// release counts a batch written and wakes Run when items wait.
 func (b *batcher[T]) release() {
 	b.mu.Lock()
-	b.busy = false
+	b.writing--
 	more := len(b.pending) > 0
 	b.mu.Unlock()
 	if more {

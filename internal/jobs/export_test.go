@@ -10,7 +10,7 @@ type BatcherPause struct{ b *batcher[*pendingSubmit] }
 func (s *Service) PauseBatcher() BatcherPause {
 	b := s.submits
 	b.mu.Lock()
-	b.running, b.busy = true, true
+	b.running, b.writing = true, b.cfg.InFlight
 	b.mu.Unlock()
 	return BatcherPause{b}
 }
@@ -32,7 +32,7 @@ func (p BatcherPause) Await(n int) {
 // written alone.
 func (p BatcherPause) Release() {
 	p.b.mu.Lock()
-	p.b.running, p.b.busy = false, false
+	p.b.running, p.b.writing = false, 0
 	p.b.mu.Unlock()
 	go func() {
 		for batch := p.b.take(); batch != nil; batch = p.b.take() {

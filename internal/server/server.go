@@ -70,6 +70,10 @@ const (
 	DefaultSyncAddr  = "127.0.0.1:8082"
 )
 
+// sqliteInFlight is how many batches of submits, and of settlements, are written at once on
+// SQLite.
+const sqliteInFlight = 8
+
 // HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
 // processes that serve the surfaces.
 const HandOffPoll = 200 * time.Millisecond
@@ -168,6 +172,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		jcfg.ModelConcurrency = cfg.ModelConcurrency
 	}
 	jcfg.Runs = roles[RoleWorker]
+	if d.DB.Dialect() == sqlstore.SQLite {
+		// SQLite's group commit merges the transactions that wait at one moment into one
+		// COMMIT: a few batches in flight give it some to merge.
+		jcfg.SubmitBatch.InFlight, jcfg.SettleBatch.InFlight = sqliteInFlight, sqliteInFlight
+	}
 	if jcfg.Runs && !roles.Whole() {
 		// Submits reach this worker through the database only (another process's hand-offs):
 		// it looks for them every HandOffPoll, one indexed read per model.
