@@ -644,3 +644,61 @@ func TestCHAT11_PlanAndConfiguration(t *testing.T) {
 		t.Fatal("refusals charged")
 	}
 }
+
+// TestKEY25_CompatSeesStandingChangedElsewhere proves KEY-25 on /compat/v1 with the gate's
+// principal cache warm: a compat call takes the cached key and its charge's transaction
+// confirms it, so a revocation or a suspension made by another process (whose changes this
+// process's cache is not told of) is refused at once with the spec's code, nothing charged, and
+// before a later refusal of the same request (a body the protocol refuses).
+func TestKEY25_CompatSeesStandingChangedElsewhere(t *testing.T) {
+	w := newChatWorld(t, nil)
+	ctx := context.Background()
+	other := auth.NewService(w.db, w.auth.Format(), auth.NewHasher("chat-e2e-secret-0123456789"), utcNow, slog.New(slog.DiscardHandler))
+	account := w.account(auth.Pro, 1000)
+	ok := `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`
+	// warm mints a key and makes one call with it: the gate caches its principal. Each key
+	// makes at most five calls here, the interactive fuse's second.
+	warm := func() auth.Minted {
+		t.Helper()
+		m, err := w.auth.Mint(ctx, auth.MintParams{AccountID: account})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := w.do("POST", "/compat/v1/chat/completions", m.Key, ok); r.status != 200 {
+			t.Fatalf("warm-up call: %d %s", r.status, r.raw)
+		}
+		return m
+	}
+	refused := func(key, code string, status int) {
+		t.Helper()
+		before := w.balance(account)
+		for _, body := range []string{ok, `{"model":"qwen","messages":"hi"}`} {
+			r := w.do("POST", "/compat/v1/chat/completions", key, body)
+			if r.status != status || compatCode(r) != code {
+				t.Fatalf("%s: %d %s", body, r.status, r.raw)
+			}
+		}
+		if r := w.do("POST", "/compat/v1/embeddings", key, `{"model":"embed-small","input":"one"}`); r.status != status || compatCode(r) != code {
+			t.Fatalf("embeddings: %d %s", r.status, r.raw)
+		}
+		if after := w.balance(account); after != before {
+			t.Fatalf("balance %d after the refusals, want %d", after, before)
+		}
+	}
+	suspended := warm()
+	if err := w.db.SetAccountStatus(ctx, account, auth.Suspended); err != nil {
+		t.Fatal(err)
+	}
+	refused(suspended.Key, "account_suspended", 403)
+	if err := w.db.SetAccountStatus(ctx, account, auth.Live); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.do("POST", "/compat/v1/chat/completions", suspended.Key, ok); r.status != 200 {
+		t.Fatalf("live again: %d %s", r.status, r.raw)
+	}
+	revoked := warm()
+	if _, err := other.Revoke(ctx, revoked.Record.ID); err != nil {
+		t.Fatal(err)
+	}
+	refused(revoked.Key, "key_revoked", 401)
+}

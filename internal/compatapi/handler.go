@@ -30,8 +30,9 @@ type Handler struct {
 func (h *Handler) Routes() http.Handler {
 	mux := http.NewServeMux()
 	read := httpapi.Route{Bucket: ratelimit.Read}
-	text := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.TextWrite, auth.ChatWrite)}
-	embed := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.EmbeddingsWrite)}
+	// Every call of these routes is a charged job: its charge confirms a cached caller.
+	text := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.TextWrite, auth.ChatWrite), Spends: true}
+	embed := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.EmbeddingsWrite), Spends: true}
 
 	mux.Handle("GET "+Prefix+"/models", h.protect(read, h.listModels()))
 	mux.Handle("GET "+Prefix+"/models/{model}", h.protect(read, h.getModel()))
@@ -50,12 +51,16 @@ func need(s auth.Scope, also ...auth.Scope) func(*http.Request) (auth.Requiremen
 // handlerFunc is a compat handler: it returns an error, rendered in the protocol's envelope.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error
 
-// protect runs the order of checks, then the handler; both render errors here.
+// protect runs the order of checks, then the handler; both render errors here. An error the
+// handler answers for a caller the gate took from its cache is confirmed first: a revoked key
+// or a banned account is answered as such, before any later check's refusal.
 func (h *Handler) protect(route httpapi.Route, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := h.Gate.Check(w, r, route)
 		if err == nil {
-			err = fn(w, r, p)
+			if err = fn(w, r, p); err != nil {
+				err = h.Gate.Confirm(w, r, p, route, err)
+			}
 		}
 		if err != nil {
 			writeError(w, r, h.Log, err)

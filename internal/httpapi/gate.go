@@ -46,6 +46,10 @@ type Route struct {
 	// Scope, when set, is the requirement checked last (step 7). It may return a catalogued
 	// error (e.g. not_found for an unknown model address).
 	Scope func(r *http.Request) (auth.Requirement, error)
+	// Spends says every request of the route is charged through the ledger, whose transaction
+	// confirms the caller's standing: the principal may come from the gate's cache, as on the
+	// generate bucket.
+	Spends bool
 }
 
 // Gate runs the order of checks of spec 02 in front of every route.
@@ -90,17 +94,27 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 
 // Check runs the order of checks for route and answers the caller (nil on public routes).
 // A surface that renders its own error envelope (the compatibility surface) calls it
-// instead of Protect.
+// instead of Protect. On a route that Spends the principal may be unconfirmed: the surface
+// passes any error it answers before a charge confirmed the caller through Confirm first.
+// On any other route an unconfirmed principal is confirmed here.
 func (g *Gate) Check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
 	p, err := g.check(w, r, route)
-	if err == nil && p != nil && p.Unconfirmed {
-		// Such a surface writes its own errors, past WriteError's confirmation: confirm now.
+	if err == nil && p != nil && p.Unconfirmed && !route.Spends {
 		if err := g.refuse(w, r, p, route.Bucket, nil); err != nil {
 			return nil, err
 		}
 		p.Unconfirmed = false
 	}
 	return p, err
+}
+
+// Confirm answers err for an unconfirmed principal of Check, unless its standing, read afresh,
+// refuses first (spec 02 order of checks); err as it is for a confirmed one.
+func (g *Gate) Confirm(w http.ResponseWriter, r *http.Request, p *auth.Principal, route Route, err error) error {
+	if p == nil {
+		return err
+	}
+	return g.refuse(w, r, p, route.Bucket, err)
 }
 
 func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth.Principal, error) {
@@ -151,7 +165,7 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	// a revoked key or a banned account is answered as such at once and in the spec's order.
 	// Writes that spend nothing and downloads read the key and the account afresh.
 	var p auth.Principal
-	if bucket == ratelimit.Generate {
+	if bucket == ratelimit.Generate || route.Spends {
 		p, err = g.Auth.AuthenticateSpend(r.Context(), pk)
 	} else {
 		p, err = g.Auth.Authenticate(r.Context(), pk, bucket == ratelimit.Read)
