@@ -207,19 +207,10 @@ func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed 
 			r.done <- groupResult{err: err}
 		}
 	}
-	w, err := g.writerConn(ctx)
+	w, err := g.begin(ctx)
 	if err != nil {
 		fail(live, err)
 		return nil, nil, groupResult{}
-	}
-	if err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
-		g.releaseWriter(true)
-		fail(live, err)
-		return nil, nil, groupResult{}
-	}
-	c.commits.Add(1)
-	if c.ckpt != nil {
-		c.ckpt.committed()
 	}
 	results := make([]groupResult, 0, len(live))
 	for i := 0; i < len(live); i++ {
@@ -244,14 +235,7 @@ func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed 
 			return append(append(rerun, live[:i]...), live[i+1:]...), r, res
 		}
 		if savepoint {
-			var err error
-			if res.err != nil {
-				err = w.exec(ctx, "ROLLBACK TO g")
-			}
-			if err == nil {
-				err = w.exec(ctx, "RELEASE g")
-			}
-			if err != nil {
+			if err := endSavepoint(ctx, w, res.err != nil); err != nil {
 				// The transaction itself is gone (SQLite rolled it back on an I/O or
 				// interrupt error): everyone's work of this batch is lost and said so.
 				w.rollback()
@@ -286,6 +270,34 @@ func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed 
 		}
 	}
 	return nil, nil, groupResult{}
+}
+
+// begin takes the writer connection and begins a write transaction on it.
+func (g *group) begin(ctx context.Context) (*writer, error) {
+	w, err := g.writerConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		g.releaseWriter(true)
+		return nil, err
+	}
+	g.c.commits.Add(1)
+	if g.c.ckpt != nil {
+		g.c.ckpt.committed()
+	}
+	return w, nil
+}
+
+// endSavepoint ends the savepoint of one transaction of a batch: rolled back to when the
+// transaction failed, then released.
+func endSavepoint(ctx context.Context, w *writer, failed bool) error {
+	if failed {
+		if err := w.exec(ctx, "ROLLBACK TO g"); err != nil {
+			return err
+		}
+	}
+	return w.exec(ctx, "RELEASE g")
 }
 
 // join adds to a running batch the transactions queued since it started, up to maxBatch;
