@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -223,8 +224,27 @@ func (e *entry) snapshot(k Key) Snapshot {
 	return Snapshot{Ack: e.ack(k), Update: append([]byte(nil), state...)}
 }
 
-// casAttempts bounds retries when another process wrote between our read and our write.
-const casAttempts = 8
+// casAttempts bounds the merges of one update when other processes keep writing between this
+// one's read and its write; each attempt after a lost race waits a random while, up to
+// casBackoff, so that processes racing for one document take turns.
+const (
+	casAttempts = 64
+	casBackoff  = 32 * time.Millisecond
+)
+
+// waitTurn waits before merge attempt n again after a lost race (a random while, growing with
+// n up to casBackoff) and reports false when ctx ended first.
+func waitTurn(ctx context.Context, n int) bool {
+	ceiling := min(casBackoff, time.Millisecond<<min(n, 6))
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(ceiling)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // ApplyParams is one update from a window.
 type ApplyParams struct {
@@ -277,7 +297,9 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 		err = s.store.Put(ctx, PutParams{Key: p.Key, Prev: e.rev, State: state, Now: s.now()})
 		if errors.Is(err, ErrRevisionMoved) && attempt < casAttempts {
 			e.doc = nil // another process wrote: merge again over its result
-			continue
+			if attempt == 0 || waitTurn(ctx, attempt) {
+				continue
+			}
 		}
 		if err != nil {
 			e.doc = nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -268,5 +269,57 @@ func TestSTU09_CompareAndSwapMergesOverAnotherProcess(t *testing.T) {
 	r.load(snap.Update)
 	if !strings.Contains(r.text(), "theirs") || !strings.Contains(r.text(), "ours") {
 		t.Fatalf("lost a write: %q", r.text())
+	}
+}
+
+// yieldingStore lets other goroutines run around each read and write, as a database's round
+// trip would: the window between a process's read and its write is where others write.
+type yieldingStore struct{ *MemStore }
+
+func (s yieldingStore) Document(ctx context.Context, k Key) (Stored, error) {
+	runtime.Gosched()
+	return s.MemStore.Document(ctx, k)
+}
+
+func (s yieldingStore) Revision(ctx context.Context, k Key) (int64, error) {
+	runtime.Gosched()
+	return s.MemStore.Revision(ctx, k)
+}
+
+func (s yieldingStore) Put(ctx context.Context, p PutParams) error {
+	runtime.Gosched()
+	return s.MemStore.Put(ctx, p)
+}
+
+// Issue 26: two processes (two services over one store) with twelve writers each merging into
+// one brief: every merge that loses a race to the other process reads the winner's document
+// and merges over it, so none fails and nothing is lost.
+func TestSTU09_TwoProcessesMergeWithoutFailing(t *testing.T) {
+	ctx := context.Background()
+	store := yieldingStore{NewMemStore()}
+	procs := []*Service{newTestService(store), newTestService(store)}
+	const writers, each = 24, 10
+	var wg sync.WaitGroup
+	for i := range writers {
+		svc := procs[i%2]
+		wg.Go(func() {
+			w := newWindow()
+			for range each {
+				if _, err := svc.Apply(ctx, ApplyParams{Key: brief, Update: w.insert(0, "x")}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	snap, err := procs[0].Read(ctx, brief, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newWindow()
+	r.load(snap.Update)
+	if len(r.text()) != writers*each {
+		t.Fatalf("%d characters stored, want %d", len(r.text()), writers*each)
 	}
 }
