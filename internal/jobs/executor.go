@@ -220,7 +220,7 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 	})
 	if err == nil && settled.RequestID != "" {
 		s.keepSettled(requestID, settled)
-		s.broker.publish(requestID)
+		s.changed(requestID)
 		s.settled(settled)
 	}
 	return err
@@ -263,7 +263,7 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 	}
 	if err == nil {
 		s.keepSettled(settled.RequestID, settled)
-		s.broker.publish(settled.RequestID)
+		s.changed(settled.RequestID)
 		s.settled(settled)
 	}
 	return err
@@ -401,7 +401,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 	}
 	if settledNow {
 		s.settled(j)
-		s.broker.publish(requestID)
+		s.changed(requestID)
 		return j, false, nil
 	}
 	s.signalCancel(requestID)

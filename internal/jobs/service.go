@@ -75,6 +75,8 @@ type Service struct {
 	closes  *batcher[*closing]       // settlements that move no credit, written together (settle.go)
 
 	recorder Recorder // nil: settled jobs are logged only
+	notifier Notifier // nil: one process
+	handoffs chan struct{}
 
 	mu       sync.Mutex
 	slots    map[string]int         // running jobs per model in this process
@@ -109,13 +111,16 @@ type Deps struct {
 	Seats   *Seats
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Notifier carries hand-offs and job changes between processes (notify.go); nil in a
+	// service of one process.
+	Notifier Notifier
 }
 
 // New wires the engine. Call Run to start its background work.
 func New(d Deps, cfg Config) *Service {
 	s := &Service{store: d.Store, ledger: d.Ledger, catalog: d.Catalog, runners: d.Runners, env: d.Env, now: d.Now, log: d.Log, cfg: cfg,
 		seats: d.Seats, rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
-		base: context.Background(), wake: make(chan struct{}, 1)}
+		base: context.Background(), wake: make(chan struct{}, 1), notifier: d.Notifier, handoffs: make(chan struct{}, 1)}
 	s.submits = newBatcher(cfg.SubmitBatch, func(p *pendingSubmit) string { return p.base.AccountID + "\x00" + p.base.IdempotencyKey }, s.writeSubmits)
 	s.closes = newBatcher(cfg.SettleBatch, func(c *closing) string { return c.job.AccountID + "\x00" + c.job.ID }, s.writeCloses)
 	return s
@@ -197,6 +202,9 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	res := SubmitResult{Job: ps.job, Warnings: warnings, Balance: ps.balance, Confirmed: true}
 	if !ps.claimed {
 		s.kick()
+		if !s.cfg.Runs {
+			s.notify(HandOff, m.Slug)
+		}
 		return res, nil
 	}
 	if err := s.start(ps.job); err != nil {

@@ -91,7 +91,17 @@ func (s *Service) writeSubmits(batch []*pendingSubmit) {
 // chargeSubmits is the transaction of a batch of submits. The store may run it again (a
 // retried transaction): each run starts from the jobs as Submit made them and gives back the
 // slots the run before claimed.
-func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubmit) error {
+func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubmit) (err error) {
+	// A failed transaction gives its slots back at once, not after the COMMIT: the store may
+	// commit several transactions together (SQLite's group commit), and submits waiting for
+	// that COMMIT must not hold slots that others could start on.
+	defer func() {
+		if err != nil {
+			for _, p := range batch {
+				s.unclaim(p, true)
+			}
+		}
+	}()
 	now := s.now()
 	pairs := make([]ledger.AccountKey, len(batch))
 	var accounts, models []string
@@ -106,7 +116,6 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	}
 	queued := map[string]int{}
 	if len(models) > 0 {
-		var err error
 		if queued, err = tx.CountQueuedOf(ctx, sortedSet(models)); err != nil {
 			return err
 		}

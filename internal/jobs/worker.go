@@ -16,10 +16,11 @@ import (
 // out) taken over. On return the running jobs are stopped without settling: their leases run
 // out and they run again, so a crash or a restart loses no job.
 func (s *Service) Run(ctx context.Context) error {
-	batchers := make(chan error, 2)
-	go func() { batchers <- s.submits.Run(ctx) }()
-	go func() { batchers <- s.closes.Run(ctx) }()
-	defer func() { <-batchers; <-batchers }()
+	parts := make(chan error, 3)
+	go func() { parts <- s.submits.Run(ctx) }()
+	go func() { parts <- s.closes.Run(ctx) }()
+	go func() { parts <- s.listen(ctx) }()
+	defer func() { <-parts; <-parts; <-parts }()
 	if !s.cfg.Runs {
 		// Not a worker: the jobs this process hands off are run, renewed and swept by the
 		// processes that run jobs.
@@ -51,10 +52,33 @@ func (s *Service) Run(ctx context.Context) error {
 			s.heartbeat(ctx)
 		case <-sweep.C:
 			s.Sweep(ctx)
+		case <-s.handoffs:
+			// Another process handed a job off: look at every model's queue.
+			s.startAllQueued(ctx, true)
 		case <-s.wake:
 			// A slot freed or a job queued here: only models that queue can have jobs waiting
 			// for this process's own submits.
 			s.startAllQueued(ctx, false)
+		}
+	}
+}
+
+// listen acts on the notices of every process until ctx ends; a notifier that fails is
+// tried again a second later (the sweep and the waiters' polls cover the gap).
+func (s *Service) listen(ctx context.Context) error {
+	if s.notifier == nil {
+		return nil
+	}
+	for {
+		err := s.notifier.Listen(ctx, s.heard)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Warn("jobs: notices from other processes interrupted", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -262,7 +286,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			// would count it twice when a later turn closes it.
 			if refusal != nil && err == nil {
 				s.settled(started)
-				s.broker.publish(started.RequestID)
+				s.changed(started.RequestID)
 				continue
 			}
 			if !errors.Is(err, errSkip) {
@@ -270,7 +294,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			}
 			return
 		}
-		s.broker.publish(started.RequestID)
+		s.changed(started.RequestID)
 		if err := s.start(started); err != nil {
 			s.giveSlot(model)
 			return

@@ -78,6 +78,10 @@ const sqliteInFlight = 8
 // processes that serve the surfaces.
 const HandOffPoll = 200 * time.Millisecond
 
+// HandOffPollNotified is HandOffPoll where the processes notify each other of hand-offs: the
+// look is then a fallback for a lost notice.
+const HandOffPollNotified = 2 * time.Second
+
 // URLs are the public base URLs of the three surfaces (no trailing slash).
 type URLs struct{ API, Queue, Sync string }
 
@@ -177,10 +181,24 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		// COMMIT: a few batches in flight give it some to merge.
 		jcfg.SubmitBatch.InFlight, jcfg.SettleBatch.InFlight = sqliteInFlight, sqliteInFlight
 	}
+	var notifier jobs.Notifier
+	if d.DB.Dialect() == sqlstore.Postgres {
+		// Processes over one PostgreSQL database tell each other of hand-offs and of jobs
+		// that started or settled (LISTEN/NOTIFY).
+		n, err := sqlstore.NewNotifier(d.DB)
+		if err != nil {
+			return nil, err
+		}
+		notifier = n
+	}
 	if jcfg.Runs && !roles.Whole() {
 		// Submits reach this worker through the database only (another process's hand-offs):
-		// it looks for them every HandOffPoll, one indexed read per model.
+		// it is told of them (notifier), and looks for them every HandOffPoll besides, one
+		// indexed read per model, for a notice lost or a database without notices.
 		jcfg.PollEvery = HandOffPoll
+		if notifier != nil {
+			jcfg.PollEvery = HandOffPollNotified
+		}
 	}
 	if d.Jobs != nil {
 		d.Jobs(&jcfg)
@@ -190,7 +208,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		store = d.JobStore(store)
 	}
 	seats := jobs.NewSeats(d.Plans.Seats.PerAccount, d.Plans.Seats.PerProduct, d.Plans.Seats.Platform)
-	s.jobs = jobs.New(jobs.Deps{Store: store, Ledger: s.ledger, Catalog: cat, Runners: reg, Env: env, Seats: seats, Now: d.Now, Log: d.Log}, jcfg)
+	s.jobs = jobs.New(jobs.Deps{Store: store, Ledger: s.ledger, Catalog: cat, Runners: reg, Env: env, Seats: seats, Now: d.Now, Log: d.Log,
+		Notifier: notifier}, jcfg)
 	chatSvc.Jobs = s.jobs
 
 	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log,

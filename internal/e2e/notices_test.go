@@ -1,0 +1,76 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/server"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+// TestI26_NoticesBetweenProcesses: processes over one PostgreSQL database tell each other of
+// hand-offs and settlements (LISTEN/NOTIFY). Jobs handed off by an API-only process start on a
+// worker process at once, though the worker here looks for hand-offs on its own only once an
+// hour; and a request held on the API process answers with the settlement the worker made.
+func TestI26_NoticesBetweenProcesses(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		if h.db.Dialect() != sqlstore.Postgres {
+			t.Skip("notices between processes travel through PostgreSQL")
+		}
+		h.stopWorker() // the harness's own process plays no part
+		var queueH http.Handler
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
+		defer api.Close()
+		apiRoles, _ := server.ParseRoles("api,queue,sync")
+		workerRoles, _ := server.ParseRoles("worker")
+		apiSrv := h.newServer(server.Config{Roles: apiRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
+		queueH = apiSrv.Handler(server.RoleQueue)
+		lazy := func(c *jobs.Config) { c.PollEvery, c.SweepEvery = time.Hour, time.Hour }
+		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, lazy, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{}, 2)
+		for _, s := range []*server.Server{apiSrv, worker} {
+			go func() { _ = s.Jobs().Run(ctx); done <- struct{}{} }()
+		}
+		defer func() { cancel(); <-done; <-done }()
+		waitForListeners(t, h.db, 2)
+
+		for i := range 3 {
+			r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, fmt.Sprintf(`{"positivePrompt":"ok %d"}`, i))
+			if r.Code != http.StatusOK || r.str("status") != "IN_QUEUE" {
+				t.Fatalf("hand-off %d: %d %s", i, r.Code, r.Raw)
+			}
+			if j := h.waitSettled(r.str("request_id")); j.Outcome != jobs.Succeeded || j.Attempts != 1 {
+				t.Fatalf("hand-off %d on the worker: %+v", i, j)
+			}
+		}
+		// A request held on the API process: its answer is the worker's settlement.
+		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held"}`)
+		if r.Code != http.StatusOK || r.str("status") != "COMPLETED" {
+			t.Fatalf("held submit: %d %s", r.Code, r.Raw)
+		}
+	})
+}
+
+// waitForListeners returns once n sessions of the database listen for notices.
+func waitForListeners(t *testing.T, db *sqlstore.DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var listening int
+		if err := db.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&listening); err != nil {
+			t.Fatal(err)
+		}
+		if listening >= n {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
+	}
+	t.Fatalf("fewer than %d processes listen for notices", n)
+}
