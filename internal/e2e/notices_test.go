@@ -16,7 +16,8 @@ import (
 // TestI26_NoticesBetweenProcesses: processes over one PostgreSQL database tell each other of
 // hand-offs and settlements (LISTEN/NOTIFY). Jobs handed off by an API-only process start on a
 // worker process at once, though the worker here looks for hand-offs on its own only once an
-// hour; and a request held on the API process answers with the settlement the worker made.
+// hour; a request held on the API process answers with the settlement the worker made; and a
+// cancel asked on the API process stops the run on the worker at once.
 func TestI26_NoticesBetweenProcesses(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		if h.db.Dialect() != sqlstore.Postgres {
@@ -30,7 +31,7 @@ func TestI26_NoticesBetweenProcesses(t *testing.T) {
 		workerRoles, _ := server.ParseRoles("worker")
 		apiSrv := h.newServer(server.Config{Roles: apiRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
 		queueH = apiSrv.Handler(server.RoleQueue)
-		lazy := func(c *jobs.Config) { c.PollEvery, c.SweepEvery = time.Hour, time.Hour }
+		lazy := func(c *jobs.Config) { c.PollEvery, c.SweepEvery, c.HeartbeatEvery = time.Hour, time.Hour, time.Hour }
 		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, lazy, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{}, 2)
@@ -53,6 +54,21 @@ func TestI26_NoticesBetweenProcesses(t *testing.T) {
 		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held"}`)
 		if r.Code != http.StatusOK || r.str("status") != "COMPLETED" {
 			t.Fatalf("held submit: %d %s", r.Code, r.Raw)
+		}
+		// A cancel asked on the API process stops the run on the worker (whose heartbeat, which
+		// would also bring it, comes once an hour here), and answers the cancelled job.
+		r = h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold on"}`)
+		for {
+			if j := h.job(r.str("request_id")); j.Status == jobs.InProgress {
+				break
+			}
+			time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
+		}
+		if cn := h.call(http.MethodPut, r.str("cancel_url"), ""); cn.Code != http.StatusOK {
+			t.Fatalf("cancel of a run on another process: %d %s", cn.Code, cn.Raw)
+		}
+		if j := h.waitSettled(r.str("request_id")); j.Outcome != jobs.Cancelled {
+			t.Fatalf("cancelled run: %+v", j)
 		}
 	})
 }

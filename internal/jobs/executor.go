@@ -405,6 +405,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 		return j, false, nil
 	}
 	s.signalCancel(requestID)
+	s.notify(CancelAsked, requestID) // the run may be another process's
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	j, timedOut, err := s.Wait(wctx, accountID, requestID, 3*time.Second)

@@ -16,6 +16,8 @@ const (
 	HandOff NoticeKind = "handoff"
 	// Changed: the job of request Key started or settled.
 	Changed NoticeKind = "changed"
+	// CancelAsked: the caller of request Key asked its run to stop.
+	CancelAsked NoticeKind = "cancel"
 )
 
 // Notice is one notice.
@@ -40,7 +42,7 @@ func (s *Service) notify(kind NoticeKind, key string) {
 }
 
 // heard acts on a notice from any process: a hand-off wakes this worker's look for queued
-// jobs; a changed job wakes its waiters here.
+// jobs; a changed job wakes its waiters here; a cancel stops the job's run if it runs here.
 func (s *Service) heard(n Notice) {
 	switch n.Kind {
 	case HandOff:
@@ -52,6 +54,8 @@ func (s *Service) heard(n Notice) {
 		}
 	case Changed:
 		s.broker.publish(n.Key)
+	case CancelAsked:
+		s.signalCancel(n.Key) // the process running it stops it; the others run nothing of it
 	}
 }
 
