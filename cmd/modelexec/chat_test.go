@@ -702,3 +702,35 @@ func TestKEY25_CompatSeesStandingChangedElsewhere(t *testing.T) {
 	}
 	refused(revoked.Key, "key_revoked", 401)
 }
+
+// Issue 28 (items 2 and 3): refusals are written for a person. A body of the wrong shape names
+// the field, what it must be and what was sent, with the field as `param`, and never a Go
+// type; an unknown model is quoted by a short prefix only, however long the name sent, on
+// /compat/v1, /v1/chat and /v1/embeddings.
+func TestCHAT_RefusalsForPeople(t *testing.T) {
+	w := newChatWorld(t, nil)
+	key := w.pool(w.account(auth.Ultimate, 1000), 8)
+	r := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","messages":"hi"}`)
+	e, _ := r.body["error"].(map[string]any)
+	if r.status != 400 || compatCode(r) != "invalid_body" || e["message"] != "messages must be an array, not a string." || e["param"] != "messages" {
+		t.Fatalf("wrong shape: %d %s", r.status, r.raw)
+	}
+	if strings.Contains(r.raw, "Go struct") || strings.Contains(r.raw, "[]struct") {
+		t.Fatalf("Go internals in the answer: %s", r.raw)
+	}
+	long := strings.Repeat("m", 100_000)
+	conv := w.do("POST", "/v1/chat/conversations", key(), `{"title":"long names"}`)
+	if conv.status != 200 && conv.status != 201 {
+		t.Fatalf("conversation: %d %s", conv.status, conv.raw)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/compat/v1/chat/completions", `{"model":"` + long + `","messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat", `{"conversation_id":"` + conv.body["id"].(string) + `","model":"` + long + `","message":"hi"}`},
+		{"/v1/embeddings", `{"model":"` + long + `","input":"hi"}`},
+	} {
+		r := w.do("POST", c.path, key(), c.body)
+		if r.status != 400 || !strings.Contains(r.raw, "unknown_model") || len(r.raw) > 2000 {
+			t.Fatalf("%s with a 100,000-character model: %d, %d bytes: %.300s", c.path, r.status, len(r.raw), r.raw)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func decodeChat(r *http.Request, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return apierr.Newf(apierr.InvalidBody, "The body does not match the request shape: %s.", err.Error())
+		return httpapi.ShapeError(err)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ type CallRequest struct {
 func (s *Service) Model(kind, slug string) (*catalog.Model, error) {
 	m, ok := s.Catalog.LanguageModel(slug)
 	if !ok || m.Language().Kind != kind {
-		return nil, apierr.Newf(apierr.UnknownModel, "Unknown model %q; use one of the %s models.", slug, kind).
+		return nil, apierr.Newf(apierr.UnknownModel, "Unknown model %q; use one of the %s models.", apierr.Excerpt(slug), kind).
 			With("allowed", s.Catalog.LanguageSlugs(kind))
 	}
 	if _, err := s.Runners.For(slug); err != nil {

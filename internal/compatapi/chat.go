@@ -100,7 +100,7 @@ func decode(r *http.Request, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return apierr.Newf(apierr.InvalidBody, "The body does not match the request shape: %s.", strings.TrimPrefix(err.Error(), "json: "))
+		return httpapi.ShapeError(err)
 	}
 	return nil
 }

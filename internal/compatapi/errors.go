@@ -57,6 +57,9 @@ func translate(err error) (compatError, bool) {
 		c.typ = typeOf(c.status)
 	}
 	c.param = paramOf(e.Code)
+	if p, ok := e.Fields["param"].(string); ok {
+		c.param = p // the field a refusal of the body's shape names
+	}
 	return c, true
 }
 

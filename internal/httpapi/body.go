@@ -109,10 +109,11 @@ func DecodeInto(r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return apierr.Newf(apierr.InvalidBody, "field %s must be %s", te.Field, te.Type).WithDetail(apierr.Violation{Loc: []any{"body", te.Field}, Msg: "wrong type", Type: "type_error"})
+		if errors.As(err, &te) && te.Field != "" {
+			shape, _ := apierr.As(ShapeError(err))
+			return shape.WithDetail(apierr.Violation{Loc: []any{"body", te.Field}, Msg: shape.Message, Type: "type_error"})
 		}
-		return apierr.New(apierr.InvalidBody).Wrap(err)
+		return ShapeError(err)
 	}
 	return nil
 }

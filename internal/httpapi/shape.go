@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+)
+
+// ShapeError turns the JSON decoder's refusal of a body into invalid_body with a message for a
+// person: which field, what it must be and what was sent ("messages must be an array, not a
+// string"), carrying the field as `param`. The decoder's own text names Go types and is never
+// shown.
+func ShapeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return apierr.Newf(apierr.InvalidBody, "The body does not match the request shape.")
+	}
+	return apierr.Newf(apierr.InvalidBody, "%s must be %s, not %s.", apierr.Excerpt(te.Field), jsonKind(te.Type), jsonValueKind(te.Value)).
+		With("param", te.Field)
+}
+
+// jsonKind names the JSON value a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another kind of value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another kind of value"
+}
+
+// jsonValueKind names the kind of JSON value the decoder met ("string", "number 5.5", …).
+func jsonValueKind(v string) string {
+	switch v {
+	case "string", "object", "array", "bool":
+		if v == "bool" {
+			return "true or false"
+		}
+		if v == "array" || v == "object" {
+			return "an " + v
+		}
+		return "a " + v
+	}
+	return apierr.Excerpt(v)
+}
