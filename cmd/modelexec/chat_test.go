@@ -734,3 +734,26 @@ func TestCHAT_RefusalsForPeople(t *testing.T) {
 		}
 	}
 }
+
+// Issue 28 (item 7), ERR-58 / CHAT-12: a null element of an embeddings input is input_invalid,
+// not input_required; the compat surface's 404 and 405 carry the rate-limit headers every
+// response carries, and the 404's type is not_found_error.
+func TestCHAT12_InputInvalidAndFallbackHeaders(t *testing.T) {
+	w := newChatWorld(t, nil)
+	key := w.pool(w.account(auth.Ultimate, 1000), 8)
+	for _, path := range []string{"/v1/embeddings", "/compat/v1/embeddings"} {
+		r := w.do("POST", path, key(), `{"model":"embed-small","input":["ok",null]}`)
+		if r.status != 400 || !strings.Contains(r.raw, "input_invalid") {
+			t.Fatalf("%s with a null element: %d %s", path, r.status, r.raw)
+		}
+	}
+	nf := w.do("GET", "/compat/v1/nothing-here", key(), "")
+	e, _ := nf.body["error"].(map[string]any)
+	if nf.status != 404 || e["type"] != "not_found_error" || nf.header.Get("RateLimit-Limit") == "" || nf.header.Get("X-RateLimit-Remaining") == "" {
+		t.Fatalf("404: %d %v %s", nf.status, nf.header, nf.raw)
+	}
+	na := w.do("DELETE", "/compat/v1/chat/completions", key(), "")
+	if na.status != 405 || na.header.Get("RateLimit-Limit") == "" {
+		t.Fatalf("405: %d %v %s", na.status, na.header, na.raw)
+	}
+}

@@ -28,7 +28,8 @@ func ParseEmbeddingsInput(raw json.RawMessage) ([]string, error) {
 	}
 	out := make([]string, len(list))
 	for i, e := range list {
-		if err := json.Unmarshal(e, &out[i]); err != nil {
+		// A null decodes into a string without complaint: only a JSON string is one.
+		if len(e) == 0 || e[0] != '"' || json.Unmarshal(e, &out[i]) != nil {
 			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] is not a string.", i).With("index", i)
 		}
 	}

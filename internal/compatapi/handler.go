@@ -3,6 +3,7 @@ package compatapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/modelexec/modelexec/internal/apierr"
 	"log/slog"
 	"net/http"
 	"time"
@@ -40,7 +41,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("POST "+Prefix+"/completions", h.protect(text, h.completions()))
 	mux.Handle("POST "+Prefix+"/responses", h.protect(text, h.responses()))
 	mux.Handle("POST "+Prefix+"/embeddings", h.protect(embed, h.embeddings()))
-	mux.Handle("/", fallback(mux))
+	mux.Handle("/", h.fallback(mux))
 	return mux
 }
 
@@ -69,9 +70,10 @@ func (h *Handler) protect(route httpapi.Route, fn handlerFunc) http.Handler {
 }
 
 // fallback answers unknown paths 404 and known paths with another method 405, in the
-// protocol's envelope.
-func fallback(mux *http.ServeMux) http.Handler {
+// protocol's envelope, with the rate-limit headers every response carries.
+func (h *Handler) fallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.Gate.AnonymousHeaders(w, r)
 		for _, m := range []string{http.MethodGet, http.MethodPost} {
 			if m == r.Method {
 				continue
@@ -80,11 +82,11 @@ func fallback(mux *http.ServeMux) http.Handler {
 			probe.Method = m
 			if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
 				w.Header().Set("Allow", m)
-				writeEnvelope(w, r, http.StatusMethodNotAllowed, "This method is not allowed on "+r.URL.Path+".", "invalid_request_error", "", "method_not_allowed", false)
+				writeEnvelope(w, r, http.StatusMethodNotAllowed, "This method is not allowed on "+apierr.Excerpt(r.URL.Path)+".", "invalid_request_error", "", "method_not_allowed", false)
 				return
 			}
 		}
-		writeEnvelope(w, r, http.StatusNotFound, "Unknown path "+r.URL.Path+" on the compatibility surface.", "invalid_request_error", "", "not_found", false)
+		writeEnvelope(w, r, http.StatusNotFound, "Unknown path "+apierr.Excerpt(r.URL.Path)+" on the compatibility surface.", "not_found_error", "", "not_found", false)
 	})
 }
 
