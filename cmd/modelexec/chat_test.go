@@ -703,7 +703,7 @@ func TestKEY25_CompatSeesStandingChangedElsewhere(t *testing.T) {
 	refused(revoked.Key, "key_revoked", 401)
 }
 
-// Issue 28 (items 2 and 3): refusals are written for a person. A body of the wrong shape names
+// Issue 28 (items 1, 2 and 3): refusals are written for a person. A body of the wrong shape names
 // the field, what it must be and what was sent, with the field as `param`, and never a Go
 // type; an unknown model is quoted by a short prefix only, however long the name sent, on
 // /compat/v1, /v1/chat and /v1/embeddings.
@@ -717,6 +717,17 @@ func TestCHAT_RefusalsForPeople(t *testing.T) {
 	}
 	if strings.Contains(r.raw, "Go struct") || strings.Contains(r.raw, "[]struct") {
 		t.Fatalf("Go internals in the answer: %s", r.raw)
+	}
+	// A NUL character, which PostgreSQL cannot keep, is refused on every database, naming its
+	// field, before anything is stored.
+	for _, c := range []struct{ path, body, param string }{
+		{"/v1/chat/conversations", `{"title":"a\u0000b"}`, "title"},
+		{"/compat/v1/chat/completions", `{"model":"qwen","messages":[{"role":"user","content":"x\u0000"}]}`, "messages[0].content"},
+	} {
+		r := w.do("POST", c.path, key(), c.body)
+		if r.status != 400 || !strings.Contains(r.raw, "invalid_body") || !strings.Contains(r.raw, c.param+" contains a NUL") {
+			t.Fatalf("%s with a NUL: %d %s", c.path, r.status, r.raw)
+		}
 	}
 	long := strings.Repeat("m", 100_000)
 	conv := w.do("POST", "/v1/chat/conversations", key(), `{"title":"long names"}`)

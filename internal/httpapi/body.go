@@ -48,6 +48,9 @@ func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		return nil, apierr.New(apierr.InvalidBody)
 	}
+	if err := refuseNUL(b); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -65,7 +68,7 @@ func CheckObject(b []byte) error {
 	if t[0] != '{' {
 		return apierr.New(apierr.InvalidBody)
 	}
-	return nil
+	return refuseNUL(t)
 }
 
 // ObjectMember checks b as CheckObject does and returns the value of its top-level member name
