@@ -298,14 +298,14 @@ func (g *Gate) Keyless(h http.Handler) http.Handler {
 	})
 }
 
-// anonymousHeaders sets the rate headers of answers given before a key is known, from a
-// per-client-address read bucket (DESIGN.md decision 23).
 // AnonymousHeaders sets the rate-limit headers of a response that no key answers for (an
 // unknown path), from the caller's address's own bucket.
 func (g *Gate) AnonymousHeaders(w http.ResponseWriter, r *http.Request) {
 	g.anonymousHeaders(w, r, g.Now())
 }
 
+// anonymousHeaders sets the rate headers of answers given before a key is known, from a
+// per-client-address read bucket (DESIGN.md decision 23).
 func (g *Gate) anonymousHeaders(w http.ResponseWriter, r *http.Request, now time.Time) {
 	if g.Pacer == nil {
 		return
