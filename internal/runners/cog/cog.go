@@ -128,14 +128,9 @@ func (p prediction) terminal() bool {
 // the one the run put in its webhook URL (query "token"); the route passes the query's id
 // and token and the raw body. Intermediate events (start, logs, output) update the run.
 func (r *Runner) Complete(id, token string, body []byte) error {
-	r.mu.Lock()
-	w := r.waiters[id]
-	r.mu.Unlock()
-	if w == nil {
-		return ErrUnknownPrediction
-	}
-	if subtle.ConstantTimeCompare([]byte(token), []byte(w.token)) != 1 {
-		return ErrBadToken
+	w, err := r.waiter(id, token)
+	if err != nil {
+		return err
 	}
 	var p prediction
 	if err := json.Unmarshal(body, &p); err != nil {
@@ -146,6 +141,26 @@ func (r *Runner) Complete(id, token string, body []byte) error {
 	}
 	deliver(w.ch, p)
 	return nil
+}
+
+// Verify reports whether id names a prediction this runner waits for and token is its own
+// (ErrUnknownPrediction, ErrBadToken): the webhook's caller is checked before its body is read.
+func (r *Runner) Verify(id, token string) error {
+	_, err := r.waiter(id, token)
+	return err
+}
+
+func (r *Runner) waiter(id, token string) (*waiter, error) {
+	r.mu.Lock()
+	w := r.waiters[id]
+	r.mu.Unlock()
+	if w == nil {
+		return nil, ErrUnknownPrediction
+	}
+	if subtle.ConstantTimeCompare([]byte(token), []byte(w.token)) != 1 {
+		return nil, ErrBadToken
+	}
+	return w, nil
 }
 
 // deliver replaces whatever state waits in ch by p, unless a terminal state is waiting.
