@@ -35,6 +35,15 @@ func (l Limits) bodyDeadline(n int64) time.Duration {
 	return d
 }
 
+// LimitBodies bounds the time every request body of h may take to arrive, for a listener whose
+// handlers are not wrapped by Wrap (the operator listener).
+func LimitBodies(lim Limits, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var timedOut atomic.Bool
+		h.ServeHTTP(w, limitBody(w, r, lim, &timedOut))
+	})
+}
+
 // errBodyTimeout is what a body read answers once the body's deadline has passed.
 var errBodyTimeout = errors.New("httpapi: the request body did not arrive in time")
 

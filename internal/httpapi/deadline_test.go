@@ -96,3 +96,30 @@ func TestLIM01_SlowBodyIsCutOff(t *testing.T) {
 		}
 	}
 }
+
+// Issue 30 (item 3): LimitBodies bounds the bodies of a listener that Wrap does not serve (the
+// operator listener): a declared body that never comes is cut off and its connection closed.
+func TestLIM01_LimitBodiesCutsASlowBody(t *testing.T) {
+	lim := httpapi.Limits{BodyTimeout: 300 * time.Millisecond}
+	srv := httptest.NewServer(httpapi.LimitBodies(lim, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, "slow body", http.StatusBadRequest)
+		}
+	})))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n0x1234")
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // only keeps a broken build from hanging
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a slow body: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+}

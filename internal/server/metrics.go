@@ -81,5 +81,7 @@ func (s *Server) instrument() {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	s.handlers[RoleOperator] = mux
+	// Its bodies are bounded in time as every surface's are: a client that declares a body and
+	// sends none holds no goroutine here either.
+	s.handlers[RoleOperator] = httpapi.LimitBodies(httpapi.DefaultLimits(), mux)
 }
