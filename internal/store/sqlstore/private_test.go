@@ -48,3 +48,37 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 		t.Fatalf("only %d of the database files exist; the WAL was expected after a write", seen)
 	}
 }
+
+// Issue 30 (item 10): a database file an older release left readable by others (0644) is made
+// private when the service opens it, with its -wal file.
+func TestSQLiteFileMadePrivateAtStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "modelexec.db")
+	db, err := sqlstore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.WriteFile(path+"-wal", nil, 0o644); err != nil { // an empty WAL, as a clean close may leave
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err = sqlstore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s mode %o after start, want 600", filepath.Base(p), got)
+		}
+	}
+}
