@@ -768,3 +768,54 @@ func TestCHAT12_InputInvalidAndFallbackHeaders(t *testing.T) {
 		t.Fatalf("405: %d %v %s", na.status, na.header, na.raw)
 	}
 }
+
+// Issue 28 (item 5): settings are honoured or refused, never accepted without effect. A
+// shortened embedding (dimensions) comes back that long and of unit length; settings no model
+// here honours, a temperature out of range, a user that is not a string and a message without
+// content are OpenAI's 400 with their param, and nothing is charged for them.
+func TestCHAT_SettingsHonouredOrRefused(t *testing.T) {
+	w := newChatWorld(t, nil)
+	account := w.account(auth.Ultimate, 1000)
+	key := w.pool(account, 8)
+	r := w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":"the cat sat","dimensions":64}`)
+	data, _ := r.body["data"].([]any)
+	if r.status != 200 || len(data) != 1 {
+		t.Fatalf("dimensions 64: %d %.300s", r.status, r.raw)
+	}
+	vec, _ := data[0].(map[string]any)["embedding"].([]any)
+	var sum float64
+	for _, x := range vec {
+		f, _ := x.(float64)
+		sum += f * f
+	}
+	if len(vec) != 64 || sum < 0.999 || sum > 1.001 {
+		t.Fatalf("dimensions 64: %d values, squared length %f", len(vec), sum)
+	}
+	before := w.balance(account)
+	msg := `"messages":[{"role":"user","content":"hi"}]`
+	for _, c := range []struct{ path, body, param string }{
+		{"/compat/v1/embeddings", `{"model":"embed-small","input":"x","dimensions":100000}`, "dimensions"},
+		{"/compat/v1/embeddings", `{"model":"embed-small","input":"x","dimensions":0}`, "dimensions"},
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"temperature":-5}`, "temperature"},
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"temperature":1e308}`, "temperature"},
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools"},
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"tool_choice":"required"}`, "tool_choice"},
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"response_format":{"type":"json_object"}}`, "response_format"},
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"user":5}`, "user"},
+		{"/compat/v1/chat/completions", `{"model":"qwen","messages":[{"role":"user"}]}`, "messages[0].content"},
+	} {
+		r := w.do("POST", c.path, key(), c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 400 || e["param"] != c.param || e["type"] != "invalid_request_error" {
+			t.Fatalf("%s: %d %s, want 400 with param %s", c.body, r.status, r.raw, c.param)
+		}
+	}
+	for _, ok := range []string{`,"user":"end-user-1"`, `,"tool_choice":"none"`, `,"response_format":{"type":"text"}`, `,"logprobs":false`} {
+		if r := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen",`+msg+ok+`}`); r.status != 200 {
+			t.Fatalf("%s: %d %s", ok, r.status, r.raw)
+		}
+	}
+	if got := w.balance(account); got >= before {
+		t.Fatalf("the accepted calls charged nothing: %d, %d", before, got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -88,6 +89,60 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	User json.RawMessage `json:"user"`
+	// Settings of the protocol that no model here honours: refused with their param.
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	Functions      json.RawMessage `json:"functions"`
+	FunctionCall   json.RawMessage `json:"function_call"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Logprobs       json.RawMessage `json:"logprobs"`
+	LogitBias      json.RawMessage `json:"logit_bias"`
+}
+
+// unoffered answers the first setting of req that no model here honours, as OpenAI's 400 with
+// its param: accepting it without effect would answer something the caller did not ask for.
+func (req chatRequest) unoffered() error {
+	for _, s := range []struct {
+		param string
+		raw   json.RawMessage
+		idle  []string // values that ask for nothing
+	}{
+		{"tools", req.Tools, []string{"null", "[]"}},
+		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
+		{"functions", req.Functions, []string{"null", "[]"}},
+		{"function_call", req.FunctionCall, []string{"null", `"none"`, `"auto"`}},
+		{"response_format", req.ResponseFormat, []string{"null", `{"type":"text"}`}},
+		{"logprobs", req.Logprobs, []string{"null", "false"}},
+		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
+	} {
+		raw := compact(s.raw)
+		if raw == "" || slices.Contains(s.idle, raw) {
+			continue
+		}
+		return apierr.Newf(apierr.InvalidBody, "%s is not supported by the models of this service.", s.param).With("param", s.param)
+	}
+	return checkUser(req.User)
+}
+
+// checkUser refuses a `user` that is not a string (the protocol's end-user id).
+func checkUser(raw json.RawMessage) error {
+	if r := compact(raw); r != "" && r != "null" && r[0] != '"' {
+		return apierr.Newf(apierr.InvalidBody, "user must be a string.").With("param", "user")
+	}
+	return nil
+}
+
+// compact is a JSON value without its insignificant spaces ("" when absent).
+func compact(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // decode reads the body as one JSON object into v: invalid_json or invalid_body otherwise.
@@ -130,10 +185,19 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 		return catalog.ChatInput{}, apierr.Newf(apierr.UnknownModel, "model is required.")
 	}
 	if req.N != nil && *req.N != 1 {
-		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "n must be 1: one choice per request.")
+		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "n must be 1: one choice per request.").With("param", "n")
+	}
+	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "temperature must be a number from 0 to 2.").With("param", "temperature")
+	}
+	if err := req.unoffered(); err != nil {
+		return catalog.ChatInput{}, err
 	}
 	in := catalog.ChatInput{Temperature: req.Temperature, Stop: req.Stop}
 	for i, m := range req.Messages {
+		if m.Content == "" && m.Role != "assistant" {
+			return in, apierr.Newf(apierr.InvalidBody, "messages[%d].content is required.", i).With("param", fmt.Sprintf("messages[%d].content", i))
+		}
 		if err := checkMessage(i, string(m.Content)); err != nil {
 			return in, err
 		}
@@ -161,6 +225,9 @@ func (h *Handler) chatCompletions() handlerFunc {
 		var req chatRequest
 		if err := decode(r, &req); err != nil {
 			return err
+		}
+		if len(req.Messages) == 0 {
+			return apierr.Newf(apierr.InvalidBody, "messages must hold at least one message.").With("param", "messages")
 		}
 		in, err := req.input()
 		if err != nil {

@@ -18,6 +18,46 @@ type embeddingsRequest struct {
 	Model          string          `json:"model"`
 	Input          json.RawMessage `json:"input"`
 	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     *int            `json:"dimensions"`
+	User           json.RawMessage `json:"user"`
+}
+
+// dimensionsOf checks the request's dimensions against the model's vectors: a whole number
+// from 1 to the model's own length; 0 when none was asked (the whole vector).
+func (h *Handler) dimensionsOf(req embeddingsRequest) (int, error) {
+	if req.Dimensions == nil {
+		return 0, nil
+	}
+	native := 0
+	if m, ok := h.Chat.Catalog.LanguageModel(req.Model); ok && m.Language().Kind == catalog.KindEmbeddings {
+		native = m.Language().Dimensions
+	}
+	if d := *req.Dimensions; d < 1 || (native > 0 && d > native) {
+		return 0, apierr.Newf(apierr.InvalidBody, "dimensions must be a whole number from 1 to %d for %s.", native, apierr.Excerpt(req.Model)).
+			With("param", "dimensions")
+	}
+	return *req.Dimensions, nil
+}
+
+// shorten keeps the first d values of v and scales them back to unit length, as the protocol's
+// shortened embeddings are; d 0 keeps v whole.
+func shorten(v []float64, d int) []float64 {
+	if d <= 0 || d >= len(v) {
+		return v
+	}
+	v = v[:d:d]
+	var sum float64
+	for _, x := range v {
+		sum += x * x
+	}
+	if sum == 0 {
+		return v
+	}
+	out, norm := make([]float64, d), math.Sqrt(sum)
+	for i, x := range v {
+		out[i] = x / norm
+	}
+	return out
 }
 
 func (h *Handler) embeddings() handlerFunc {
@@ -27,7 +67,14 @@ func (h *Handler) embeddings() handlerFunc {
 			return err
 		}
 		if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
-			return apierr.Newf(apierr.InvalidBody, "encoding_format must be float or base64.")
+			return apierr.Newf(apierr.InvalidBody, "encoding_format must be float or base64.").With("param", "encoding_format")
+		}
+		if err := checkUser(req.User); err != nil {
+			return err
+		}
+		dims, err := h.dimensionsOf(req)
+		if err != nil {
+			return err
 		}
 		texts, err := chat.ParseEmbeddingsInput(req.Input)
 		if err != nil {
@@ -45,6 +92,7 @@ func (h *Handler) embeddings() handlerFunc {
 		}
 		data := make([]any, len(out.Embeddings))
 		for i, v := range out.Embeddings {
+			v = shorten(v, dims)
 			var emb any = v
 			if req.EncodingFormat == "base64" {
 				emb = base64Floats(v)
