@@ -263,7 +263,7 @@ func dialLive(t *testing.T, base, path, key string) *liveClient {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	u := "ws" + strings.TrimPrefix(base, "http") + path + "?key=" + url.QueryEscape(key)
-	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://editor.example"}}})
+	conn, _, err := websocket.Dial(ctx, u, nil)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -310,7 +310,7 @@ func (c *liveClient) next() (typ, step byte, err error) {
 
 func (c *liveClient) text() string { return c.doc.GetText("body").ToString() }
 
-// The live route: a browser-style client (key in the query, an Origin header) joins, syncs
+// The live route: a server-side client (key in the query, no Origin header) joins, syncs
 // with the state route's writes and with another live client; each merge is stored before it
 // is sent on; a read-only key is told permission denied; a malformed update closes with 1007.
 func TestSTU09_LiveRouteSyncsWithStateRoute(t *testing.T) {
@@ -325,6 +325,13 @@ func TestSTU09_LiveRouteSyncsWithStateRoute(t *testing.T) {
 		// Without a key the handshake is refused with the usual 401.
 		if _, res, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(e.srv.URL, "http")+path+"/live", nil); err == nil || res.StatusCode != 401 {
 			t.Fatalf("dial without key: %v", err)
+		}
+
+		// A browser's request (an Origin header) is refused before its key is looked at, with
+		// no upgrade (KEY-16, ORD-02): an API key never serves a page of another site.
+		evil := "ws" + strings.TrimPrefix(e.srv.URL, "http") + path + "/live?key=" + url.QueryEscape(key)
+		if _, res, err := websocket.Dial(context.Background(), evil, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}}); err == nil || res.StatusCode != 403 {
+			t.Fatalf("dial from a browser's origin: %v", err)
 		}
 
 		a := dialLive(t, e.srv.URL, path+"/live", key)
