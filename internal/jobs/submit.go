@@ -129,6 +129,12 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	if err != nil {
 		return err
 	}
+	if inFlight == nil {
+		inFlight = map[string]int{}
+	}
+	if queued == nil {
+		queued = map[string]int{}
+	}
 	written := make([]Job, 0, len(batch))
 	for _, p := range batch {
 		if p.err = s.place(held, p, inFlight, queued, now); p.err != nil {
