@@ -71,8 +71,8 @@ const (
 )
 
 // sqliteInFlight is how many batches of submits, and of settlements, are written at once on
-// SQLite.
-const sqliteInFlight = 8
+// SQLite: as many as the clients a busy process serves.
+const sqliteInFlight = 64
 
 // HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
 // processes that serve the surfaces.
@@ -178,7 +178,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	jcfg.Runs = roles[RoleWorker]
 	if d.DB.Dialect() == sqlstore.SQLite {
 		// SQLite's group commit merges the transactions that wait at one moment into one
-		// COMMIT: a few batches in flight give it some to merge.
+		// COMMIT already: with this many batches in flight, a submit or a settlement is
+		// nearly always a batch of its own, written at once, and the COMMIT gathers them.
 		jcfg.SubmitBatch.InFlight, jcfg.SettleBatch.InFlight = sqliteInFlight, sqliteInFlight
 	}
 	var notifier jobs.Notifier
