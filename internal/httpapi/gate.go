@@ -79,8 +79,10 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 		if p != nil {
 			ctx := context.WithValue(r.Context(), principalKey, p)
 			if p.Unconfirmed {
-				// An error the handler answers before a charge confirmed the principal
-				// (jobs.Service.Submit clears Unconfirmed) confirms it first (WriteError).
+				// An error the handler answers for a principal from the cache confirms it
+				// first (WriteError): a revoked key or a banned account is answered as such.
+				// A charge confirms it in its own transaction; an error after a successful
+				// charge costs one more read, which only errors pay.
 				ctx = context.WithValue(ctx, confirmKey, confirmer(func(w http.ResponseWriter, r *http.Request) error {
 					return g.refuse(w, r, p, route.Bucket, nil)
 				}))
