@@ -42,7 +42,7 @@ var (
 	ErrLinkTooLarge    = &LinkError{Code: "upload_too_large", Reason: "body larger than the signed maximum"}
 	// ErrLinkUsed: an upload link writes its file once; a second PUT would replace bytes
 	// that may already have been read, checked and charged for.
-	ErrLinkUsed = &LinkError{Code: "invalid_url", Reason: "this upload link was already used; ask POST /v1/uploads for a new one"}
+	ErrLinkUsed = &LinkError{Code: "link_used", Reason: "this upload link was already used; ask POST /v1/uploads for a new one"}
 	// ErrBytesNotDeclaredType: the body does not look like the content type the link was
 	// signed for (checked by magic numbers, see BytesMatchType).
 	ErrBytesNotDeclaredType = &LinkError{Code: "unknown_content_type", Reason: "the bytes sent are not a file of the declared content type"}

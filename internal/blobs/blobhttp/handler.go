@@ -128,7 +128,8 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 }
 
 // writeLinkErr answers a refused signed link with a catalogued code, in the error body of
-// every other route: an expired link is 410 expired (reason link_expired); a link whose
+// every other route: an expired link is 410 expired (reason link_expired), and so is an upload
+// link already used (reason link_used: it writes its file once); a link whose
 // signature does not hold, or that is malformed, is 404 not_found (the same answer as a missing
 // file: a forged link learns nothing); a method it was not signed for is 405
 // method_not_allowed; a content type other than the signed one is 400 unknown_content_type
@@ -145,7 +146,7 @@ func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err err
 	case errors.Is(err, blobs.ErrLinkContentType):
 		e = apierr.Newf(apierr.UnknownContentType, "Send the content type this link was signed for (%s).", q.ContentType).With("accepted", []string{q.ContentType})
 	case errors.Is(err, blobs.ErrLinkUsed):
-		e = apierr.Newf(apierr.InvalidURL, "This upload link was already used: ask POST /v1/uploads for a new one.").With("reason", "link_used")
+		e = apierr.Newf(apierr.Expired, "This upload link was already used (a link writes its file once): ask POST /v1/uploads for a new one.").With("reason", "link_used")
 	case errors.Is(err, blobs.ErrBytesNotDeclaredType):
 		e = apierr.Newf(apierr.UnknownContentType, "The bytes sent are not a %s file.", q.ContentType).With("accepted", []string{q.ContentType})
 	case errors.Is(err, blobs.ErrLinkTooLarge):

@@ -3,6 +3,7 @@ package blobhttp_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestUploadLinkWritesOnce(t *testing.T) {
 	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(first)); r.StatusCode != 200 {
 		t.Fatalf("first PUT: %d %s", r.StatusCode, b)
 	}
-	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader([]byte("\x89PNG\r\n\x1a\nsecond"))); r.StatusCode != 409 || code(t, b) != "invalid_url" {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader([]byte("\x89PNG\r\n\x1a\nsecond"))); r.StatusCode != 410 || code(t, b) != "expired" || !strings.Contains(b, "link_used") {
 		t.Fatalf("second PUT: %d %s", r.StatusCode, b)
 	}
 	if r, b := do(t, "GET", slot.ReadURL, "", nil); r.StatusCode != 200 || b != string(first) {
@@ -49,12 +50,12 @@ func TestUploadLinkWritesOnce(t *testing.T) {
 		switch s {
 		case 200:
 			ok++
-		case 409:
+		case 410:
 			conflict++
 		}
 	}
 	if ok != 1 || conflict != len(statuses)-1 {
-		t.Fatalf("racing PUTs answered %v; want one 200 and the rest 409", statuses)
+		t.Fatalf("racing PUTs answered %v; want one 200 and the rest 410", statuses)
 	}
 }
 
