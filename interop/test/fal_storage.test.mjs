@@ -28,9 +28,12 @@ describe("@fal-ai/client storage and webhooks", () => {
     assert.equal(res.headers.get("content-type"), "image/png");
     assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
 
-    // The upload link writes once: a second PUT to it is refused.
+    // The upload link writes once: a second PUT to it is refused, 410 expired (link_used).
     const again = await fetch(put.url, { method: "PUT", body: bytes, headers: { "Content-Type": "image/png" } });
-    assert.equal(again.status, 409);
+    assert.equal(again.status, 410);
+    const refusal = await again.json();
+    assert.equal(refusal.error, "expired");
+    assert.equal(refusal.reason, "link_used");
   });
 
   test("a type outside png, jpeg and webp is refused with the accepted list", async () => {
