@@ -126,7 +126,7 @@ func seedJobs(b *testing.B, db *sqlstore.DB, account string, n int) []string {
 					Logs: []jobs.LogLine{{Message: "started", Level: "info", Source: "runner", Timestamp: at}},
 					Result: &runners.Result{Document: map[string]any{"images": []any{map[string]any{"storage_key": "outputs/" + key + ".jpg"}}},
 						Files: []runners.File{{Key: "outputs/" + key + ".jpg", ContentType: ct, Bytes: 12345}}, Done: 1}}
-				if err := tx.InsertJob(ctx, j); err != nil {
+				if err := tx.InsertJobs(ctx, []jobs.Job{j}); err != nil {
 					return err
 				}
 				ids = append(ids, j.ID)

@@ -108,11 +108,6 @@ type insertSpy struct {
 	inserted *bool
 }
 
-func (s insertSpy) InsertJob(ctx context.Context, j jobs.Job) error {
-	*s.inserted = true
-	return s.Tx.InsertJob(ctx, j)
-}
-
 func (s insertSpy) InsertJobs(ctx context.Context, js []jobs.Job) error {
 	*s.inserted = true
 	return s.Tx.InsertJobs(ctx, js)

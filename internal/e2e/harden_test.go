@@ -221,7 +221,7 @@ func TestSUB10_WebhookUnsupportedOnSyncHost(t *testing.T) {
 	})
 }
 
-// faultTx fails InsertJob (of a charged job) or InsertEvent while its flag is up, as a store
+// faultTx fails InsertJobs (of a charged job) or InsertEvent while its flag is up, as a store
 // that breaks mid-transaction.
 type faultStore struct {
 	jobs.Store
@@ -243,13 +243,6 @@ type faultTx struct {
 }
 
 var errInjected = errors.New("injected store failure")
-
-func (t faultTx) InsertJob(ctx context.Context, j jobs.Job) error {
-	if j.Reserved > 0 && t.f.failInsert.Load() {
-		return errInjected
-	}
-	return t.Tx.InsertJob(ctx, j)
-}
 
 func (t faultTx) InsertJobs(ctx context.Context, js []jobs.Job) error {
 	for _, j := range js {

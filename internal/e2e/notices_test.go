@@ -58,9 +58,9 @@ func TestI26_NoticesBetweenProcesses(t *testing.T) {
 		// A cancel asked on the API process stops the run on the worker (whose heartbeat, which
 		// would also bring it, comes once an hour here), and answers the cancelled job.
 		r = h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold on"}`)
-		for {
-			if j := h.job(r.str("request_id")); j.Status == jobs.InProgress {
-				break
+		for deadline := time.Now().Add(10 * time.Second); h.job(r.str("request_id")).Status != jobs.InProgress; {
+			if time.Now().After(deadline) {
+				t.Fatal("the handed-off run never started on the worker")
 			}
 			time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
 		}

@@ -47,17 +47,13 @@ func jsonKind(t reflect.Type) string {
 	return "another kind of value"
 }
 
-// jsonValueKind names the kind of JSON value the decoder met ("string", "number 5.5", …).
+// valueKinds names the kinds of JSON value the decoder reports meeting.
+var valueKinds = map[string]string{"string": "a string", "object": "an object", "array": "an array", "bool": "true or false"}
+
+// jsonValueKind names the kind of JSON value the decoder met ("a string", "number 5.5", …).
 func jsonValueKind(v string) string {
-	switch v {
-	case "string", "object", "array", "bool":
-		if v == "bool" {
-			return "true or false"
-		}
-		if v == "array" || v == "object" {
-			return "an " + v
-		}
-		return "a " + v
+	if k, ok := valueKinds[v]; ok {
+		return k
 	}
 	return apierr.Excerpt(v)
 }

@@ -172,28 +172,22 @@ type Tx interface {
 	// ClaimQueued locks and returns the first waiting job of model in queue order that no
 	// other transaction holds; ErrNotFound when there is none.
 	ClaimQueued(ctx context.Context, model string) (Job, error)
-	// InsertJob stores j; ErrDuplicate when the account already has the job id or the
-	// idempotency key. The store may write the row with the transaction's next statement or
-	// its COMMIT (one round trip fewer): the insert's failure is then that statement's, or
-	// InTx's, error: ErrDuplicate, or one wrapping ErrNotRecorded. So InsertJob comes last in
-	// a transaction, or is followed only by statements whose failure fails it as a whole.
-	InsertJob(ctx context.Context, j Job) error
 	// UpdateJob writes j's state over a job not yet settled (ErrSettled otherwise).
 	UpdateJob(ctx context.Context, j Job) error
 	// CloseJob is UpdateJob of a settled job followed, when ev is not nil, by InsertEvent of
 	// its event, in one round trip where the store can.
 	CloseJob(ctx context.Context, j Job, ev *Event) error
-	// CountInFlight counts the account's unsettled jobs (reading only those).
-	CountInFlight(ctx context.Context, accountID string) (int, error)
-	CountQueued(ctx context.Context, model string) (int, error)
-	// CountInFlightOf is CountInFlight of several accounts at once, in one statement where the
-	// store can; an account without unsettled jobs may be left out.
+	// CountInFlightOf counts the unsettled jobs of each account (reading only those), in one
+	// statement where the store can; an account without unsettled jobs may be left out.
 	CountInFlightOf(ctx context.Context, accountIDs []string) (map[string]int, error)
-	// CountQueuedOf is CountQueued of several models at once, as CountInFlightOf.
+	// CountQueuedOf counts the jobs waiting for a slot of each model, as CountInFlightOf.
 	CountQueuedOf(ctx context.Context, models []string) (map[string]int, error)
-	// InsertJobs is InsertJob of several jobs, in one statement where the store can: a failure
-	// (ErrDuplicate, or one wrapping ErrNotRecorded) is then every job's, and it comes where
-	// InsertJob's would.
+	// InsertJobs stores js, in one statement where the store can; ErrDuplicate when an account
+	// already has one's job id or idempotency key. The store may write the rows with the
+	// transaction's next statement or its COMMIT (one round trip fewer): the failure is then
+	// that statement's, or InTx's, error: ErrDuplicate, or one wrapping ErrNotRecorded, and it
+	// is every job's. So InsertJobs comes last in a transaction, or is followed only by
+	// statements whose failure fails it as a whole.
 	InsertJobs(ctx context.Context, js []Job) error
 	// InsertEvent writes the outbox row unless one with the same id exists (a job settled
 	// twice notifies once).

@@ -157,9 +157,6 @@ type SubmitResult struct {
 	Unresolved bool // dispatch could not be confirmed: 202, the charge stands
 	Warnings   []catalog.Warning
 	Balance    int64 // credits_remaining
-	// Confirmed says the caller's standing was read afresh (the charge's transaction, or a
-	// replay's check): a principal the gate took from its cache needs no other confirmation.
-	Confirmed bool
 }
 
 // Submit validates and quotes a request, then charges and records it in one transaction
@@ -199,7 +196,7 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	if ps.err != nil {
 		return s.refused(ctx, p, key, minted, ps.err)
 	}
-	res := SubmitResult{Job: ps.job, Warnings: warnings, Balance: ps.balance, Confirmed: true}
+	res := SubmitResult{Job: ps.job, Warnings: warnings, Balance: ps.balance}
 	if !ps.claimed {
 		s.kick()
 		if !s.cfg.Runs {
@@ -234,7 +231,7 @@ func (s *Service) replay(ctx context.Context, p *auth.Principal, key string, now
 			return SubmitResult{}, false, err
 		}
 	}
-	return SubmitResult{Job: prev, Replayed: true, Confirmed: true}, true, nil
+	return SubmitResult{Job: prev, Replayed: true}, true, nil
 }
 
 // refused answers a submit its transaction refused or failed: a refusal as it is, a key taken
@@ -243,7 +240,7 @@ func (s *Service) replay(ctx context.Context, p *auth.Principal, key string, now
 func (s *Service) refused(ctx context.Context, p *auth.Principal, key string, minted bool, err error) (SubmitResult, error) {
 	if errors.Is(err, ErrDuplicate) && !minted {
 		if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil {
-			return SubmitResult{Job: prev, Replayed: true, Confirmed: true}, nil
+			return SubmitResult{Job: prev, Replayed: true}, nil
 		}
 	}
 	if _, ok := apierr.As(err); ok {

@@ -30,7 +30,7 @@ func insertJobs(t *testing.T, s sqlstore.Jobs, js ...jobs.Job) {
 	ctx := context.Background()
 	if err := s.InTx(ctx, func(tx jobs.Tx) error {
 		for _, j := range js {
-			if err := tx.InsertJob(ctx, j); err != nil {
+			if err := tx.InsertJobs(ctx, []jobs.Job{j}); err != nil {
 				return err
 			}
 		}

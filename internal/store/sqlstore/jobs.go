@@ -143,13 +143,6 @@ func insertJobsSQL(n int) string {
 
 var insertJobsText sync.Map
 
-// InsertJob writes a new job. In a pipelined transaction (PostgreSQL) the row goes with the
-// transaction's next statement or its COMMIT, and its failure is then theirs: ErrDuplicate, or
-// an error wrapping jobs.ErrNotRecorded.
-func (tx *Tx) InsertJob(ctx context.Context, j jobs.Job) error {
-	return tx.InsertJobs(ctx, []jobs.Job{j})
-}
-
 // qUpdateJob writes everything but the key (account_id, id) and the immutable columns; a
 // settled job is never written again.
 const qUpdateJob = `UPDATE jobs SET status = $1, outcome = $2, error_code = $3, error_detail = $4, error_message = $5,
@@ -221,27 +214,29 @@ func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
 	return scanJob(tx.q.QueryRowContext(ctx, qClaimQueued+lock, model))
 }
 
-func (tx *Tx) CountInFlight(ctx context.Context, accountID string) (int, error) {
+// countInFlight counts one account's unsettled jobs (SQLite's CountInFlightOf, one each).
+func (tx *Tx) countInFlight(ctx context.Context, accountID string) (int, error) {
 	var n int
 	err := tx.q.QueryRowContext(ctx, countInFlightSQL(tx.dialect), accountID).Scan(&n)
 	return n, err
 }
 
-func (tx *Tx) CountQueued(ctx context.Context, model string) (int, error) {
+// countQueued counts one model's waiting jobs (SQLite's CountQueuedOf, one each).
+func (tx *Tx) countQueued(ctx context.Context, model string) (int, error) {
 	var n int
 	err := tx.q.QueryRowContext(ctx, qCountQueued, model).Scan(&n)
 	return n, err
 }
 
 // CountInFlightOf counts the unsettled jobs of each account of ids (those without any are
-// left out). On PostgreSQL one statement reads them all; on SQLite each is CountInFlight.
+// left out). On PostgreSQL one statement reads them all; on SQLite each is a statement of its own.
 func (tx *Tx) CountInFlightOf(ctx context.Context, ids []string) (map[string]int, error) {
-	return tx.countEach(ctx, ids, qCountInFlightOf, tx.CountInFlight)
+	return tx.countEach(ctx, ids, qCountInFlightOf, tx.countInFlight)
 }
 
 // CountQueuedOf counts the jobs waiting for a slot of each model of slugs, as CountInFlightOf.
 func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
-	return tx.countEach(ctx, slugs, qCountQueuedOf, tx.CountQueued)
+	return tx.countEach(ctx, slugs, qCountQueuedOf, tx.countQueued)
 }
 
 func (tx *Tx) countEach(ctx context.Context, of []string, q string, one func(context.Context, string) (int, error)) (map[string]int, error) {
@@ -268,7 +263,7 @@ func (tx *Tx) countEach(ctx context.Context, of []string, q string, one func(con
 	return out, err
 }
 
-// InsertJobs stores js in one statement, as InsertJob stores one: in a pipelined transaction
+// InsertJobs stores js in one statement: in a pipelined transaction
 // (PostgreSQL) it goes with the transaction's next statement or its COMMIT, whose failure is
 // then every job's (ErrDuplicate, or an error wrapping ErrNotRecorded).
 func (tx *Tx) InsertJobs(ctx context.Context, js []jobs.Job) error {

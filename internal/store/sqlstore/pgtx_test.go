@@ -30,7 +30,7 @@ func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
 				Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, CreatedAt: closeT0}); err != nil {
 				return err
 			}
-			return tx.InsertJob(ctx, j)
+			return tx.InsertJobs(ctx, []jobs.Job{j})
 		})
 	}
 	dup := runningJob("acct_p", "k1")
@@ -66,13 +66,13 @@ func TestPipelinedTxWaitingWriteGoesFirst(t *testing.T) {
 	s := sqlstore.Jobs{DB: db}
 	storetest.NewAccount(t, db, "acct_w", auth.Pro, 100)
 	err := s.InTx(ctx, func(tx jobs.Tx) error {
-		if err := tx.InsertJob(ctx, runningJob("acct_w", "w1")); err != nil {
+		if err := tx.InsertJobs(ctx, []jobs.Job{runningJob("acct_w", "w1")}); err != nil {
 			return err
 		}
-		if n, err := tx.CountInFlight(ctx, "acct_w"); err != nil || n != 1 {
-			t.Errorf("in flight inside the transaction: %d %v, want 1", n, err)
+		if n, err := tx.CountInFlightOf(ctx, []string{"acct_w"}); err != nil || n["acct_w"] != 1 {
+			t.Errorf("in flight inside the transaction: %v %v, want 1", n, err)
 		}
-		if err := tx.InsertJob(ctx, runningJob("acct_w", "w2")); err != nil {
+		if err := tx.InsertJobs(ctx, []jobs.Job{runningJob("acct_w", "w2")}); err != nil {
 			return err
 		}
 		if _, err := s.JobByRequest(ctx, "req-acct_w-w1"); !errors.Is(err, jobs.ErrNotFound) {
@@ -84,8 +84,9 @@ func TestPipelinedTxWaitingWriteGoesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	err = s.InTx(ctx, func(tx jobs.Tx) (err error) {
-		n, err = tx.CountInFlight(ctx, "acct_w")
+	err = s.InTx(ctx, func(tx jobs.Tx) error {
+		counts, err := tx.CountInFlightOf(ctx, []string{"acct_w"})
+		n = counts["acct_w"]
 		return err
 	})
 	if err != nil || n != 2 {

@@ -92,7 +92,7 @@ func insert(t *testing.T, db *sqlstore.DB, js ...jobs.Job) error {
 	t.Helper()
 	return sqlstore.Jobs{DB: db}.InTx(context.Background(), func(tx jobs.Tx) error {
 		for _, j := range js {
-			if err := tx.InsertJob(context.Background(), j); err != nil {
+			if err := tx.InsertJobs(context.Background(), []jobs.Job{j}); err != nil {
 				return err
 			}
 		}
@@ -204,8 +204,8 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 				}
 			}()
 			_ = s.InOneStatement(ctx, func(tx jobs.Tx) error {
-				_, _ = tx.CountInFlight(ctx, "acct_c")
-				_, err := tx.CountInFlight(ctx, "acct_c")
+				_, _ = tx.CountInFlightOf(ctx, []string{"acct_c"})
+				_, err := tx.CountInFlightOf(ctx, []string{"acct_c"})
 				return err
 			})
 		}()
@@ -240,8 +240,8 @@ func testClaims(t *testing.T, db *sqlstore.DB) {
 	}
 	var claimed jobs.Job
 	err = s.InTx(ctx, func(tx jobs.Tx) error {
-		n, err := tx.CountQueued(ctx, "m-photo")
-		if err != nil || n != 3 {
+		counts, err := tx.CountQueuedOf(ctx, []string{"m-photo"})
+		if n := counts["m-photo"]; err != nil || n != 3 {
 			return fmt.Errorf("queue length %d %v", n, err)
 		}
 		if claimed, err = tx.ClaimQueued(ctx, "m-photo"); err != nil {
@@ -323,8 +323,8 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 	}
 	var n int
 	err := s.InTx(ctx, func(tx jobs.Tx) error {
-		var err error
-		n, err = tx.CountInFlight(ctx, "acct_i")
+		counts, err := tx.CountInFlightOf(ctx, []string{"acct_i"})
+		n = counts["acct_i"]
 		return err
 	})
 	if err != nil || n != 2 {
@@ -440,10 +440,10 @@ func holdWithJob(t *testing.T, s sqlstore.Jobs, account, key string, spend int64
 					return err
 				}
 			}
-			if err := tx.InsertJob(ctx, newJob(account, "photo", "held", jobs.InProgress, t0)); err != nil {
+			if err := tx.InsertJobs(ctx, []jobs.Job{newJob(account, "photo", "held", jobs.InProgress, t0)}); err != nil {
 				return err
 			}
-			if _, err := tx.CountQueued(ctx, "none"); err != nil { // the insert is sent
+			if _, err := tx.CountQueuedOf(ctx, []string{"none"}); err != nil { // the insert is sent
 				return err
 			}
 			close(holding)
