@@ -177,10 +177,8 @@ type Tx interface {
 	// CloseJob is UpdateJob of a settled job followed, when ev is not nil, by InsertEvent of
 	// its event, in one round trip where the store can.
 	CloseJob(ctx context.Context, j Job, ev *Event) error
-	// CountInFlightOf counts the unsettled jobs of each account (reading only those), in one
-	// statement where the store can; an account without unsettled jobs may be left out.
-	CountInFlightOf(ctx context.Context, accountIDs []string) (map[string]int, error)
-	// CountQueuedOf counts the jobs waiting for a slot of each model, as CountInFlightOf.
+	// CountQueuedOf counts the jobs waiting for a slot of each model (reading only those), in
+	// one statement where the store can; a model without waiting jobs may be left out.
 	CountQueuedOf(ctx context.Context, models []string) (map[string]int, error)
 	// InsertJobs stores js, in one statement where the store can; ErrDuplicate when an account
 	// already has one's job id or idempotency key. The store may write the rows with the

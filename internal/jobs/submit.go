@@ -104,12 +104,11 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	}()
 	now := s.now()
 	pairs := make([]ledger.AccountKey, len(batch))
-	var accounts, models []string
+	var models []string
 	for i, p := range batch {
 		s.unclaim(p, false)
 		p.job, p.balance, p.err = p.base, 0, nil
 		pairs[i] = ledger.AccountKey{AccountID: p.base.AccountID, KeyID: p.base.KeyID}
-		accounts = append(accounts, p.base.AccountID)
 		if queues(p.req.Model) || !s.cfg.Runs {
 			models = append(models, p.base.Model)
 		}
@@ -124,23 +123,15 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	if err != nil {
 		return err
 	}
-	// Counted once the accounts are held: what their last holders committed is counted.
-	inFlight, err := tx.CountInFlightOf(ctx, sortedSet(accounts))
-	if err != nil {
-		return err
-	}
-	if inFlight == nil {
-		inFlight = map[string]int{}
-	}
 	if queued == nil {
 		queued = map[string]int{}
 	}
 	written := make([]Job, 0, len(batch))
 	for _, p := range batch {
-		if p.err = s.place(held, p, inFlight, queued, now); p.err != nil {
+		if p.err = s.place(held, p, queued, now); p.err != nil {
 			continue
 		}
-		inFlight[p.job.AccountID]++
+		held.Placed(p.job.AccountID)
 		written = append(written, p.job)
 	}
 	if err := held.Write(ctx, tx); err != nil {
@@ -162,7 +153,7 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 // place judges one submit on the accounts held and places its job: started on a runner's slot
 // of this process and charged, waiting in its model's queue (charged at its turn), or, in a
 // process that runs no job, charged and handed off to a worker.
-func (s *Service) place(held *ledger.Held, p *pendingSubmit, inFlight, queued map[string]int, now time.Time) error {
+func (s *Service) place(held *ledger.Held, p *pendingSubmit, queued map[string]int, now time.Time) error {
 	j := &p.job
 	limit := -1
 	if a, ok := held.Account(j.AccountID); ok {
@@ -172,7 +163,7 @@ func (s *Service) place(held *ledger.Held, p *pendingSubmit, inFlight, queued ma
 	}
 	r := ledger.Request{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model, Quote: ledger.Credits(j.Quoted)},
 		CoveredOnly: p.req.CoveredOnly, InFlightLimit: limit}
-	v, err := held.Judge(r, inFlight[j.AccountID])
+	v, err := held.Judge(r)
 	if err != nil {
 		return err
 	}

@@ -120,8 +120,9 @@ type Held struct {
 	accounts  map[string]*auth.Account
 	keys      map[AccountKey]*auth.KeyRecord
 	passes    map[string][]Pass
-	allowance []Entry  // monthly allowances credited, in account order
-	passUses  []string // passes used, one id per use
+	inFlight  map[string]int // each account's unsettled jobs, those placed since the hold counted
+	allowance []Entry        // monthly allowances credited, in account order
+	passUses  []string       // passes used, one id per use
 	taken     []Taken
 }
 
@@ -136,11 +137,16 @@ func (s *Service) Hold(ctx context.Context, tx Tx, pairs []AccountKey, now time.
 		return cmp.Or(cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.KeyID, b.KeyID))
 	})
 	want = slices.Compact(want)
-	as, ks, err := tx.LedgerHoldKeys(ctx, want)
+	rows, err := tx.LedgerHold(ctx, want)
 	if err != nil {
 		return nil, err
 	}
-	h := &Held{now: now, accounts: map[string]*auth.Account{}, keys: map[AccountKey]*auth.KeyRecord{}, passes: map[string][]Pass{}}
+	as, ks := rows.Accounts, rows.Keys
+	h := &Held{now: now, accounts: map[string]*auth.Account{}, keys: map[AccountKey]*auth.KeyRecord{}, passes: map[string][]Pass{},
+		inFlight: rows.InFlight}
+	if h.inFlight == nil {
+		h.inFlight = map[string]int{}
+	}
 	for i := range as {
 		h.keys[AccountKey{AccountID: ks[i].AccountID, KeyID: ks[i].ID}] = &ks[i]
 		if _, ok := h.accounts[as[i].ID]; ok {
@@ -171,16 +177,20 @@ func (h *Held) Account(id string) (auth.Account, bool) {
 	return *a, true
 }
 
-// Judge judges r (Judge) on its account and key as held, with inFlight jobs in flight.
+// Judge judges r (Judge) on its account and key as held, with the account's jobs in flight.
 // ErrNotFound when the key is not the account's.
-func (h *Held) Judge(r Request, inFlight int) (Verdict, error) {
+func (h *Held) Judge(r Request) (Verdict, error) {
 	a, ok := h.accounts[r.AccountID]
 	k, kok := h.keys[AccountKey{AccountID: r.AccountID, KeyID: r.KeyID}]
 	if !ok || !kok {
 		return Verdict{}, ErrNotFound
 	}
-	return Judge(Holding{Account: *a, Key: *k, Passes: h.passes[r.AccountID], InFlight: inFlight}, r, h.now)
+	return Judge(Holding{Account: *a, Key: *k, Passes: h.passes[r.AccountID], InFlight: h.inFlight[r.AccountID]}, r, h.now)
 }
+
+// Placed counts one more job of the account in flight: a submit judged and placed, charged
+// now or at its turn. The submits judged after it see it.
+func (h *Held) Placed(accountID string) { h.inFlight[accountID]++ }
 
 // Take takes what v allowed for r, in memory: one use of the pass that pays, or the credits
 // from the balance and into the key's spend. Write writes it.
@@ -247,7 +257,7 @@ func (s *Service) Charge(ctx context.Context, tx Tx, r Request, now time.Time) (
 	if err != nil {
 		return Verdict{}, Charged{}, err
 	}
-	v, err := h.Judge(r, 0)
+	v, err := h.Judge(r)
 	if err != nil {
 		return Verdict{}, Charged{}, err
 	}

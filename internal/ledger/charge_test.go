@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -144,7 +145,7 @@ func TestHeldChargesSeeTheChargesBefore(t *testing.T) {
 			req("j5", "photo", 31), // the pass is used up: the ceiling refuses
 			req("j6", "m", 0),      // nothing to take
 		} {
-			v, err := h.Judge(r, 0)
+			v, err := h.Judge(r)
 			got = append(got, code(err))
 			if err == nil {
 				h.Take(r, v)
@@ -166,6 +167,36 @@ func TestHeldChargesSeeTheChargesBefore(t *testing.T) {
 	}
 	if sum, _ := m.LedgerBalanceSum(ctx, "acct"); sum != 30 {
 		t.Fatalf("entries sum to %d, balance 30", sum)
+	}
+}
+
+// JOB / plan in-flight limits: submits held together see the jobs placed before them
+// (Held.Placed) in the account's in-flight count.
+func TestHeldCountsJobsPlaced(t *testing.T) {
+	ctx := context.Background()
+	m, l := setup(t, 100, auth.Ceiling{Mode: auth.FollowPlan})
+	r := ledger.Request{Job: ledger.Job{AccountID: "acct", KeyID: "key", JobID: "j", Model: "m", Quote: 1}, InFlightLimit: 2}
+	var got []apierr.Code
+	err := m.LedgerTx(ctx, func(tx ledger.Tx) error {
+		h, err := l.Hold(ctx, tx, []ledger.AccountKey{{AccountID: "acct", KeyID: "key"}}, now)
+		if err != nil {
+			return err
+		}
+		for range 3 {
+			v, err := h.Judge(r)
+			got = append(got, code(err))
+			if err == nil {
+				h.Take(r, v)
+				h.Placed("acct")
+			}
+		}
+		return h.Write(ctx, tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []apierr.Code{"", "", apierr.TooManyJobs}; !slices.Equal(got, want) {
+		t.Fatalf("verdicts %v, want %v", got, want)
 	}
 }
 
@@ -194,7 +225,7 @@ func TestHoldCreditsTheAllowanceDue(t *testing.T) {
 				return err
 			}
 			r := ledger.Request{Job: ledger.Job{AccountID: "acct", KeyID: "key", JobID: "j", Model: "m", Quote: 1000}, InFlightLimit: -1}
-			v, err := h.Judge(r, 0)
+			v, err := h.Judge(r)
 			if err != nil {
 				return err
 			}

@@ -93,7 +93,7 @@ func accountKey(st memState, accountID, keyID string) (auth.Account, auth.KeyRec
 
 type memTx struct {
 	st   memState
-	held [][]ledger.AccountKey // what LedgerHoldKeys was asked, call by call
+	held [][]ledger.AccountKey // what LedgerHold was asked, call by call
 }
 
 func (tx *memTx) LedgerLockAccount(ctx context.Context, id string) (auth.Account, error) {
@@ -144,16 +144,15 @@ func (tx *memTx) chargeKey(ctx context.Context, e ledger.Entry, period string, f
 	return bal, k, err
 }
 
-func (tx *memTx) LedgerHoldKeys(ctx context.Context, pairs []ledger.AccountKey) ([]auth.Account, []auth.KeyRecord, error) {
+func (tx *memTx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger.HeldRows, error) {
 	tx.held = append(tx.held, pairs)
-	var as []auth.Account
-	var ks []auth.KeyRecord
+	var rows ledger.HeldRows
 	for _, p := range pairs {
 		if a, k, err := accountKey(tx.st, p.AccountID, p.KeyID); err == nil {
-			as, ks = append(as, a), append(ks, k)
+			rows.Accounts, rows.Keys = append(rows.Accounts, a), append(rows.Keys, k)
 		}
 	}
-	return as, ks, nil
+	return rows, nil
 }
 
 func (tx *memTx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {

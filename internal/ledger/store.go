@@ -45,12 +45,13 @@ type Tx interface {
 	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
 	// it changed) and returns the key as it now stands.
 	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error)
-	// LedgerHoldKeys locks the accounts of pairs, each once and in the order given (sorted by
+	// LedgerHold locks the accounts of pairs, each once and in the order given (sorted by
 	// account, so that transactions holding several never wait on each other in a cycle), and
-	// reads them with the keys named, all as they stand once the locks are held, in one
-	// statement where the store can. It answers one account and key for each pair whose key is
-	// the account's, in the order given; the others are left out.
-	LedgerHoldKeys(ctx context.Context, pairs []AccountKey) ([]auth.Account, []auth.KeyRecord, error)
+	// reads them with the keys named and each account's jobs in flight, all as they stand once
+	// the locks are held (a read made after waiting for a lock sees what its holder committed),
+	// in one round trip where the store can. It answers one account and key for each pair
+	// whose key is the account's, in the order given; the others are left out.
+	LedgerHold(ctx context.Context, pairs []AccountKey) (HeldRows, error)
 	// LedgerChargeAll writes charges taken on accounts the transaction holds (Held.Write): each
 	// charge's entry with the balance it leaves (in the order given), each account's balance and
 	// each key's spend in the charges' period moved by their sums, and the usage rollups; in one
@@ -103,4 +104,12 @@ type UsageStore interface {
 	// [from, to), in the order they were written, starting after the entry `after` (nil: from
 	// the start).
 	LedgerUsageLines(ctx context.Context, keyID string, from, to time.Time, after *UsageLine, limit int) ([]UsageLine, error)
+}
+
+// HeldRows is what LedgerHold reads: Keys[i] is the key of the pair whose account is
+// Accounts[i], and InFlight counts each held account's unsettled jobs (none: left out).
+type HeldRows struct {
+	Accounts []auth.Account
+	Keys     []auth.KeyRecord
+	InFlight map[string]int
 }

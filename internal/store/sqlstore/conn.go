@@ -210,3 +210,11 @@ func (t txConn) QueryRowContext(ctx context.Context, q string, args ...any) scan
 	}
 	return t.tx.QueryRowContext(ctx, q, args...)
 }
+
+func (c *conn) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
+	return readEach(ctx, c, reads, row)
+}
+
+func (t txConn) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
+	return readEach(ctx, t, reads, row)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -152,6 +153,37 @@ type querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, q string, args ...any) (rowSet, error)
 	QueryRowContext(ctx context.Context, q string, args ...any) scanner
+	// readAll runs reads in order, calling row(i, ...) on each row of reads[i]; on PostgreSQL
+	// they go together, in one round trip.
+	readAll(ctx context.Context, reads []read, row func(i int, row scanner) error) error
+}
+
+// read is one statement of a readAll.
+type read struct {
+	sql  string
+	args []any
+}
+
+func newRead(sql string, args ...any) read { return read{sql: sql, args: args} }
+
+// readEach is readAll for a querier that sends one statement at a time.
+func readEach(ctx context.Context, q querier, reads []read, row func(i int, row scanner) error) error {
+	for i, r := range reads {
+		if err := eachRow(q.QueryContext(ctx, r.sql, r.args...))(func(s scanner) error { return row(i, s) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list is ids as the dialect's list parameter reads them: an array on PostgreSQL, JSON text
+// (json_each) on SQLite.
+func (tx *Tx) list(ids []string) any {
+	if tx.dialect == Postgres {
+		return ids
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
 }
 
 // rowSet is the rows a querier answers: database/sql's, or the pipelined transaction's
@@ -239,6 +271,13 @@ func (o *oneStatement) QueryContext(ctx context.Context, q string, args ...any) 
 func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
 	o.take()
 	return o.c.QueryRowContext(ctx, q, args...)
+}
+
+func (o *oneStatement) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
+	if len(reads) > 1 {
+		o.take()
+	}
+	return readEach(ctx, o, reads, row)
 }
 
 // retryable reports a PostgreSQL serialization failure or deadlock, wherever it sits in the

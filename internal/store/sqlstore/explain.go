@@ -21,18 +21,13 @@ const (
 	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
 	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
 	qQueued      = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT $2`
-	// qCountInFlight reads the partial index of unsettled jobs; SQLite's planner, without
-	// statistics, may otherwise walk every job of the account through another index, so it is
-	// named there (countInFlightSQL).
-	qCountInFlight = `SELECT count(*) FROM jobs WHERE account_id = $1 AND status <> 'COMPLETED'`
-	qCountQueued   = `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`
-	// qCountInFlightOf and qCountQueuedOf are qCountInFlight and qCountQueued for several
-	// accounts or models at once (PostgreSQL: $1 an array), one row for each that has any.
-	qCountInFlightOf = `SELECT account_id, count(*) FROM jobs WHERE account_id = ANY($1::text[]) AND status <> 'COMPLETED' GROUP BY account_id`
-	qCountQueuedOf   = `SELECT model, count(*) FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`
-	qCountWaiting    = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
-	qStale           = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
-	qOverdue         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
+	qCountQueued = `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`
+	// qCountQueuedOf is qCountQueued for several models at once (PostgreSQL: $1 an array), one
+	// row for each that has any.
+	qCountQueuedOf = `SELECT model, count(*) FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`
+	qCountWaiting  = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
+	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
+	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
 	// qUsage and qUsagePerModel sum one window of an account's spend per key and per model: its
 	// whole UTC months [$3, $4) from usage_monthly, its part-month edges [$2, $3) and [$4, $5)
 	// from usage_daily, each one range of a primary key. A window of whole months (every window
@@ -76,13 +71,6 @@ const (
 // qRecentDeliveries is the console's read of an endpoint's latest deliveries.
 const qRecentDeliveries = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`
 
-func countInFlightSQL(d Dialect) string {
-	if d == SQLite {
-		return strings.Replace(qCountInFlight, "FROM jobs", "FROM jobs INDEXED BY jobs_account_open", 1)
-	}
-	return qCountInFlight
-}
-
 // qListJobs is the API's job list per dialect: an account's ($1) jobs created before $2,
 // newest first, $3 of them, every state's index merged (newestSQL).
 var qListJobs = map[Dialect]string{
@@ -95,14 +83,10 @@ var hot = map[string]struct {
 	sql  string
 	args []any
 }{
-	"together: accounts held":    {qHoldAccounts, []any{[]string{"a", "b"}}},
-	"together: keys held":        {qHoldKeys, []any{[]string{"k1", "k2"}}},
-	"together: in-flight":        {qCountInFlightOf, []any{[]string{"a", "b"}}},
 	"together: queue lengths":    {qCountQueuedOf, []any{[]string{"m1", "m2"}}},
 	"together: charges":          {qChargeAll, []any{[]string{"a"}, []string{"k"}, []string{"j"}, []string{"m"}, []int64{-1}, []int64{0}, "2026-11", int64(0), int64(0), int64(0)}},
 	"submit: account":            {qAccount, []any{"acct"}},
 	"submit: key":                {qKey, []any{"key"}},
-	"submit: in-flight count":    {qCountInFlight, []any{"acct"}},
 	"submit: queue length":       {qCountQueued, []any{"model"}},
 	"metrics: queue depth":       {qCountWaiting, nil},
 	"submit: idempotency read":   {qJobByIdempotencyKey, []any{"acct", "k"}},
@@ -137,13 +121,20 @@ var hotSearches = map[string]jobs.Search{
 	"console: jobs of a model in a state": {Model: "m", State: jobs.StateQueued, Limit: 51},
 }
 
+// hotHeld are the hold's reads (LedgerHold), each database's own, of a list of ids.
+var hotHeld = map[string]map[Dialect]string{"hold: locks": qHoldLock, "hold: keys": qHoldKeys, "hold: in-flight": qHoldInFlight}
+
 // hotOnly names the hot queries of one dialect alone (submits together, PostgreSQL).
-var hotOnly = map[string]Dialect{"together: accounts held": Postgres, "together: keys held": Postgres,
-	"together: in-flight": Postgres, "together: queue lengths": Postgres, "together: charges": Postgres}
+var hotOnly = map[string]Dialect{"together: queue lengths": Postgres, "together: charges": Postgres}
 
 // HotQueries lists the names Explain accepts on a database of dialect d.
 func HotQueries(d Dialect) []string {
-	out := make([]string, 0, len(hot)+len(hotSearches))
+	out := make([]string, 0, len(hot)+len(hotSearches)+len(hotHeld))
+	for name, q := range hotHeld {
+		if q[d] != "" {
+			out = append(out, name)
+		}
+	}
 	for name := range hot {
 		if only, ok := hotOnly[name]; !ok || only == d {
 			out = append(out, name)
@@ -165,6 +156,9 @@ func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 		h.sql, h.args = searchJobsSQL(db.dialect, "acct", search)
 		ok = true
 	}
+	if q, held := hotHeld[name]; held && q[db.dialect] != "" {
+		h.sql, h.args, ok = q[db.dialect], []any{(&Tx{dialect: db.dialect}).list([]string{"a", "b"})}, true
+	}
 	if only, one := hotOnly[name]; !ok || (one && only != db.dialect) {
 		return nil, fmt.Errorf("sqlstore: no hot query %q on %s", name, db.dialect)
 	}
@@ -182,10 +176,7 @@ func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 		defer c.ExecContext(context.WithoutCancel(ctx), `RESET enable_seqscan`) //nolint:errcheck
 	}
 	q := h.sql
-	switch name {
-	case "submit: in-flight count":
-		q = countInFlightSQL(db.dialect)
-	case "read: list jobs":
+	if name == "read: list jobs" {
 		q = qListJobs[db.dialect]
 	}
 	rows, err := c.QueryContext(ctx, prefix+q, h.args...)

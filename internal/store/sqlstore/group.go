@@ -443,3 +443,7 @@ func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any)
 	}
 	return s.QueryRowContext(ctx, args...)
 }
+
+func (q writerQ) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
+	return readEach(ctx, q, reads, row)
+}

@@ -214,13 +214,6 @@ func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
 	return scanJob(tx.q.QueryRowContext(ctx, qClaimQueued+lock, model))
 }
 
-// countInFlight counts one account's unsettled jobs (SQLite's CountInFlightOf, one each).
-func (tx *Tx) countInFlight(ctx context.Context, accountID string) (int, error) {
-	var n int
-	err := tx.q.QueryRowContext(ctx, countInFlightSQL(tx.dialect), accountID).Scan(&n)
-	return n, err
-}
-
 // countQueued counts one model's waiting jobs (SQLite's CountQueuedOf, one each).
 func (tx *Tx) countQueued(ctx context.Context, model string) (int, error) {
 	var n int
@@ -228,13 +221,9 @@ func (tx *Tx) countQueued(ctx context.Context, model string) (int, error) {
 	return n, err
 }
 
-// CountInFlightOf counts the unsettled jobs of each account of ids (those without any are
-// left out). On PostgreSQL one statement reads them all; on SQLite each is a statement of its own.
-func (tx *Tx) CountInFlightOf(ctx context.Context, ids []string) (map[string]int, error) {
-	return tx.countEach(ctx, ids, qCountInFlightOf, tx.countInFlight)
-}
-
-// CountQueuedOf counts the jobs waiting for a slot of each model of slugs, as CountInFlightOf.
+// CountQueuedOf counts the jobs waiting for a slot of each model of slugs (those without any
+// are left out). On PostgreSQL one statement reads them all; on SQLite each is a statement of
+// its own.
 func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
 	return tx.countEach(ctx, slugs, qCountQueuedOf, tx.countQueued)
 }

@@ -13,7 +13,7 @@ var _ auth.LastUsedStore = (*DB)(nil)
 
 // TouchKeys moves each key's last_used_at forward, one short statement per key in one
 // transaction, in key id order: submits charged together lock their keys in that order
-// (LedgerHoldKeys), so neither waits on the other in a cycle.
+// (LedgerHold), so neither waits on the other in a cycle.
 func (db *DB) TouchKeys(ctx context.Context, stamps map[string]time.Time) error {
 	ids := slices.Sorted(maps.Keys(stamps))
 	return db.InTx(ctx, func(tx *Tx) error {

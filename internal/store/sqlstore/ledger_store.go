@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -172,32 +171,30 @@ func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int6
 // left them (every writer of a key's spend holds its account); they are locked too, in order,
 // as the charges' statement will write them, so that nothing else writing keys in the same
 // order (TouchKeys) can wait on this transaction in a cycle.
-const (
-	qHoldAccounts = `SELECT ` + accountCols + ` FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
-	qHoldKeys     = `SELECT ` + keyCols + ` FROM api_keys WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
+// The hold's reads (LedgerHold), each database's, of lists of ids ($1): the accounts' locks
+// (on SQLite the transaction's write lock holds every row already), the keys with their
+// accounts, and the accounts' unsettled jobs.
+var (
+	qHoldLock = map[Dialect]string{
+		Postgres: `SELECT id FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+	}
+	qHoldKeys = map[Dialect]string{
+		Postgres: `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
+			` FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ANY($1::text[]) ORDER BY k.id FOR UPDATE OF k`,
+		SQLite: `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
+			` FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id IN (SELECT value FROM json_each($1))`,
+	}
+	qHoldInFlight = map[Dialect]string{
+		Postgres: `SELECT account_id, count(*) FROM jobs WHERE account_id = ANY($1::text[]) AND status <> 'COMPLETED' GROUP BY account_id`,
+		SQLite: `SELECT account_id, count(*) FROM jobs INDEXED BY jobs_account_open WHERE account_id IN (SELECT value FROM json_each($1))
+ AND status <> 'COMPLETED' GROUP BY account_id`,
+	}
 )
 
-// LedgerHoldKeys locks the accounts of pairs and reads them with the keys named. On
-// PostgreSQL that is one round trip: the accounts' locks, then the keys, then the in-flight
-// counts the jobs engine asks next (CountInFlightOf), each a statement of its own sent after
-// the one before. On SQLite, whose single writer holds every row already, each pair is one
-// read.
-func (tx *Tx) LedgerHoldKeys(ctx context.Context, pairs []ledger.AccountKey) ([]auth.Account, []auth.KeyRecord, error) {
-	var as []auth.Account
-	var ks []auth.KeyRecord
-	if tx.dialect != Postgres {
-		for _, p := range pairs {
-			a, k, err := scanAccountKey(tx.q.QueryRowContext(ctx, qAccountKey, p.AccountID, p.KeyID))
-			if errors.Is(err, auth.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			as, ks = append(as, a), append(ks, k)
-		}
-		return as, ks, nil
-	}
+// LedgerHold locks the accounts of pairs and reads them with the keys named and their jobs in
+// flight: reads sent together (on PostgreSQL in one round trip), each a statement of its own,
+// so those after the lock see what the lock's last holder committed.
+func (tx *Tx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger.HeldRows, error) {
 	accountIDs, keyIDs := make([]string, 0, len(pairs)), make([]string, 0, len(pairs))
 	for _, p := range pairs {
 		if n := len(accountIDs); n == 0 || accountIDs[n-1] != p.AccountID {
@@ -207,34 +204,38 @@ func (tx *Tx) LedgerHoldKeys(ctx context.Context, pairs []ledger.AccountKey) ([]
 	}
 	slices.Sort(keyIDs)
 	keyIDs = slices.Compact(keyIDs)
-	if p, ok := tx.q.(*pipeTx); ok {
-		p.readAfter(qHoldKeys, keyIDs)
-		p.readAfter(qCountInFlightOf, accountIDs)
+	type held struct {
+		a auth.Account
+		k auth.KeyRecord
 	}
-	accounts := map[string]auth.Account{}
-	if err := eachRow(tx.q.QueryContext(ctx, qHoldAccounts, accountIDs))(func(row scanner) error {
-		a, err := scanAccount(row)
-		accounts[a.ID] = a
-		return err
-	}); err != nil {
-		return nil, nil, err
+	keys := map[string]held{}
+	out := ledger.HeldRows{InFlight: map[string]int{}}
+	var reads []read
+	var each []func(scanner) error
+	if q := qHoldLock[tx.dialect]; q != "" {
+		reads, each = append(reads, newRead(q, tx.list(accountIDs))), append(each, func(row scanner) error { return row.Scan(new(string)) })
 	}
-	keys := map[string]auth.KeyRecord{}
-	if err := eachRow(tx.q.QueryContext(ctx, qHoldKeys, keyIDs))(func(row scanner) error {
-		k, err := scanKey(row)
-		keys[k.ID] = k
+	reads = append(reads, newRead(qHoldKeys[tx.dialect], tx.list(keyIDs)), newRead(qHoldInFlight[tx.dialect], tx.list(accountIDs)))
+	each = append(each, func(row scanner) error {
+		a, k, err := scanAccountKey(row)
+		keys[k.ID] = held{a, k}
 		return err
-	}); err != nil {
-		return nil, nil, err
+	}, func(row scanner) error {
+		var id string
+		var n int
+		err := row.Scan(&id, &n)
+		out.InFlight[id] = n
+		return err
+	})
+	if err := tx.q.readAll(ctx, reads, func(i int, row scanner) error { return each[i](row) }); err != nil {
+		return ledger.HeldRows{}, err
 	}
 	for _, p := range pairs {
-		a, ok := accounts[p.AccountID]
-		k, kok := keys[p.KeyID]
-		if ok && kok && k.AccountID == p.AccountID {
-			as, ks = append(as, a), append(ks, k)
+		if h, ok := keys[p.KeyID]; ok && h.a.ID == p.AccountID {
+			out.Accounts, out.Keys = append(out.Accounts, h.a), append(out.Keys, h.k)
 		}
 	}
-	return as, ks, nil
+	return out, nil
 }
 
 // eachRow calls fn on each row of a query's answer, then closes it (once: closing a batch's

@@ -69,8 +69,8 @@ func TestPipelinedTxWaitingWriteGoesFirst(t *testing.T) {
 		if err := tx.InsertJobs(ctx, []jobs.Job{runningJob("acct_w", "w1")}); err != nil {
 			return err
 		}
-		if n, err := tx.CountInFlightOf(ctx, []string{"acct_w"}); err != nil || n["acct_w"] != 1 {
-			t.Errorf("in flight inside the transaction: %v %v, want 1", n, err)
+		if _, err := tx.JobByRequestForUpdate(ctx, "req-acct_w-w1"); err != nil {
+			t.Errorf("the waiting insert inside the transaction: %v, want it read", err)
 		}
 		if err := tx.InsertJobs(ctx, []jobs.Job{runningJob("acct_w", "w2")}); err != nil {
 			return err
@@ -83,13 +83,9 @@ func TestPipelinedTxWaitingWriteGoesFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	err = s.InTx(ctx, func(tx jobs.Tx) error {
-		counts, err := tx.CountInFlightOf(ctx, []string{"acct_w"})
-		n = counts["acct_w"]
-		return err
-	})
-	if err != nil || n != 2 {
-		t.Fatalf("in flight after the commit: %d %v, want 2", n, err)
+	for _, req := range []string{"req-acct_w-w1", "req-acct_w-w2"} {
+		if _, err := s.JobByRequest(ctx, req); err != nil {
+			t.Fatalf("%s after the commit: %v", req, err)
+		}
 	}
 }

@@ -156,7 +156,7 @@ func testCeilings(t *testing.T, db *sqlstore.DB) {
 	}
 }
 
-// Charges made together: LedgerHoldKeys answers each account with the key named, in the order
+// Charges made together: LedgerHold answers each account with the key named, in the order
 // given, and leaves out a key that is not its account's; LedgerChargeAll moves each balance and
 // key's spend by its charges' sum, writes each entry, and counts them in the usage rollups (per
 // day and per month); it refuses charges made at two times.
@@ -174,11 +174,12 @@ func testChargeTogether(t *testing.T, db *sqlstore.DB) {
 			Amount: ledger.Credits(-amount), At: at}, Balance: balance}
 	}
 	err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
-		as, ks, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_o", KeyID: "openkey00001"},
+		held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_o", KeyID: "openkey00001"},
 			{AccountID: "acct_q", KeyID: "openkey00001"}, {AccountID: "acct_q", KeyID: "qkey00000001"}})
 		if err != nil {
 			return err
 		}
+		as, ks := held.Accounts, held.Keys
 		if len(as) != 2 || as[0].ID != "acct_o" || as[0].Balance != 100 || as[0].Plan != auth.Pro || ks[0].ID != "openkey00001" ||
 			as[1].ID != "acct_q" || ks[1].ID != "qkey00000001" || ks[1].AccountID != "acct_q" {
 			t.Fatalf("held %+v with keys %+v: want acct_o and acct_q with their own keys", as, ks)

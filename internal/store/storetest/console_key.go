@@ -121,10 +121,11 @@ func testConsoleKeyCharged(t *testing.T, db *sqlstore.DB) {
 		t.Fatal(err)
 	}
 	err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
-		as, ks, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_c", KeyID: console}})
+		held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_c", KeyID: console}})
 		if err != nil {
 			return err
 		}
+		as, ks := held.Accounts, held.Keys
 		if len(as) != 1 || len(ks) != 1 || ks[0].ID != console || !ks[0].Console {
 			t.Fatalf("held %+v with %+v: want acct_c with its console key", as, ks)
 		}

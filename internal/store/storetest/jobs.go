@@ -24,7 +24,6 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("ClaimsInQueueOrder", func(t *testing.T) { testClaims(t, open(t)) })
 	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
 	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
-	t.Run("InFlightCountAfterChargeSeesLockHolder", func(t *testing.T) { testInFlightAfterCharge(t, open(t)) })
 	t.Run("HoldSeesLockHolder", func(t *testing.T) { testHoldSeesLockHolder(t, open(t)) })
 	t.Run("CloseJobWritesJobAndEvent", func(t *testing.T) { testCloseJob(t, open(t)) })
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
@@ -204,8 +203,8 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 				}
 			}()
 			_ = s.InOneStatement(ctx, func(tx jobs.Tx) error {
-				_, _ = tx.CountInFlightOf(ctx, []string{"acct_c"})
-				_, err := tx.CountInFlightOf(ctx, []string{"acct_c"})
+				_, _ = tx.CountQueuedOf(ctx, []string{"photo"})
+				_, err := tx.CountQueuedOf(ctx, []string{"photo"})
 				return err
 			})
 		}()
@@ -314,6 +313,9 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 	ctx := context.Background()
 	s := sqlstore.Jobs{DB: db}
 	NewAccount(t, db, "acct_i", auth.Pro, 100)
+	if err := db.InsertKey(ctx, key("ikey00000001", "acct_i", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
 	var js []jobs.Job
 	for i, st := range []jobs.QueueStatus{jobs.Completed, jobs.InQueue, jobs.Completed, jobs.InProgress, jobs.Completed} {
 		js = append(js, newJob("acct_i", "photo", fmt.Sprint("k", i), st, t0))
@@ -323,8 +325,8 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 	}
 	var n int
 	err := s.InTx(ctx, func(tx jobs.Tx) error {
-		counts, err := tx.CountInFlightOf(ctx, []string{"acct_i"})
-		n = counts["acct_i"]
+		held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_i", KeyID: "ikey00000001"}})
+		n = held.InFlight["acct_i"]
 		return err
 	})
 	if err != nil || n != 2 {
@@ -332,49 +334,11 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 	}
 }
 
-// JOB / plan in-flight limits: a submit that holds its account (LedgerHoldKeys) and then counts
-// the account's in-flight jobs counts the job of a submit that held the account while the
-// hold waited for it, and committed meanwhile; on PostgreSQL the count is sent in the hold's
-// round trip, as a statement of its own after it. (SQLite's one writer runs the two
-// transactions one after the other: there is no wait to race.)
-func testInFlightAfterCharge(t *testing.T, db *sqlstore.DB) {
-	if db.Dialect() != sqlstore.Postgres {
-		t.Skip("SQLite runs one write transaction at a time")
-	}
-	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_w", auth.Pro, 100)
-	if err := db.InsertKey(ctx, key("waitkey00001", "acct_w", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
-		t.Fatal(err)
-	}
-	release, first := holdWithJob(t, s, "acct_w", "waitkey00001", 0)
-	var n int
-	second := make(chan error, 1)
-	go func() {
-		second <- s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, _, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_w", KeyID: "waitkey00001"}}); err != nil {
-				return err
-			}
-			counts, err := tx.CountInFlightOf(ctx, []string{"acct_w"})
-			n = counts["acct_w"]
-			return err
-		})
-	}()
-	waitForLockWait(t, db)
-	close(release)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-second; err != nil || n != 1 {
-		t.Fatalf("in flight after the charge: %d %v, want the lock holder's job (1)", n, err)
-	}
-}
-
 // JOB / plan in-flight limits / CEIL: submits charged together hold their accounts
-// (LedgerHoldKeys) and then count their in-flight jobs (CountInFlightOf); both see what a
-// transaction that held an account while they waited for it committed meanwhile: its job in
-// the count, its charge in the key's spend. On PostgreSQL the keys and the counts are sent in
-// the locks' round trip, each a statement of its own after them. (SQLite's one writer runs the
+// (LedgerHold), which reads their keys and counts their in-flight jobs after the locks; both
+// see what a transaction that held an account while they waited for it committed meanwhile:
+// its job in the count, its charge in the key's spend. On PostgreSQL the keys and the counts
+// are sent in the locks' round trip, each a statement of its own after them. (SQLite's one writer runs the
 // two transactions one after the other: there is no wait to race.)
 func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
 	if db.Dialect() != sqlstore.Postgres {
@@ -396,11 +360,9 @@ func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
 	before := db.PipelinedRoundTrips()
 	go func() {
 		second <- s.InTx(ctx, func(tx jobs.Tx) (err error) {
-			if _, ks, err = tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: "acct_w", KeyID: "waitkey00001"},
-				{AccountID: "acct_x", KeyID: "xkey00000001"}}); err != nil {
-				return err
-			}
-			n, err = tx.CountInFlightOf(ctx, []string{"acct_w", "acct_x"})
+			held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_w", KeyID: "waitkey00001"},
+				{AccountID: "acct_x", KeyID: "xkey00000001"}})
+			ks, n = held.Keys, held.InFlight
 			return err
 		})
 	}()
@@ -432,7 +394,7 @@ func holdWithJob(t *testing.T, s sqlstore.Jobs, account, key string, spend int64
 	release, done = make(chan struct{}), make(chan error, 1)
 	go func() {
 		done <- s.InTx(ctx, func(tx jobs.Tx) error {
-			if _, _, err := tx.LedgerHoldKeys(ctx, []ledger.AccountKey{{AccountID: account, KeyID: key}}); err != nil {
+			if _, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: account, KeyID: key}}); err != nil {
 				return err
 			}
 			if spend != 0 {
