@@ -53,6 +53,7 @@ import (
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/openai"
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -150,7 +151,7 @@ func run(n int, conc []int, pg string, warm bool) error {
 		u.RawQuery = q.Encode()
 		dsn = u.String()
 	}
-	db, err := sqlstore.Open(ctx, dsn)
+	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}

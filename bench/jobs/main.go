@@ -61,6 +61,7 @@ import (
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -274,7 +275,7 @@ func newEngine(backend, pgURL string) (*engine, error) {
 			return nil, err
 		}
 	}
-	if e.db, err = sqlstore.Open(ctx, dsn); err != nil {
+	if e.db, err = store.Open(ctx, dsn); err != nil {
 		e.close()
 		return nil, err
 	}

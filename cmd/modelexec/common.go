@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -28,7 +29,7 @@ func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 	if err := os.MkdirAll(f.Data, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := sqlstore.Open(ctx, f.dsn())
+	db, err := store.Open(ctx, f.dsn())
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}

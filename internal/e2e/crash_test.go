@@ -23,6 +23,7 @@ import (
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/server"
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -57,7 +58,7 @@ func (slowRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (runn
 // (2 s) so a restart takes crashed jobs over quickly.
 func serveChild(dsn, addrFile string) error {
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, dsn)
+	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func crashDB(t *testing.T, backend string) (*sqlstore.DB, string) {
 	ctx := context.Background()
 	if backend == "sqlite" {
 		path := filepath.Join(t.TempDir(), "crash.db")
-		db, err := sqlstore.Open(ctx, path)
+		db, err := store.Open(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func crashDB(t *testing.T, backend string) (*sqlstore.DB, string) {
 	qv := u.Query()
 	qv.Set("search_path", schema)
 	u.RawQuery = qv.Encode()
-	db, err := sqlstore.Open(ctx, u.String())
+	db, err := store.Open(ctx, u.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/builtin"
 	"github.com/modelexec/modelexec/internal/runners/cog"
+	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
@@ -186,7 +187,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if d.DB.Dialect() == sqlstore.Postgres {
 		// Processes over one PostgreSQL database tell each other of hand-offs and of jobs
 		// that started or settled (LISTEN/NOTIFY).
-		n, err := sqlstore.NewNotifier(d.DB)
+		n, err := postgres.NewNotifier(d.DB)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
@@ -75,7 +76,7 @@ func TestInteropCaptureDeliveries(t *testing.T) {
 	// sweep); ask, so the ring below reads the key the server publishes rather than racing it.
 	jwks := fetchJWKS(t, ctx, apiURL)
 
-	db, err := sqlstore.Open(ctx, filepath.Join(data, "modelexec.db"))
+	db, err := store.Open(ctx, filepath.Join(data, "modelexec.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

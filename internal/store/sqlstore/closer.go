@@ -89,7 +89,7 @@ const qCloseJobs = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
 // transaction of CloseJob for each.
 func (s Jobs) CloseJobs(ctx context.Context, cs []jobs.Closing) ([]bool, error) {
 	took := make([]bool, len(cs))
-	if s.DB.dialect != Postgres {
+	if s.DB.d.closeJobs == "" {
 		err := s.DB.InTx(ctx, func(tx *Tx) error {
 			for i, c := range cs {
 				err := tx.CloseJob(ctx, c.Job, &c.Event)
@@ -111,7 +111,7 @@ func (s Jobs) CloseJobs(ctx context.Context, cs []jobs.Closing) ([]bool, error) 
 		return nil, err
 	}
 	updated := make(map[[2]string]bool, len(cs))
-	if err := eachRow(s.DB.sql.QueryContext(ctx, qCloseJobs, string(doc)))(func(row scanner) error {
+	if err := eachRow(s.DB.sql.QueryContext(ctx, s.DB.d.closeJobs, string(doc)))(func(row Row) error {
 		var k [2]string
 		if err := row.Scan(&k[0], &k[1]); err != nil {
 			return err

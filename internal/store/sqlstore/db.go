@@ -3,27 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"embed"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
-	"net/url"
-	"runtime"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver "pgx"
-	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // SQLite driver "sqlite"
 )
 
-//go:embed migrations
-var migrations embed.FS
-
-// Dialect is the database behind a DB.
+// Dialect names the database behind a DB.
 type Dialect string
 
 const (
@@ -31,164 +16,129 @@ const (
 	Postgres Dialect = "postgres"
 )
 
+// Conn is one database's connection, given by that database's store (store/sqlite,
+// store/postgres): the statements made outside a transaction, the transactions, the
+// migrations and the plans. Everything the service stores goes through a DB over one.
+type Conn interface {
+	Querier
+	// InTx runs fn in one transaction, committed when fn returns nil; the store retries it
+	// where its database asks for that (a serialization failure or a deadlock).
+	InTx(ctx context.Context, fn func(Querier) error) error
+	// InOneStatement runs fn, which makes at most one statement, as a transaction of its own.
+	InOneStatement(ctx context.Context, fn func(Querier) error) error
+	// Dialect names the database.
+	Dialect() Dialect
+	// Explain answers the plan of q with args, one line per plan node.
+	Explain(ctx context.Context, q string, args ...any) ([]string, error)
+	// Migrate applies the database's migrations up to version (every one when 0).
+	Migrate(ctx context.Context, version int64) error
+	// Stats counts what ran so far.
+	Stats() Stats
+	// SQL is a database/sql handle on the same database, for tests and tools.
+	SQL() *sql.DB
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Stats counts the statements and transactions run so far (BEGIN and COMMIT not counted as
+// statements), the COMMITs the database itself ran (with SQLite's group commit one carries
+// several transactions), and the round trips of pipelined transactions (PostgreSQL).
+type Stats struct {
+	Statements, Transactions, Commits, RoundTrips int64
+}
+
 // DB is an open, migrated database.
 type DB struct {
-	sql     *conn
+	sql     Conn
 	dialect Dialect
+	d       *dialectSQL
 }
 
-// Open opens dsn: a postgres:// or postgresql:// URL for PostgreSQL, otherwise a SQLite file
-// path (optionally prefixed sqlite:). It applies migrations unless noMigrate.
-func Open(ctx context.Context, dsn string) (*DB, error) {
-	db, err := open(dsn)
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
+// New is the store over c.
+func New(c Conn) *DB { return &DB{sql: c, dialect: c.Dialect(), d: dialects[c.Dialect()]} }
 
-// OpenAt opens dsn with its migrations applied up to version only: a database as an earlier
-// release left it, for the tests of a migration. Migrate applies the rest.
-func OpenAt(ctx context.Context, dsn string, version int64) (*DB, error) {
-	db, err := open(dsn)
-	if err != nil {
-		return nil, err
-	}
-	p, err := db.migrations()
-	if err == nil {
-		_, err = p.UpTo(ctx, version)
-	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlstore: migrate to %d: %w", version, err)
-	}
-	return db, nil
-}
+// Migrate applies every migration not applied yet.
+func (db *DB) Migrate(ctx context.Context) error { return db.sql.Migrate(ctx, 0) }
 
-func open(dsn string) (*DB, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		dsn, conns, err := poolSize(dsn)
-		if err != nil {
-			return nil, err
-		}
-		db, err := sql.Open("pgx", dsn)
-		if err != nil {
-			return nil, err
-		}
-		db.SetMaxOpenConns(conns)
-		db.SetMaxIdleConns(conns)
-		db.SetConnMaxIdleTime(5 * time.Minute)
-		return &DB{sql: newConn(db, Postgres), dialect: Postgres}, nil
-	}
-	path := strings.TrimPrefix(dsn, "sqlite:")
-	if err := createPrivate(path); err != nil {
-		return nil, err
-	}
-	// WAL lets readers run beside the one writer; immediate transactions take the write lock
-	// up front so two writers queue on busy_timeout instead of deadlocking on an upgrade.
-	// No checkpoint on COMMIT: this process checkpoints in the background (checkpoint.go).
-	// Temporary files in memory: group commit (group.go) runs each transaction in a
-	// SAVEPOINT, whose sub-journal copies every page the transaction first touches; on disk
-	// those copies were a quarter of the committer's time, every one a write system call.
-	q := "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)&_txlock=immediate"
-	db, err := sql.Open("sqlite", "file:"+path+q)
-	if err != nil {
-		return nil, err
-	}
-	// Idle connections as many as open ones: a connection closed when idle loses its prepared
-	// statements and its page cache.
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
-	return &DB{sql: newConn(db, SQLite), dialect: SQLite}, nil
-}
-
-// Migrate applies the dialect's migrations.
-func (db *DB) Migrate(ctx context.Context) error {
-	p, err := db.migrations()
-	if err != nil {
-		return err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("sqlstore: migrate: %w", err)
-	}
-	return nil
-}
-
-// migrations is the goose provider of the dialect's migrations over db.
-func (db *DB) migrations() (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations/"+string(db.dialect))
-	if err != nil {
-		return nil, err
-	}
-	gd := goose.DialectSQLite3
-	if db.dialect == Postgres {
-		gd = goose.DialectPostgres
-	}
-	p, err := goose.NewProvider(gd, db.sql.raw, sub)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
-	}
-	return p, nil
-}
+// Conn is the connection the store runs its statements on.
+func (db *DB) Conn() Conn { return db.sql }
 
 // Dialect reports the database kind.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
-// SQL exposes the handle for health checks.
-func (db *DB) SQL() *sql.DB { return db.sql.raw }
+// SQL is a database/sql handle on the database, for tests and tools.
+func (db *DB) SQL() *sql.DB { return db.sql.SQL() }
 
 // Close closes the database.
 func (db *DB) Close() error { return db.sql.Close() }
 
 // Ping checks the database answers (readiness).
-func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
+func (db *DB) Ping(ctx context.Context) error { return db.sql.Ping(ctx) }
 
-// querier is where a Tx's statements go: the pool, a database/sql transaction, the SQLite
+// Stats reports the statements and transactions run so far (BEGIN and COMMIT not counted as
+// statements).
+func (db *DB) Stats() (statements, transactions int64) {
+	st := db.sql.Stats()
+	return st.Statements, st.Transactions
+}
+
+// Commits reports the write transactions run so far on the database itself: with group
+// commit on SQLite, one COMMIT carries several of the transactions Stats counts.
+func (db *DB) Commits() int64 { return db.sql.Stats().Commits }
+
+// PipelinedRoundTrips reports the round trips pipelined transactions (PostgreSQL) have taken
+// so far, BEGIN and COMMIT included.
+func (db *DB) PipelinedRoundTrips() int64 { return db.sql.Stats().RoundTrips }
+
+// Querier is where a Tx's statements go: the pool, a database/sql transaction, the SQLite
 // committer's connection (group.go) or a pipelined PostgreSQL transaction (pgtx.go).
-type querier interface {
+type Querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, q string, args ...any) (rowSet, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) scanner
-	// readAll runs reads in order, calling row(i, ...) on each row of reads[i]; on PostgreSQL
+	QueryContext(ctx context.Context, q string, args ...any) (Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) Row
+	// ReadAll runs reads in order, calling row(i, ...) on each row of reads[i]; on PostgreSQL
 	// they go together, in one round trip.
-	readAll(ctx context.Context, reads []read, row func(i int, row scanner) error) error
+	ReadAll(ctx context.Context, reads []Read, row func(i int, row Row) error) error
+	// WriteAtCommit runs a write whose only answer is its error, with that error mapped by
+	// mapErr (when not nil): at once, or, in a pipelined transaction (PostgreSQL), with the
+	// transaction's next statement or its COMMIT, whose error it then is.
+	WriteAtCommit(ctx context.Context, q string, args []any, mapErr func(error) error) error
 }
 
-// read is one statement of a readAll.
-type read struct {
-	sql  string
-	args []any
+// WriteNow is WriteAtCommit for a querier that runs each statement when it is made.
+func WriteNow(ctx context.Context, q Querier, sql string, args []any, mapErr func(error) error) error {
+	_, err := q.ExecContext(ctx, sql, args...)
+	if err != nil && mapErr != nil {
+		return mapErr(err)
+	}
+	return err
 }
 
-func newRead(sql string, args ...any) read { return read{sql: sql, args: args} }
+// read is one statement of a ReadAll.
+type Read struct {
+	SQL  string
+	Args []any
+}
 
-// readEach is readAll for a querier that sends one statement at a time.
-func readEach(ctx context.Context, q querier, reads []read, row func(i int, row scanner) error) error {
+// NewRead is the read of sql with args.
+func NewRead(sql string, args ...any) Read { return Read{SQL: sql, Args: args} }
+
+// ReadEach is ReadAll for a Querier that sends one statement at a time.
+func ReadEach(ctx context.Context, q Querier, reads []Read, row func(i int, row Row) error) error {
 	for i, r := range reads {
-		if err := eachRow(q.QueryContext(ctx, r.sql, r.args...))(func(s scanner) error { return row(i, s) }); err != nil {
+		if err := eachRow(q.QueryContext(ctx, r.SQL, r.Args...))(func(s Row) error { return row(i, s) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// list is ids as the dialect's list parameter reads them: an array on PostgreSQL, JSON text
-// (json_each) on SQLite.
-func (tx *Tx) list(ids []string) any {
-	if tx.dialect == Postgres {
-		return ids
-	}
-	b, _ := json.Marshal(ids)
-	return string(b)
-}
+// list is ids as one parameter, as the dialect's IN_LIST condition reads it.
+func (tx *Tx) list(ids []string) any { return tx.sql.list(ids) }
 
-// rowSet is the rows a querier answers: database/sql's, or the pipelined transaction's
-// (pgtx.go). A one-row query answers a scanner.
-type rowSet interface {
+// Rows is the rows a Querier answers: database/sql's, or the pipelined transaction's
+// (pgtx.go). A one-row query answers a Row.
+type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
 	Close() error
@@ -197,111 +147,31 @@ type rowSet interface {
 
 // Tx is one transaction; the domain packages see it through their own Tx ports.
 type Tx struct {
-	q       querier
+	q       Querier
 	dialect Dialect
+	sql     *dialectSQL
 }
 
-// InTx runs fn in one transaction, committing when it returns nil. On PostgreSQL a
-// serialization failure or deadlock is retried a few times.
+// InTx runs fn in one transaction, committing when it returns nil.
 func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
-	return retrying(func() error { return db.inTx(ctx, fn) })
-}
-
-// retrying runs try again, up to five more times, while it fails retryably.
-func retrying(try func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := try()
-		if err != nil && attempt < 5 && retryable(err) {
-			continue
-		}
-		return err
-	}
-}
-
-func (db *DB) inTx(ctx context.Context, fn func(*Tx) error) error {
-	if db.sql.group != nil {
-		return db.sql.group.do(ctx, fn)
-	}
-	tx, release, err := db.sql.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := fn(&Tx{q: txConn{tx: tx, c: db.sql}, dialect: db.dialect}); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return db.sql.InTx(ctx, func(q Querier) error { return fn(db.tx(q)) })
 }
 
 // InOneStatement runs fn, which makes at most one statement, as InTx does; on PostgreSQL
 // without a BEGIN and a COMMIT around it: one statement is a transaction of its own, and the
-// work takes one round trip instead of three. A second statement is a programming error and
-// panics before it runs. On SQLite it is InTx (the group commit).
+// work takes one round trip instead of three.
 func (db *DB) InOneStatement(ctx context.Context, fn func(*Tx) error) error {
-	if db.dialect != Postgres {
-		return db.InTx(ctx, fn)
-	}
-	return retrying(func() error { return fn(&Tx{q: &oneStatement{c: db.sql}, dialect: db.dialect}) })
-}
-
-// oneStatement is the querier of InOneStatement: the pool, for one statement.
-type oneStatement struct {
-	c    *conn
-	used bool
-}
-
-func (o *oneStatement) take() {
-	if o.used {
-		panic("sqlstore: InOneStatement's function made a second statement")
-	}
-	o.used = true
-}
-
-func (o *oneStatement) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	o.take()
-	return o.c.ExecContext(ctx, q, args...)
-}
-
-func (o *oneStatement) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
-	o.take()
-	return o.c.QueryContext(ctx, q, args...)
-}
-
-func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
-	o.take()
-	return o.c.QueryRowContext(ctx, q, args...)
-}
-
-func (o *oneStatement) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
-	if len(reads) > 1 {
-		o.take()
-	}
-	return readEach(ctx, o, reads, row)
-}
-
-// retryable reports a PostgreSQL serialization failure or deadlock, wherever it sits in the
-// error's chain: a domain error that wraps one (job_record_failed wraps the insert's error)
-// is retried too.
-func retryable(err error) bool {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code == "40001" || pg.Code == "40P01"
-	}
-	return false
+	return db.sql.InOneStatement(ctx, func(q Querier) error { return fn(db.tx(q)) })
 }
 
 // direct runs outside a transaction.
-func (db *DB) direct() *Tx { return &Tx{q: db.sql, dialect: db.dialect} }
+func (db *DB) direct() *Tx { return db.tx(db.sql) }
+
+// tx is a Tx whose statements go to q.
+func (db *DB) tx(q Querier) *Tx { return &Tx{q: q, dialect: db.dialect, sql: db.d} }
 
 // forUpdate is the row-lock suffix for a SELECT that precedes an update of the same row.
-// SQLite needs none: an immediate transaction already holds the write lock.
-func (tx *Tx) forUpdate() string {
-	if tx.dialect == Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}
+func (tx *Tx) forUpdate() string { return tx.sql.rowLock }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
@@ -330,27 +200,4 @@ func isUniqueViolation(err error) bool {
 	}
 	s := err.Error()
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "constraint failed: UNIQUE")
-}
-
-// poolSize takes the pool_max_conns parameter (pgxpool's name for it) out of a PostgreSQL URL:
-// the most connections this process keeps. Without it the pool holds four per CPU this
-// process may use: a statement holds its connection only while it runs, and more
-// connections than that left more server sessions competing for the same cores.
-func poolSize(dsn string) (string, int, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", 0, fmt.Errorf("sqlstore: database URL: %w", err)
-	}
-	q := u.Query()
-	v := q.Get("pool_max_conns")
-	if v == "" {
-		return dsn, max(4, 4*runtime.GOMAXPROCS(0)), nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return "", 0, fmt.Errorf("sqlstore: database URL: pool_max_conns %q is not a positive number of connections", v)
-	}
-	q.Del("pool_max_conns")
-	u.RawQuery = q.Encode()
-	return u.String(), n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/jobs"
@@ -21,10 +20,9 @@ const (
 	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
 	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
 	qQueued      = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT $2`
-	qCountQueued = `SELECT count(*) FROM jobs WHERE model = $1 AND status = 'IN_QUEUE' AND dispatched = 1`
-	// qCountQueuedOf is qCountQueued for several models at once (PostgreSQL: $1 an array), one
-	// row for each that has any.
-	qCountQueuedOf = `SELECT model, count(*) FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`
+	// qCountQueuedOf counts the jobs waiting for a slot of several models at once ($1 a list),
+	// one row for each that has any.
+	qCountQueuedOf = `SELECT model, count(*) FROM jobs WHERE model IN_LIST($1) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`
 	qCountWaiting  = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
 	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
 	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
@@ -83,11 +81,9 @@ var hot = map[string]struct {
 	sql  string
 	args []any
 }{
-	"together: queue lengths":    {qCountQueuedOf, []any{[]string{"m1", "m2"}}},
 	"together: charges":          {qChargeAll, []any{[]string{"a"}, []string{"k"}, []string{"j"}, []string{"m"}, []int64{-1}, []int64{0}, "2026-11", int64(0), int64(0), int64(0)}},
 	"submit: account":            {qAccount, []any{"acct"}},
 	"submit: key":                {qKey, []any{"key"}},
-	"submit: queue length":       {qCountQueued, []any{"model"}},
 	"metrics: queue depth":       {qCountWaiting, nil},
 	"submit: idempotency read":   {qJobByIdempotencyKey, []any{"acct", "k"}},
 	"settle: job by request":     {qJobByRequest, []any{"req"}},
@@ -122,10 +118,11 @@ var hotSearches = map[string]jobs.Search{
 }
 
 // hotHeld are the hold's reads (LedgerHold), each database's own, of a list of ids.
-var hotHeld = map[string]map[Dialect]string{"hold: locks": qHoldLock, "hold: keys": qHoldKeys, "hold: in-flight": qHoldInFlight}
+var hotHeld = map[string]map[Dialect]string{"hold: locks": qHoldLock, "hold: keys": qHoldKeys, "hold: in-flight": qHoldInFlight,
+	"submit: queue lengths": {SQLite: dialects[SQLite].inList(qCountQueuedOf), Postgres: dialects[Postgres].inList(qCountQueuedOf)}}
 
 // hotOnly names the hot queries of one dialect alone (submits together, PostgreSQL).
-var hotOnly = map[string]Dialect{"together: queue lengths": Postgres, "together: charges": Postgres}
+var hotOnly = map[string]Dialect{"together: charges": Postgres}
 
 // HotQueries lists the names Explain accepts on a database of dialect d.
 func HotQueries(d Dialect) []string {
@@ -147,9 +144,9 @@ func HotQueries(d Dialect) []string {
 	return out
 }
 
-// Explain answers the plan of a hot query, one line per plan node. On PostgreSQL sequential
-// scans are priced out first (enable_seqscan off), so a plan that still scans a table has no
-// index it could use.
+// Explain answers the plan of a hot query, one line per plan node, as the store's Conn gives it
+// (on PostgreSQL with sequential scans priced out, so a plan that still scans a table has no
+// index it could use).
 func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 	h, ok := hot[name]
 	if search, isSearch := hotSearches[name]; isSearch {
@@ -157,49 +154,14 @@ func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 		ok = true
 	}
 	if q, held := hotHeld[name]; held && q[db.dialect] != "" {
-		h.sql, h.args, ok = q[db.dialect], []any{(&Tx{dialect: db.dialect}).list([]string{"a", "b"})}, true
+		h.sql, h.args, ok = q[db.dialect], []any{db.d.list([]string{"a", "b"})}, true
 	}
 	if only, one := hotOnly[name]; !ok || (one && only != db.dialect) {
 		return nil, fmt.Errorf("sqlstore: no hot query %q on %s", name, db.dialect)
-	}
-	c, err := db.sql.raw.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	prefix := "EXPLAIN QUERY PLAN "
-	if db.dialect == Postgres {
-		prefix = "EXPLAIN "
-		if _, err := c.ExecContext(ctx, `SET enable_seqscan = off`); err != nil {
-			return nil, err
-		}
-		defer c.ExecContext(context.WithoutCancel(ctx), `RESET enable_seqscan`) //nolint:errcheck
 	}
 	q := h.sql
 	if name == "read: list jobs" {
 		q = qListJobs[db.dialect]
 	}
-	rows, err := c.QueryContext(ctx, prefix+q, h.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-		out = append(out, strings.TrimSpace(fmt.Sprint(vals[len(vals)-1])))
-	}
-	return out, rows.Err()
+	return db.sql.Explain(ctx, q, h.args...)
 }

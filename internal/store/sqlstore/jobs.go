@@ -22,12 +22,8 @@ var (
 	_ jobs.Tx    = (*Tx)(nil)
 )
 
-// InTx runs fn in one transaction: on PostgreSQL a pipelined one (pgtx.go), retried on a
-// serialization failure or a deadlock.
+// InTx runs fn in one transaction.
 func (s Jobs) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
-	if s.DB.dialect == Postgres {
-		return retrying(func() error { return s.DB.inPipelinedTx(ctx, func(tx *Tx) error { return fn(tx) }) })
-	}
 	return s.DB.InTx(ctx, func(tx *Tx) error { return fn(tx) })
 }
 
@@ -160,7 +156,7 @@ func updateJobArgs(j jobs.Job) []any {
 // (one round trip): the event is inserted only when the update took, and the count of updated
 // rows says whether it did.
 func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
-	if tx.dialect != Postgres || ev == nil {
+	if !tx.sql.closeOne || ev == nil {
 		if err := tx.UpdateJob(ctx, j); err != nil {
 			return err
 		}
@@ -173,7 +169,7 @@ func (tx *Tx) CloseJob(ctx context.Context, j jobs.Job, ev *jobs.Event) error {
 }
 
 // closeOne is CloseJob on PostgreSQL for one job: its update and its event in one statement.
-func closeOne(ctx context.Context, q querier, j jobs.Job, ev jobs.Event) error {
+func closeOne(ctx context.Context, q Querier, j jobs.Job, ev jobs.Event) error {
 	var n int
 	err := q.QueryRowContext(ctx, `WITH u AS (`+qUpdateJob+` RETURNING 1),
  e AS (INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
@@ -207,42 +203,14 @@ func (tx *Tx) JobByRequestForUpdate(ctx context.Context, requestID string) (jobs
 
 // ClaimQueued locks the head of model's queue, skipping jobs another transaction holds.
 func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
-	lock := ""
-	if tx.dialect == Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
-	return scanJob(tx.q.QueryRowContext(ctx, qClaimQueued+lock, model))
-}
-
-// countQueued counts one model's waiting jobs (SQLite's CountQueuedOf, one each).
-func (tx *Tx) countQueued(ctx context.Context, model string) (int, error) {
-	var n int
-	err := tx.q.QueryRowContext(ctx, qCountQueued, model).Scan(&n)
-	return n, err
+	return scanJob(tx.q.QueryRowContext(ctx, qClaimQueued+tx.sql.claimLock, model))
 }
 
 // CountQueuedOf counts the jobs waiting for a slot of each model of slugs (those without any
-// are left out). On PostgreSQL one statement reads them all; on SQLite each is a statement of
-// its own.
+// are left out), in one statement.
 func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
-	return tx.countEach(ctx, slugs, qCountQueuedOf, tx.countQueued)
-}
-
-func (tx *Tx) countEach(ctx context.Context, of []string, q string, one func(context.Context, string) (int, error)) (map[string]int, error) {
-	out := make(map[string]int, len(of))
-	if tx.dialect != Postgres {
-		for _, v := range of {
-			n, err := one(ctx, v)
-			if err != nil {
-				return nil, err
-			}
-			if n > 0 {
-				out[v] = n
-			}
-		}
-		return out, nil
-	}
-	err := eachRow(tx.q.QueryContext(ctx, q, of))(func(row scanner) error {
+	out := make(map[string]int, len(slugs))
+	err := eachRow(tx.q.QueryContext(ctx, tx.sql.inList(qCountQueuedOf), tx.list(slugs)))(func(row Row) error {
 		var v string
 		var n int
 		err := row.Scan(&v, &n)
@@ -263,21 +231,12 @@ func (tx *Tx) InsertJobs(ctx context.Context, js []jobs.Job) error {
 	for _, j := range js {
 		args = append(args, jobArgs(j)...)
 	}
-	q := insertJobsSQL(len(js))
-	if w, ok := tx.q.(atCommit); ok {
-		w.writeAtCommit(q, args, func(err error) error {
-			if isUniqueViolation(err) {
-				return jobs.ErrDuplicate
-			}
-			return fmt.Errorf("%w: %w", jobs.ErrNotRecorded, err)
-		})
-		return nil
-	}
-	_, err := tx.q.ExecContext(ctx, q, args...)
-	if isUniqueViolation(err) {
-		return jobs.ErrDuplicate
-	}
-	return err
+	return tx.q.WriteAtCommit(ctx, insertJobsSQL(len(js)), args, func(err error) error {
+		if isUniqueViolation(err) {
+			return jobs.ErrDuplicate
+		}
+		return fmt.Errorf("%w: %w", jobs.ErrNotRecorded, err)
+	})
 }
 
 // CountWaiting counts the jobs waiting for a slot, every model together (one read of the

@@ -62,11 +62,7 @@ func searchJobsSQL(d Dialect, accountID string, q jobs.Search) (string, []any) {
 	if index == "" {
 		return newestSQL(d, summaryCols, cond.String(), limit), args
 	}
-	from := "jobs"
-	if d == SQLite {
-		from = "jobs INDEXED BY " + index
-	}
-	return `SELECT ` + summaryCols + ` FROM ` + from + ` WHERE account_id = $1` + cond.String() + ` ORDER BY created_at DESC, id DESC LIMIT ` + limit, args
+	return `SELECT ` + summaryCols + ` FROM jobs` + dialects[d].index(index) + ` WHERE account_id = $1` + cond.String() + ` ORDER BY created_at DESC, id DESC LIMIT ` + limit, args
 }
 
 // newestSQL reads an account's ($1) newest jobs of every state, cond (conditions on created_at
@@ -87,11 +83,7 @@ func newestSQL(d Dialect, cols, cond, limit string) string {
 		if i > 0 {
 			b.WriteString("\n UNION ALL ")
 		}
-		from := "jobs"
-		if d == SQLite {
-			from = "jobs INDEXED BY " + a.index
-		}
-		b.WriteString("SELECT * FROM (SELECT " + cols + " FROM " + from + " WHERE account_id = $1 AND " + a.state + cond +
+		b.WriteString("SELECT * FROM (SELECT " + cols + " FROM jobs" + dialects[d].index(a.index) + " WHERE account_id = $1 AND " + a.state + cond +
 			" ORDER BY created_at DESC, id DESC LIMIT " + limit + ") s" + strconv.Itoa(i))
 	}
 	b.WriteString("\n ORDER BY created_at DESC, id DESC LIMIT " + limit)

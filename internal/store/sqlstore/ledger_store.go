@@ -79,19 +79,14 @@ func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth
 
 // LedgerApply moves the balance and records the entry, and counts charges and refunds in the
 // usage rollups (per day, key and model; per month, key and model; per day), all in the
-// caller's transaction and in one statement: the balance always equals the sum of entries,
-// and each rollup the sum of charges and refunds. On SQLite the statement inserts the entry
-// with the balance it leaves, guarded by the floor, and the trigger ledger_entries_apply
-// (migration 00100) moves the balance and the rollups with it; on PostgreSQL they are all
-// data-modifying parts of one statement.
+// caller's transaction and in one statement (qLedgerApply): the balance always equals the sum
+// of entries, and each rollup the sum of charges and refunds.
 func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
-	if tx.dialect == Postgres {
-		return tx.ledgerApplyOneTrip(ctx, e, floor)
-	}
+	charged, refunded, jobs, counted := rollupOf(e)
+	args := []any{e.AccountID, e.KeyID, e.JobID, e.Model, string(e.Kind), int64(e.Amount), auth.Period(e.At), micros(e.At), floor,
+		micros(e.At) / dayMicros * dayMicros, charged, refunded, jobs, counted, monthMicros(e.At)}
 	var bal int64
-	err := tx.q.QueryRowContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
- SELECT id, $2, $3, $4, $5, $6, balance + $6, $7, $8 FROM accounts WHERE id = $1 AND balance + $6 >= $9 RETURNING balance`,
-		e.AccountID, e.KeyID, e.JobID, e.Model, string(e.Kind), int64(e.Amount), auth.Period(e.At), micros(e.At), floor).Scan(&bal)
+	err := tx.q.QueryRowContext(ctx, qLedgerApply[tx.dialect], args[:tx.sql.ledgerArgs]...).Scan(&bal)
 	if isNoRows(err) {
 		return 0, tx.refused(ctx, e.AccountID, floor)
 	}
@@ -122,48 +117,43 @@ func rollupOf(e ledger.Entry) (charged, refunded, jobs int64, counted bool) {
 	return 0, 0, 0, false
 }
 
-// The parts of a one-trip ledger movement on PostgreSQL that every such statement shares: the
-// guarded balance update (b), and the entry and the rollups written only when it took a row (e;
-// u per day, key and model; m per month, key and model; d per day). Parameters: $1 amount,
-// $2 account, $3 floor, $4 key, $5 job, $6 kind, $7 period, $8 at, $9 day, $10 model,
-// $11-$13 rollup charged, refunded, jobs, $14 whether the rollups count it, $15 month.
+// qLedgerApply is LedgerApply's statement on each database, of ledgerArgs' parameters: $1
+// account, $2 key, $3 job, $4 model, $5 kind, $6 amount, $7 period, $8 at, $9 floor (SQLite's
+// nine); $10 day, $11-$13 rollup charged, refunded, jobs, $14 whether the rollups count it,
+// $15 month. On SQLite the statement inserts the entry with the balance it leaves, guarded by
+// the floor, and the trigger ledger_entries_apply (migration 00100) moves the balance and the
+// rollups with it. On PostgreSQL the guarded balance update (b), and the entry and the rollups
+// written only when it took a row (e; u per day, key and model; m per month, key and model; d
+// per day) are data-modifying parts of one statement.
+var qLedgerApply = map[Dialect]string{
+	SQLite: `INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
+ SELECT id, $2, $3, $4, $5, $6, balance + $6, $7, $8 FROM accounts WHERE id = $1 AND balance + $6 >= $9 RETURNING balance`,
+	Postgres: oneTripBalance + oneTripEntry + ` SELECT balance FROM b`,
+}
+
 const (
 	oneTripBalance = `WITH b AS (
-   UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2::text AND balance + $1::bigint >= $3::bigint RETURNING balance),`
+   UPDATE accounts SET balance = balance + $6::bigint WHERE id = $1::text AND balance + $6::bigint >= $9::bigint RETURNING balance),`
 	oneTripEntry = `
  e AS (
    INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
-   SELECT $2::text, $4::text, $5::text, $10::text, $6::text, $1::bigint, b.balance, $7::text, $8::bigint FROM b),
+   SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, b.balance, $7::text, $8::bigint FROM b),
  u AS (
    INSERT INTO usage_daily (account_id, day, key_id, model, charged, refunded, jobs)
-   SELECT $2::text, $9::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   SELECT $1::text, $10::bigint, $2::text, $4::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
    ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET charged = usage_daily.charged + excluded.charged,
    refunded = usage_daily.refunded + excluded.refunded, jobs = usage_daily.jobs + excluded.jobs),
  m AS (
    INSERT INTO usage_monthly (account_id, month, key_id, model, charged, refunded, jobs)
-   SELECT $2::text, $15::bigint, $4::text, $10::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   SELECT $1::text, $15::bigint, $2::text, $4::text, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
    ON CONFLICT (account_id, month, key_id, model) DO UPDATE SET charged = usage_monthly.charged + excluded.charged,
    refunded = usage_monthly.refunded + excluded.refunded, jobs = usage_monthly.jobs + excluded.jobs),
  d AS (
    INSERT INTO usage_daily_totals (account_id, day, charged, refunded, jobs)
-   SELECT $2::text, $9::bigint, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
+   SELECT $1::text, $10::bigint, $11::bigint, $12::bigint, $13::bigint FROM b WHERE $14::boolean
    ON CONFLICT (account_id, day) DO UPDATE SET charged = usage_daily_totals.charged + excluded.charged,
    refunded = usage_daily_totals.refunded + excluded.refunded, jobs = usage_daily_totals.jobs + excluded.jobs)`
 )
-
-// ledgerApplyOneTrip is LedgerApply on PostgreSQL in one round trip: the balance update, the
-// entry and the rollup are data-modifying parts of one statement, which all run or none.
-func (tx *Tx) ledgerApplyOneTrip(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
-	charged, refunded, jobs, counted := rollupOf(e)
-	var bal int64
-	err := tx.q.QueryRowContext(ctx, oneTripBalance+oneTripEntry+` SELECT balance FROM b`,
-		int64(e.Amount), e.AccountID, floor, e.KeyID, e.JobID, string(e.Kind), auth.Period(e.At), micros(e.At),
-		micros(e.At)/dayMicros*dayMicros, e.Model, charged, refunded, jobs, counted, monthMicros(e.At)).Scan(&bal)
-	if isNoRows(err) {
-		return 0, tx.refused(ctx, e.AccountID, floor)
-	}
-	return bal, err
-}
 
 // The statements that hold the accounts and keys of charges made together (PostgreSQL): the
 // accounts first, then the keys, each in id order. The keys are read by a statement of their
@@ -210,24 +200,24 @@ func (tx *Tx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger
 	}
 	keys := map[string]held{}
 	out := ledger.HeldRows{InFlight: map[string]int{}}
-	var reads []read
-	var each []func(scanner) error
+	var reads []Read
+	var each []func(Row) error
 	if q := qHoldLock[tx.dialect]; q != "" {
-		reads, each = append(reads, newRead(q, tx.list(accountIDs))), append(each, func(row scanner) error { return row.Scan(new(string)) })
+		reads, each = append(reads, NewRead(q, tx.list(accountIDs))), append(each, func(row Row) error { return row.Scan(new(string)) })
 	}
-	reads = append(reads, newRead(qHoldKeys[tx.dialect], tx.list(keyIDs)), newRead(qHoldInFlight[tx.dialect], tx.list(accountIDs)))
-	each = append(each, func(row scanner) error {
+	reads = append(reads, NewRead(qHoldKeys[tx.dialect], tx.list(keyIDs)), NewRead(qHoldInFlight[tx.dialect], tx.list(accountIDs)))
+	each = append(each, func(row Row) error {
 		a, k, err := scanAccountKey(row)
 		keys[k.ID] = held{a, k}
 		return err
-	}, func(row scanner) error {
+	}, func(row Row) error {
 		var id string
 		var n int
 		err := row.Scan(&id, &n)
 		out.InFlight[id] = n
 		return err
 	})
-	if err := tx.q.readAll(ctx, reads, func(i int, row scanner) error { return each[i](row) }); err != nil {
+	if err := tx.q.ReadAll(ctx, reads, func(i int, row Row) error { return each[i](row) }); err != nil {
 		return ledger.HeldRows{}, err
 	}
 	for _, p := range pairs {
@@ -240,8 +230,8 @@ func (tx *Tx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger
 
 // eachRow calls fn on each row of a query's answer, then closes it (once: closing a batch's
 // rows reads what the batch carried after them).
-func eachRow(rows rowSet, err error) func(fn func(scanner) error) error {
-	return func(fn func(scanner) error) error {
+func eachRow(rows Rows, err error) func(fn func(Row) error) error {
+	return func(fn func(Row) error) error {
 		if err != nil {
 			return err
 		}
@@ -304,7 +294,7 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 			return fmt.Errorf("sqlstore: charges written together are debits made at one time (%s)", c.JobID)
 		}
 	}
-	if tx.dialect != Postgres {
+	if tx.sql.chargeAll == "" {
 		for _, c := range cs {
 			if _, err := tx.LedgerApply(ctx, c.Entry, math.MinInt64); err != nil {
 				return err
@@ -322,12 +312,7 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 		accounts[i], keys[i], jobIDs[i], models[i], amounts[i], balances[i] = c.AccountID, c.KeyID, c.JobID, c.Model, int64(c.Amount), c.Balance
 	}
 	args := []any{accounts, keys, jobIDs, models, amounts, balances, auth.Period(at), micros(at), micros(at) / dayMicros * dayMicros, monthMicros(at)}
-	if w, ok := tx.q.(atCommit); ok {
-		w.writeAtCommit(qChargeAll, args, nil)
-		return nil
-	}
-	_, err := tx.q.ExecContext(ctx, qChargeAll, args...)
-	return err
+	return tx.q.WriteAtCommit(ctx, tx.sql.chargeAll, args, nil)
 }
 
 // LedgerKeySpend adds delta to the key's spend in period and returns the key. A charge starts

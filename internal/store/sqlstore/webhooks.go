@@ -24,7 +24,7 @@ const endpointCols = `id, account_id, url, products, status, created_at, verifie
 const deliveryCols = `id, endpoint_id, account_id, event_id, event_type, job_id, request_id, url, body, status, attempts,
  next_attempt_at, created_at, last_attempt_at, last_status_code, last_error, close_reason, closed_at`
 
-type scanner interface{ Scan(...any) error }
+type Row interface{ Scan(...any) error }
 
 func nullInt(p *int) sql.NullInt64 {
 	if p == nil {
@@ -41,7 +41,7 @@ func intPtr(v sql.NullInt64) *int {
 	return &i
 }
 
-func scanEndpoint(row scanner) (webhooks.Endpoint, error) {
+func scanEndpoint(row Row) (webhooks.Endpoint, error) {
 	var e webhooks.Endpoint
 	var products, status, verification string
 	var created int64
@@ -73,7 +73,7 @@ func scanEndpoint(row scanner) (webhooks.Endpoint, error) {
 	return e, nil
 }
 
-func scanDelivery(row scanner) (webhooks.Delivery, error) {
+func scanDelivery(row Row) (webhooks.Delivery, error) {
 	var d webhooks.Delivery
 	var status string
 	var next, created int64
@@ -91,7 +91,7 @@ func scanDelivery(row scanner) (webhooks.Delivery, error) {
 	return d, nil
 }
 
-func collect[T any](rows rowSet, err error, scan func(scanner) (T, error)) ([]T, error) {
+func collect[T any](rows Rows, err error, scan func(Row) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +137,8 @@ func (tx *Tx) saveEndpoint(ctx context.Context, e webhooks.Endpoint) error {
 func (s Webhooks) CreateEndpoint(ctx context.Context, p webhooks.CreateEndpointParams) (webhooks.Endpoint, error) {
 	var out webhooks.Endpoint
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if tx.dialect == Postgres {
-			if _, err := tx.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))`, p.Account); err != nil {
+		if lock := tx.sql.lockKey; lock != "" {
+			if _, err := tx.q.ExecContext(ctx, lock, "webhooks:"+p.Account); err != nil {
 				return err
 			}
 		}
@@ -237,7 +237,7 @@ func (tx *Tx) execN(ctx context.Context, q string, args ...any) (int, error) {
 
 func (tx *Tx) ids(ctx context.Context, q string, args ...any) ([]string, error) {
 	rows, err := tx.q.QueryContext(ctx, q, args...)
-	return collect(rows, err, func(r scanner) (string, error) {
+	return collect(rows, err, func(r Row) (string, error) {
 		var id string
 		return id, r.Scan(&id)
 	})
@@ -334,10 +334,7 @@ func (s Webhooks) ClaimDue(ctx context.Context, p webhooks.ClaimParams) ([]webho
 			args = append(args, p.DeliveryID)
 			filter += ` AND id = $` + itoa(len(args))
 		}
-		lock := ""
-		if tx.dialect == Postgres {
-			lock = " FOR UPDATE SKIP LOCKED"
-		}
+		lock := tx.sql.claimLock
 		q := `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE status = 'scheduled' AND next_attempt_at <= $1` + filter + ` AND id IN (
  SELECT id FROM (SELECT id, endpoint_id, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, created_at, id) AS rn
   FROM webhook_deliveries WHERE status = 'scheduled' AND next_attempt_at <= $1` + filter + `) ranked

@@ -15,7 +15,7 @@ var _ webhooks.KeyStore = WebhookKeys{}
 
 func (s WebhookKeys) ListSigningKeys(ctx context.Context) ([]webhooks.StoredKey, error) {
 	rows, err := s.sql.QueryContext(ctx, `SELECT kid, sealed, publish_at, active_from, created_at FROM webhook_signing_keys ORDER BY active_from, kid`)
-	return collect(rows, err, func(r scanner) (webhooks.StoredKey, error) {
+	return collect(rows, err, func(r Row) (webhooks.StoredKey, error) {
 		var k webhooks.StoredKey
 		var publish, active, created int64
 		err := r.Scan(&k.KID, &k.Sealed, &publish, &active, &created)

@@ -19,7 +19,7 @@ var _ webhooks.Outbox = WebhookOutbox{}
 
 func (s WebhookOutbox) Pending(ctx context.Context, limit int) ([]webhooks.OutboxEvent, error) {
 	rows, err := s.sql.QueryContext(ctx, qPendingEvents, limit)
-	return collect(rows, err, func(r scanner) (webhooks.OutboxEvent, error) {
+	return collect(rows, err, func(r Row) (webhooks.OutboxEvent, error) {
 		var e webhooks.OutboxEvent
 		var created int64
 		err := r.Scan(&e.Seq, &e.Account, &e.ID, &e.JobID, &e.RequestID, &e.Type, &e.Product, &e.Status, &e.ErrorCode, &e.Charged,
@@ -40,12 +40,8 @@ func (s WebhookOutbox) MarkFannedOut(ctx context.Context, seqs []int64) error {
 	if err != nil {
 		return err
 	}
-	if s.dialect == Postgres {
-		_, err := s.sql.ExecContext(ctx, `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)`, string(list))
-		return err
-	}
-	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.q.ExecContext(ctx, `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT value FROM json_each($1))`, string(list))
+	return s.InOneStatement(ctx, func(tx *Tx) error {
+		_, err := tx.q.ExecContext(ctx, tx.sql.markFannedOut, string(list))
 		return err
 	})
 }

@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -42,7 +43,7 @@ func Each(t *testing.T, f func(t *testing.T, db *sqlstore.DB)) {
 // OpenSQLite opens a migrated SQLite database in a temp dir.
 func OpenSQLite(t testing.TB) *sqlstore.DB {
 	t.Helper()
-	db, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func OpenSQLite(t testing.TB) *sqlstore.DB {
 // only (sqlstore.OpenAt).
 func OpenSQLiteAt(t testing.TB, version int64) *sqlstore.DB {
 	t.Helper()
-	db, err := sqlstore.OpenAt(context.Background(), filepath.Join(t.TempDir(), "test.db"), version)
+	db, err := store.OpenAt(context.Background(), filepath.Join(t.TempDir(), "test.db"), version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func OpenSQLiteAt(t testing.TB, version int64) *sqlstore.DB {
 // to version only (sqlstore.OpenAt).
 func OpenPostgresAt(t testing.TB, version int64) *sqlstore.DB {
 	t.Helper()
-	db, err := sqlstore.OpenAt(context.Background(), PostgresSchemaDSN(t, nil), version)
+	db, err := store.OpenAt(context.Background(), PostgresSchemaDSN(t, nil), version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func OpenPostgres(t testing.TB) *sqlstore.DB {
 // OpenPostgresWith is OpenPostgres with params added to the database URL (pool_max_conns…).
 func OpenPostgresWith(t testing.TB, params url.Values) *sqlstore.DB {
 	t.Helper()
-	db, err := sqlstore.Open(context.Background(), PostgresSchemaDSN(t, params))
+	db, err := store.Open(context.Background(), PostgresSchemaDSN(t, params))
 	if err != nil {
 		t.Fatal(err)
 	}

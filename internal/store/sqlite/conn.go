@@ -1,4 +1,4 @@
-package sqlstore
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // conn is the pool every statement goes through. It counts statements and transactions (the
@@ -15,13 +17,12 @@ import (
 // on the busy handler's sleeps. busy_timeout still covers other processes.
 type conn struct {
 	raw     *sql.DB
-	prepare bool // reuse prepared statements (SQLite; pgx caches its own per connection)
+	prepare bool // reuse prepared statements
 	writer  chan struct{}
 
 	statements   atomic.Int64
 	transactions atomic.Int64
 	commits      atomic.Int64
-	pipeTrips    atomic.Int64  // round trips of pipelined transactions (pgtx.go)
 	group        *group        // SQLite: group commit (group.go)
 	ckpt         *checkpointer // SQLite: WAL checkpoints off the commit path (checkpoint.go)
 
@@ -32,28 +33,16 @@ type conn struct {
 // maxPrepared bounds the statement cache: SQL built from variable parts beyond it runs unprepared.
 const maxPrepared = 512
 
-func newConn(raw *sql.DB, d Dialect) *conn {
-	c := &conn{raw: raw, prepare: d == SQLite, stmts: map[string]*sql.Stmt{}}
-	if d == SQLite {
-		c.writer = make(chan struct{}, 1)
-		c.group = newGroup(c)
-		c.ckpt = newCheckpointer(c)
-	}
+func newConn(raw *sql.DB) *conn {
+	c := &conn{raw: raw, prepare: true, stmts: map[string]*sql.Stmt{}, writer: make(chan struct{}, 1)}
+	c.group = newGroup(c)
+	c.ckpt = newCheckpointer(c)
 	return c
 }
 
-// Commits reports the write transactions run so far on the database itself: with group
-// commit on SQLite, one COMMIT carries several of the transactions Stats counts.
-func (db *DB) Commits() int64 { return db.sql.commits.Load() }
-
-// PipelinedRoundTrips reports the round trips the jobs engine's pipelined transactions
-// (PostgreSQL, pgtx.go) have taken so far, BEGIN and COMMIT included.
-func (db *DB) PipelinedRoundTrips() int64 { return db.sql.pipeTrips.Load() }
-
-// Stats reports the statements and transactions run so far (BEGIN and COMMIT not counted as
-// statements).
-func (db *DB) Stats() (statements, transactions int64) {
-	return db.sql.statements.Load(), db.sql.transactions.Load()
+// Stats counts what ran so far.
+func (c *conn) Stats() sqlstore.Stats {
+	return sqlstore.Stats{Statements: c.statements.Load(), Transactions: c.transactions.Load(), Commits: c.commits.Load()}
 }
 
 func (c *conn) stmt(ctx context.Context, q string) *sql.Stmt {
@@ -115,7 +104,7 @@ func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resu
 	return c.raw.ExecContext(ctx, q, args...)
 }
 
-func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
+func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	c.statements.Add(1)
 	if s := c.stmt(ctx, q); s != nil {
 		return s.QueryContext(ctx, args...)
@@ -125,7 +114,7 @@ func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (rowSet,
 
 // QueryRowContext runs a one-row query. A write with RETURNING outside a transaction does not
 // take the writer lock (the row is read after this returns); SQLite's busy handler orders it.
-func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
+func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) sqlstore.Row {
 	c.statements.Add(1)
 	if c.ckpt != nil && isWrite(q) {
 		c.ckpt.committed()
@@ -155,66 +144,10 @@ func (c *conn) Close() error {
 	return c.raw.Close()
 }
 
-// begin starts a transaction; on SQLite it first takes the process's write lock, which the
-// returned release gives back after COMMIT or ROLLBACK.
-func (c *conn) begin(ctx context.Context) (*sql.Tx, func(), error) {
-	release := func() {}
-	if c.writer != nil {
-		select {
-		case c.writer <- struct{}{}:
-			release = func() { <-c.writer }
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
-	}
-	tx, err := c.raw.BeginTx(ctx, nil)
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	c.transactions.Add(1)
-	c.commits.Add(1)
-	if c.ckpt != nil {
-		c.ckpt.committed()
-	}
-	return tx, release, nil
+func (c *conn) ReadAll(ctx context.Context, reads []sqlstore.Read, row func(int, sqlstore.Row) error) error {
+	return sqlstore.ReadEach(ctx, c, reads, row)
 }
 
-// txConn is a transaction's querier outside the group commit (PostgreSQL's transactions):
-// counted, and running the pool's prepared statements where the pool keeps them.
-type txConn struct {
-	tx *sql.Tx
-	c  *conn
-}
-
-func (t txConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	t.c.statements.Add(1)
-	if s := t.c.stmt(ctx, q); s != nil {
-		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
-	}
-	return t.tx.ExecContext(ctx, q, args...)
-}
-
-func (t txConn) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
-	t.c.statements.Add(1)
-	if s := t.c.stmt(ctx, q); s != nil {
-		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
-	}
-	return t.tx.QueryContext(ctx, q, args...)
-}
-
-func (t txConn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
-	t.c.statements.Add(1)
-	if s := t.c.stmt(ctx, q); s != nil {
-		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, q, args...)
-}
-
-func (c *conn) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
-	return readEach(ctx, c, reads, row)
-}
-
-func (t txConn) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
-	return readEach(ctx, t, reads, row)
+func (c *conn) WriteAtCommit(ctx context.Context, q string, args []any, mapErr func(error) error) error {
+	return sqlstore.WriteNow(ctx, c, q, args, mapErr)
 }

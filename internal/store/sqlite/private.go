@@ -1,4 +1,4 @@
-package sqlstore
+package sqlite
 
 import (
 	"errors"
@@ -49,7 +49,7 @@ func restrict(path string) error {
 			continue
 		}
 		if err := os.Chmod(p, st.Mode().Perm()&0o700); err != nil {
-			return fmt.Errorf("sqlstore: %s may be read by others (mode %o) and could not be made private: %w", p, st.Mode().Perm(), err)
+			return fmt.Errorf("sqlite: %s may be read by others (mode %o) and could not be made private: %w", p, st.Mode().Perm(), err)
 		}
 	}
 	return nil

@@ -1,10 +1,11 @@
-package sqlstore_test
+package postgres_test
 
 import (
 	"context"
 	"net/url"
 	"testing"
 
+	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
@@ -13,7 +14,7 @@ import (
 // store answers.
 func TestOpenWithPoolMaxConns(t *testing.T) {
 	db := storetest.OpenPostgresWith(t, url.Values{"pool_max_conns": {"2"}})
-	if got := db.SQL().Stats().MaxOpenConnections; got != 2 {
+	if got := db.Conn().(*postgres.Conn).MaxConns(); got != 2 {
 		t.Fatalf("max open connections %d, want 2", got)
 	}
 	if err := db.Ping(context.Background()); err != nil {

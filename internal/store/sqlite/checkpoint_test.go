@@ -1,41 +1,43 @@
-package sqlstore
+package sqlite
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // THR: on SQLite a COMMIT never checkpoints (the committer's time went a tenth to it); the
 // background pass copies the WAL into the database file.
 func TestCheckpointsOffTheCommitPath(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ckpt.db"))
+	db, err := openConn(ctx, filepath.Join(t.TempDir(), "ckpt.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var auto int
-	if err := db.sql.raw.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+	if err := db.raw.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("wal_autocheckpoint = %d (%v), want 0", auto, err)
 	}
-	if _, err := db.sql.raw.ExecContext(ctx, `CREATE TABLE probe (x INTEGER)`); err != nil {
+	if _, err := db.raw.ExecContext(ctx, `CREATE TABLE probe (x INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		if err := db.InTx(ctx, func(tx *Tx) error {
-			_, err := tx.q.ExecContext(ctx, `INSERT INTO probe VALUES ($1)`, i)
+		if err := db.InTx(ctx, func(tx sqlstore.Querier) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO probe VALUES ($1)`, i)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.sql.ckpt.pass(); err != nil {
+	if err := db.ckpt.pass(); err != nil {
 		t.Fatal(err)
 	}
 	var busy, log, done int
-	if err := db.sql.raw.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil || busy != 0 || log != done {
+	if err := db.raw.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil || busy != 0 || log != done {
 		t.Fatalf("after a pass: busy %d, WAL frames %d, checkpointed %d (%v)", busy, log, done, err)
 	}
 }
@@ -45,12 +47,12 @@ func TestCheckpointsOffTheCommitPath(t *testing.T) {
 func TestCheckpointsRestartTheWALUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "restart.db")
-	db, err := Open(ctx, path)
+	db, err := openConn(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.sql.raw.ExecContext(ctx, `CREATE TABLE probe (x BLOB)`); err != nil {
+	if _, err := db.raw.ExecContext(ctx, `CREATE TABLE probe (x BLOB)`); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -64,8 +66,8 @@ func TestCheckpointsRestartTheWALUnderLoad(t *testing.T) {
 			default:
 			}
 			// Two overflow pages and a leaf: three WAL frames a transaction.
-			if err := db.InTx(ctx, func(tx *Tx) error {
-				_, err := tx.q.ExecContext(ctx, `INSERT INTO probe VALUES (randomblob(7000))`)
+			if err := db.InTx(ctx, func(tx sqlstore.Querier) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO probe VALUES (randomblob(7000))`)
 				return err
 			}); err != nil {
 				stopped <- err
@@ -75,9 +77,9 @@ func TestCheckpointsRestartTheWALUnderLoad(t *testing.T) {
 	}()
 	// The writer writes eight times restartFrames pages while passes run, as the background
 	// loop runs them.
-	before := db.sql.transactions.Load()
-	for db.sql.transactions.Load()-before < 8*restartFrames/3 {
-		if err := db.sql.ckpt.pass(); err != nil {
+	before := db.transactions.Load()
+	for db.transactions.Load()-before < 8*restartFrames/3 {
+		if err := db.ckpt.pass(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +91,7 @@ func TestCheckpointsRestartTheWALUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limit := int64(4 * restartFrames * 4120); fi.Size() > limit {
+	if limit := int64(6 * restartFrames * 4120); fi.Size() > limit { // without a restart: 8 × restartFrames frames
 		t.Fatalf("WAL is %d bytes after the load, want at most %d: it did not start over", fi.Size(), limit)
 	}
 }

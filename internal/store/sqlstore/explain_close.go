@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 )
 
-// ExplainCloseTogether answers the plan of the batch settlement statement for n jobs of an
-// account, one line per plan node, as the planner makes it with the database's own settings.
+// ExplainCloseTogether answers the plan of the batch settlement statement (PostgreSQL) for jobs
+// of an account, one line per plan node, as the planner makes it with the database's own
+// settings.
 func (db *DB) ExplainCloseTogether(ctx context.Context, account string, ids []string) ([]string, error) {
 	rows := make([]closeRow, len(ids))
 	for i, id := range ids {
@@ -16,7 +17,7 @@ func (db *DB) ExplainCloseTogether(ctx context.Context, account string, ids []st
 	if err != nil {
 		return nil, err
 	}
-	rs, err := db.sql.raw.QueryContext(ctx, "EXPLAIN "+qCloseJobs, string(doc))
+	rs, err := db.SQL().QueryContext(ctx, "EXPLAIN "+qCloseJobs, string(doc))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlite
 
 import (
 	"context"
@@ -8,17 +8,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"time"
 )
 
-func openGroupDB(t *testing.T) *DB {
+func openGroupDB(t *testing.T) *conn {
 	t.Helper()
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "group.db"))
+	db, err := openConn(context.Background(), filepath.Join(t.TempDir(), "group.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.sql.raw.Exec(`CREATE TABLE group_rows (n INTEGER PRIMARY KEY)`); err != nil {
+	if _, err := db.raw.Exec(`CREATE TABLE group_rows (n INTEGER PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -63,22 +65,22 @@ func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openGroupDB(t)
 			ctx := context.Background()
-			g := db.sql.group
+			g := db.group
 			if g == nil {
 				t.Fatal("SQLite has no group committer")
 			}
 			// Hold the writer so the committer stops at its first transaction and the rest queue up.
-			db.sql.writer <- struct{}{}
-			c0 := db.Commits()
+			db.writer <- struct{}{}
+			c0 := db.commits.Load()
 			var wg sync.WaitGroup
 			errs := make([]error, 11)
 			refused := func(i int) bool { return (tc.oddFail && i%2 == 1) || (i == 0 && tc.firstFails) }
 			runs := make([]atomic.Int32, 11)
 			insert := func(i int) {
 				defer wg.Done()
-				errs[i] = db.InTx(ctx, func(tx *Tx) error {
+				errs[i] = db.InTx(ctx, func(tx sqlstore.Querier) error {
 					runs[i].Add(1)
-					if _, err := tx.q.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES ($1)`, i); err != nil {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES ($1)`, i); err != nil {
 						return err
 					}
 					if refused(i) {
@@ -96,7 +98,7 @@ func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
 				go insert(i)
 			}
 			waitFor(t, func() bool { return len(g.queue) == 10 })
-			<-db.sql.writer
+			<-db.writer
 			wg.Wait()
 
 			for i, err := range errs {
@@ -114,10 +116,10 @@ func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
 					}
 				}
 			}
-			if got := db.Commits() - c0; got != tc.wantCommits {
+			if got := db.commits.Load() - c0; got != tc.wantCommits {
 				t.Errorf("11 transactions took %d commits, want %d", got, tc.wantCommits)
 			}
-			rows, err := db.sql.raw.Query(`SELECT n FROM group_rows ORDER BY n`)
+			rows, err := db.raw.Query(`SELECT n FROM group_rows ORDER BY n`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,8 +143,8 @@ func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
 // batched transaction reaches its own caller and the batch's other work still commits.
 func TestGroupCommitCancelledAndPanicking(t *testing.T) {
 	db := openGroupDB(t)
-	g := db.sql.group
-	db.sql.writer <- struct{}{}
+	g := db.group
+	db.writer <- struct{}{}
 	var wg sync.WaitGroup
 	run := func(ctx context.Context, n int, panics bool, out *error, recovered *any) {
 		defer wg.Done()
@@ -151,8 +153,8 @@ func TestGroupCommitCancelledAndPanicking(t *testing.T) {
 				*recovered = recover()
 			}
 		}()
-		*out = db.InTx(ctx, func(tx *Tx) error {
-			if _, err := tx.q.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES ($1)`, n); err != nil {
+		*out = db.InTx(ctx, func(tx sqlstore.Querier) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES ($1)`, n); err != nil {
 				return err
 			}
 			if panics {
@@ -175,7 +177,7 @@ func TestGroupCommitCancelledAndPanicking(t *testing.T) {
 	go run(context.Background(), 3, false, &e3, nil)
 	waitFor(t, func() bool { return len(g.queue) == 3 })
 	cancel()
-	<-db.sql.writer
+	<-db.writer
 	wg.Wait()
 	if e0 != nil || e3 != nil {
 		t.Fatalf("healthy transactions failed: %v, %v", e0, e3)
@@ -187,10 +189,10 @@ func TestGroupCommitCancelledAndPanicking(t *testing.T) {
 		t.Errorf("panic reached its caller as %v", p2)
 	}
 	var n int
-	if err := db.sql.raw.QueryRow(`SELECT count(*) FROM group_rows WHERE n IN (0, 3)`).Scan(&n); err != nil || n != 2 {
+	if err := db.raw.QueryRow(`SELECT count(*) FROM group_rows WHERE n IN (0, 3)`).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("committed rows %d (%v), want 0 and 3", n, err)
 	}
-	if err := db.sql.raw.QueryRow(`SELECT count(*) FROM group_rows WHERE n IN (1, 2)`).Scan(&n); err != nil || n != 0 {
+	if err := db.raw.QueryRow(`SELECT count(*) FROM group_rows WHERE n IN (1, 2)`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows of the cancelled and the panicking transaction: %d (%v), want none", n, err)
 	}
 }

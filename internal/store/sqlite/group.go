@@ -1,4 +1,4 @@
-package sqlstore
+package sqlite
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // Group commit (SQLite). SQLite runs one write transaction at a time, and its COMMIT (the WAL
@@ -45,7 +47,7 @@ const maxBatch = 64
 
 type groupReq struct {
 	ctx  context.Context
-	fn   func(*Tx) error
+	fn   func(sqlstore.Querier) error
 	done chan groupResult
 }
 
@@ -72,10 +74,10 @@ func newGroup(c *conn) *group {
 }
 
 // errClosed answers transactions asked of a closed database.
-var errClosed = errors.New("sqlstore: database closed")
+var errClosed = errors.New("sqlite: database closed")
 
 // do runs fn in the next batch and returns once that batch committed or rolled back.
-func (g *group) do(ctx context.Context, fn func(*Tx) error) error {
+func (g *group) do(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -153,13 +155,13 @@ func (g *group) drain() {
 }
 
 // call runs one transaction's function, turning a panic into a result the caller re-raises.
-func call(fn func(*Tx) error, tx *Tx) (res groupResult) {
+func call(fn func(sqlstore.Querier) error, q sqlstore.Querier) (res groupResult) {
 	defer func() {
 		if v := recover(); v != nil {
-			res = groupResult{err: fmt.Errorf("sqlstore: transaction panicked: %v", v), panicked: true, panicVal: v}
+			res = groupResult{err: fmt.Errorf("sqlite: transaction panicked: %v", v), panicked: true, panicVal: v}
 		}
 	}()
-	return groupResult{err: fn(tx)}
+	return groupResult{err: fn(q)}
 }
 
 func (g *group) commit(batch []*groupReq) {
@@ -226,7 +228,7 @@ func (g *group) pass(live []*groupReq, isolate bool) (rerun []*groupReq, failed 
 				return nil, nil, groupResult{}
 			}
 		}
-		res = call(r.fn, &Tx{q: writerQ{w: w, c: c, shared: !alone}, dialect: SQLite})
+		res = call(r.fn, writerQ{w: w, c: c, shared: !alone})
 		results = append(results, res)
 		if res.err != nil && !savepoint {
 			// Nothing of the batch is kept: the others run again.
@@ -396,7 +398,7 @@ func (w *writer) exec(ctx context.Context, q string) error {
 	return err
 }
 
-// writerQ is a transaction's querier on the committer's connection: counted, and, when the
+// writerQ is a transaction's Querier on the committer's connection: counted, and, when the
 // batch carries other callers' work, deaf to the caller's cancellation (an interrupted write
 // makes SQLite roll back the whole batch).
 type writerQ struct {
@@ -422,7 +424,7 @@ func (q writerQ) ExecContext(ctx context.Context, query string, args ...any) (sq
 	return s.ExecContext(ctx, args...)
 }
 
-func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (rowSet, error) {
+func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)
@@ -434,7 +436,7 @@ func (q writerQ) QueryContext(ctx context.Context, query string, args ...any) (r
 
 // QueryRowContext: a statement that fails to prepare runs unprepared and reports its own
 // error through the row.
-func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any) scanner {
+func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row {
 	q.c.statements.Add(1)
 	ctx = q.context(ctx)
 	s, err := q.w.stmt(ctx, query)
@@ -444,6 +446,10 @@ func (q writerQ) QueryRowContext(ctx context.Context, query string, args ...any)
 	return s.QueryRowContext(ctx, args...)
 }
 
-func (q writerQ) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
-	return readEach(ctx, q, reads, row)
+func (q writerQ) ReadAll(ctx context.Context, reads []sqlstore.Read, row func(int, sqlstore.Row) error) error {
+	return sqlstore.ReadEach(ctx, q, reads, row)
+}
+
+func (q writerQ) WriteAtCommit(ctx context.Context, sql string, args []any, mapErr func(error) error) error {
+	return sqlstore.WriteNow(ctx, q, sql, args, mapErr)
 }

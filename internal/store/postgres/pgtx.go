@@ -1,4 +1,4 @@
-package sqlstore
+package postgres
 
 import (
 	"context"
@@ -6,17 +6,17 @@ import (
 	"database/sql/driver"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// The jobs engine's transactions on PostgreSQL, pipelined. A submit is a short transaction of
-// a few statements, and each round trip costs both processes a wake-up on top of the
-// statement itself. Here a transaction runs on one connection through pgx's own interface,
-// which can send several statements at once (database/sql cannot):
+// Transactions, pipelined. A submit is a short transaction of a few statements, and each
+// round trip costs both processes a wake-up on top of the statement itself. A transaction runs
+// on one connection of the pool and sends several statements at once (pgx.Batch):
 //   - BEGIN is not sent alone: it goes with the transaction's first statement;
-//   - a write whose only answer is its error (the job's insert, writeAtCommit) waits, and goes
+//   - a write whose only answer is its error (the job's insert, WriteAtCommit) waits, and goes
 //     with the next statement or with the COMMIT;
-//   - reads asked together (readAll: the hold's accounts, keys and in-flight counts) go
+//   - reads asked together (ReadAll: the hold's accounts, keys and in-flight counts) go
 //     together, each a statement of its own.
 //
 // A batch of submits (jobs.Service's submit batcher; a submit alone is a batch of one) thus
@@ -25,10 +25,10 @@ import (
 // went with, or the COMMIT: its error is then the transaction's, as the write's own mapping
 // gives it.
 
-// pipeTx is the querier of a pipelined transaction, on a connection held for it.
+// pipeTx is the Querier of a pipelined transaction, on a connection held for it.
 type pipeTx struct {
 	conn    *pgx.Conn
-	c       *conn
+	c       *Conn
 	begun   bool           // BEGIN was sent
 	waiting []waitingWrite // writes not sent yet, in order
 }
@@ -39,14 +39,11 @@ type waitingWrite struct {
 	mapErr func(error) error
 }
 
-// atCommit is a querier that can hold a write back until its next statement or its COMMIT.
-type atCommit interface {
-	writeAtCommit(sql string, args []any, mapErr func(error) error)
-}
-
-func (p *pipeTx) writeAtCommit(sql string, args []any, mapErr func(error) error) {
+// WriteAtCommit holds the write back until the transaction's next statement or its COMMIT.
+func (p *pipeTx) WriteAtCommit(_ context.Context, sql string, args []any, mapErr func(error) error) error {
 	p.c.statements.Add(1)
 	p.waiting = append(p.waiting, waitingWrite{sql: sql, args: args, mapErr: mapErr})
+	return nil
 }
 
 // ahead reports whether statements must go with the next one (BEGIN, waiting writes).
@@ -66,7 +63,7 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 	}
 	last(b)
 	p.begun, p.waiting = true, nil
-	p.c.pipeTrips.Add(1)
+	p.c.roundTrips.Add(1)
 	br := p.conn.SendBatch(ctx, b)
 	if begin {
 		if _, err := br.Exec(); err != nil {
@@ -89,7 +86,7 @@ func (p *pipeTx) sendAhead(ctx context.Context, last func(b *pgx.Batch)) (pgx.Ba
 func (p *pipeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	p.c.statements.Add(1)
 	if !p.ahead() {
-		p.c.pipeTrips.Add(1)
+		p.c.roundTrips.Add(1)
 		tag, err := p.conn.Exec(ctx, q, args...)
 		return driver.RowsAffected(tag.RowsAffected()), err
 	}
@@ -104,10 +101,10 @@ func (p *pipeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Re
 	return driver.RowsAffected(tag.RowsAffected()), err
 }
 
-func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
+func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) sqlstore.Row {
 	p.c.statements.Add(1)
 	if !p.ahead() {
-		p.c.pipeTrips.Add(1)
+		p.c.roundTrips.Add(1)
 		return p.conn.QueryRow(ctx, q, args...)
 	}
 	br, err := p.sendAhead(ctx, func(b *pgx.Batch) { b.Queue(q, args...) })
@@ -117,10 +114,10 @@ func (p *pipeTx) QueryRowContext(ctx context.Context, q string, args ...any) sca
 	return batchRow{br: br}
 }
 
-func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSet, error) {
+func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	p.c.statements.Add(1)
 	if !p.ahead() {
-		p.c.pipeTrips.Add(1)
+		p.c.roundTrips.Add(1)
 		r, err := p.conn.Query(ctx, q, args...)
 		if err != nil {
 			return nil, err
@@ -139,21 +136,36 @@ func (p *pipeTx) QueryContext(ctx context.Context, q string, args ...any) (rowSe
 	return pgxRows{Rows: r, br: br}, nil
 }
 
-// readAll sends reads together, with BEGIN and the waiting writes when they are due, in one
+// ReadAll sends reads together, with BEGIN and the waiting writes when they are due, in one
 // round trip.
-func (p *pipeTx) readAll(ctx context.Context, reads []read, row func(int, scanner) error) error {
+func (p *pipeTx) ReadAll(ctx context.Context, reads []sqlstore.Read, row func(int, sqlstore.Row) error) error {
 	p.c.statements.Add(int64(len(reads)))
 	br, err := p.sendAhead(ctx, func(b *pgx.Batch) {
 		for _, r := range reads {
-			b.Queue(r.sql, r.args...)
+			b.Queue(r.SQL, r.Args...)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	for i := range reads {
+	return readBatch(br, len(reads), row)
+}
+
+// readBatch reads the answers of n reads from br, calling row(i, ...) on each row of the
+// i-th, and ends the batch.
+func readBatch(br pgx.BatchResults, n int, row func(int, sqlstore.Row) error) error {
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err != nil {
+			break
+		}
+		for rows.Next() && err == nil {
+			err = row(i, rows)
+		}
+		rows.Close()
 		if err == nil {
-			err = eachRow(batchRows(br.Query()))(func(s scanner) error { return row(i, s) })
+			err = rows.Err()
 		}
 	}
 	if cerr := br.Close(); err == nil {
@@ -169,7 +181,7 @@ func (p *pipeTx) commit(ctx context.Context) error {
 		return nil
 	}
 	if !p.ahead() {
-		p.c.pipeTrips.Add(1)
+		p.c.roundTrips.Add(1)
 		_, err := p.conn.Exec(ctx, "COMMIT")
 		return err
 	}
@@ -190,36 +202,8 @@ func (p *pipeTx) rollback(ctx context.Context) error {
 	if !p.begun {
 		return nil
 	}
-	p.c.pipeTrips.Add(1)
+	p.c.roundTrips.Add(1)
 	_, err := p.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-	return err
-}
-
-// inPipelinedTx runs fn as one pipelined transaction on a connection of the pool.
-func (db *DB) inPipelinedTx(ctx context.Context, fn func(*Tx) error) error {
-	sc, err := db.sql.raw.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-	var txErr error
-	err = sc.Raw(func(dc any) error {
-		p := &pipeTx{conn: dc.(*stdlib.Conn).Conn(), c: db.sql}
-		db.sql.transactions.Add(1)
-		db.sql.commits.Add(1)
-		if txErr = fn(&Tx{q: p, dialect: Postgres}); txErr == nil {
-			if txErr = p.commit(ctx); txErr == nil {
-				return nil
-			}
-		}
-		if p.rollback(ctx) != nil || p.conn.IsClosed() {
-			return driver.ErrBadConn // the pool drops the connection
-		}
-		return nil
-	})
-	if txErr != nil {
-		return txErr
-	}
 	return err
 }
 
@@ -238,18 +222,10 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// pgxRows is pgx's rows as a rowSet; rows read from a batch end it when closed.
+// pgxRows is pgx's rows as a Rows; rows read from a batch end it when closed.
 type pgxRows struct {
 	pgx.Rows
 	br pgx.BatchResults
-}
-
-// batchRows is one statement's rows of a batch that its sender ends (readAll).
-func batchRows(rows pgx.Rows, err error) (rowSet, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgxRows{Rows: rows}, nil
 }
 
 func (r pgxRows) Close() error {

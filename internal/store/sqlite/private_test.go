@@ -1,4 +1,4 @@
-package sqlstore_test
+package sqlite_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store"
 )
 
 // TestSQLiteFilesPrivate: a new SQLite database, its -wal and -shm files are 0600 and the
@@ -15,7 +15,7 @@ import (
 func TestSQLiteFilesPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	path := filepath.Join(dir, "modelexec.db")
-	db, err := sqlstore.Open(context.Background(), path)
+	db, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 func TestSQLiteFileMadePrivateAtStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "modelexec.db")
-	db, err := sqlstore.Open(context.Background(), path)
+	db, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestSQLiteFileMadePrivateAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db, err = sqlstore.Open(context.Background(), path)
+	db, err = store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

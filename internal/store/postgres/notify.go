@@ -1,15 +1,15 @@
-package sqlstore
+package postgres
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"strings"
 	"sync"
 
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // Notifier carries the jobs engine's notices between processes through PostgreSQL's LISTEN
@@ -17,7 +17,7 @@ import (
 // of one payload), sent by Listen's own loop: a busy process sends a few NOTIFYs a second,
 // not one a job. It serves PostgreSQL only; a service of one process over SQLite needs none.
 type Notifier struct {
-	db *DB
+	c *Conn
 
 	mu      sync.Mutex
 	pending []jobs.Notice
@@ -35,12 +35,13 @@ const (
 	maxPending = 10000
 )
 
-// NewNotifier answers the notifier of a PostgreSQL database.
-func NewNotifier(db *DB) (*Notifier, error) {
-	if db.dialect != Postgres {
-		return nil, errors.New("sqlstore: notices between processes need PostgreSQL")
+// NewNotifier answers the notifier of the database of db, a store this package opened.
+func NewNotifier(db *sqlstore.DB) (*Notifier, error) {
+	c, ok := db.Conn().(*Conn)
+	if !ok {
+		return nil, errors.New("postgres: notices between processes need a PostgreSQL database")
 	}
-	return &Notifier{db: db, wake: make(chan struct{}, 1)}, nil
+	return &Notifier{c: c, wake: make(chan struct{}, 1)}, nil
 }
 
 // Notify queues n for the next NOTIFY.
@@ -60,43 +61,34 @@ func (n *Notifier) Notify(x jobs.Notice) {
 // Listen holds a connection that listens on the channel and calls fn with every notice any
 // process sent (this one's included) until ctx ends; meanwhile it sends this process's.
 func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
-	conn, err := n.db.sql.raw.Conn(ctx)
+	// A connection of its own, outside the pool: it listens for as long as the process runs.
+	pc, err := pgx.ConnectConfig(ctx, n.c.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer pc.Close(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sent := make(chan struct{})
 	go func() { defer close(sent); n.send(ctx) }()
 	defer func() { <-sent }()
-	return conn.Raw(func(dc any) error {
-		pc := dc.(*stdlib.Conn).Conn()
-		if _, err := pc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := pc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	for {
+		note, err := pc.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
-		var err error
-		for {
-			note, werr := pc.WaitForNotification(ctx)
-			if werr != nil {
-				err = werr
-				break
-			}
-			for _, line := range strings.Split(note.Payload, "\n") {
-				if kind, key, ok := strings.Cut(line, " "); ok {
-					fn(jobs.Notice{Kind: jobs.NoticeKind(kind), Key: key})
-				}
+		for _, line := range strings.Split(note.Payload, "\n") {
+			if kind, key, ok := strings.Cut(line, " "); ok {
+				fn(jobs.Notice{Kind: jobs.NoticeKind(kind), Key: key})
 			}
 		}
-		// The connection goes back to the pool: it must not listen there.
-		if _, uerr := pc.Exec(context.WithoutCancel(ctx), "UNLISTEN *"); uerr != nil || pc.IsClosed() {
-			return driver.ErrBadConn
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	})
+	}
 }
 
 // send writes the pending notices as NOTIFYs whenever some wait, until ctx ends.
@@ -108,7 +100,7 @@ func (n *Notifier) send(ctx context.Context) {
 		case <-n.wake:
 		}
 		for payload := n.take(); payload != ""; payload = n.take() {
-			if _, err := n.db.sql.raw.ExecContext(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload); err != nil {
+			if _, err := n.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload); err != nil {
 				break // the notices are lost; the sweep and the polls cover them
 			}
 		}

@@ -1,0 +1,294 @@
+// Package postgres is the store on PostgreSQL, through pgx directly: a pgxpool of connections,
+// transactions pipelined with pgx.Batch (pgtx.go), the jobs engine's notices between processes
+// through LISTEN and NOTIFY (notify.go) and its own migrations. The statements the service
+// makes are sqlstore's; this package runs them.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Is reports whether dsn names a PostgreSQL database (a postgres:// or postgresql:// URL).
+func Is(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Open connects to the database of dsn and applies its migrations. The URL's pool_max_conns
+// bounds the connections this process keeps.
+func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) {
+	return OpenAt(ctx, dsn, 0)
+}
+
+// OpenAt is Open with the migrations applied up to version only (every one when 0): a
+// database as an earlier release left it, for the tests of a migration.
+func OpenAt(ctx context.Context, dsn string, version int64) (*sqlstore.DB, error) {
+	c, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Migrate(ctx, version); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return sqlstore.New(c), nil
+}
+
+// Conn is a pool of connections to one PostgreSQL database.
+type Conn struct {
+	pool *pgxpool.Pool
+	db   *sql.DB // database/sql over the same pool: migrations, tests and tools
+
+	statements, transactions, roundTrips atomic.Int64
+}
+
+var _ sqlstore.Conn = (*Conn)(nil)
+
+func connect(ctx context.Context, dsn string) (*Conn, error) {
+	cfg, err := poolConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return &Conn{pool: pool, db: stdlib.OpenDBFromPool(pool)}, nil
+}
+
+// poolConfig reads dsn. Without pool_max_conns (pgxpool's name for it) the pool holds four
+// connections per CPU this process may use: a statement holds its connection only while it
+// runs, and more connections than that left more server sessions competing for the same cores.
+func poolConfig(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: database URL: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns=") {
+		cfg.MaxConns = int32(max(4, 4*runtime.GOMAXPROCS(0)))
+	}
+	// Idle connections are kept: one closed loses its prepared statements.
+	cfg.MinConns, cfg.MaxConnIdleTime = 0, 5*time.Minute
+	return cfg, nil
+}
+
+// Migrate applies the migrations up to version (every one when 0).
+func (c *Conn) Migrate(ctx context.Context, version int64) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, c.db, sub)
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	if version > 0 {
+		_, err = p.UpTo(ctx, version)
+	} else {
+		_, err = p.Up(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+func (c *Conn) Dialect() sqlstore.Dialect { return sqlstore.Postgres }
+func (c *Conn) SQL() *sql.DB              { return c.db }
+func (c *Conn) Ping(ctx context.Context) error {
+	return c.pool.Ping(ctx)
+}
+
+// Close closes the pool.
+func (c *Conn) Close() error {
+	err := c.db.Close()
+	c.pool.Close()
+	return err
+}
+
+// Stats counts what ran so far; every transaction commits once.
+func (c *Conn) Stats() sqlstore.Stats {
+	t := c.transactions.Load()
+	return sqlstore.Stats{Statements: c.statements.Load(), Transactions: t, Commits: t, RoundTrips: c.roundTrips.Load()}
+}
+
+// MaxConns is the most connections the pool keeps.
+func (c *Conn) MaxConns() int { return int(c.pool.Config().MaxConns) }
+
+func (c *Conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	c.statements.Add(1)
+	tag, err := c.pool.Exec(ctx, q, args...)
+	return driver.RowsAffected(tag.RowsAffected()), err
+}
+
+func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	c.statements.Add(1)
+	rows, err := c.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgxRows{Rows: rows}, nil
+}
+
+func (c *Conn) QueryRowContext(ctx context.Context, q string, args ...any) sqlstore.Row {
+	c.statements.Add(1)
+	return c.pool.QueryRow(ctx, q, args...)
+}
+
+// ReadAll sends reads together, in one round trip, outside a transaction.
+func (c *Conn) ReadAll(ctx context.Context, reads []sqlstore.Read, row func(int, sqlstore.Row) error) error {
+	c.statements.Add(int64(len(reads)))
+	b := &pgx.Batch{}
+	for _, r := range reads {
+		b.Queue(r.SQL, r.Args...)
+	}
+	return readBatch(c.pool.SendBatch(ctx, b), len(reads), row)
+}
+
+func (c *Conn) WriteAtCommit(ctx context.Context, q string, args []any, mapErr func(error) error) error {
+	return sqlstore.WriteNow(ctx, c, q, args, mapErr)
+}
+
+// InTx runs fn in one pipelined transaction (pgtx.go) on a connection of the pool; a
+// serialization failure or a deadlock runs it again, up to five more times.
+func (c *Conn) InTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return retrying(func() error { return c.inTx(ctx, fn) })
+}
+
+func (c *Conn) inTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	p := &pipeTx{conn: pc.Conn(), c: c}
+	c.transactions.Add(1)
+	txErr := fn(p)
+	if txErr == nil {
+		if txErr = p.commit(ctx); txErr == nil {
+			pc.Release()
+			return nil
+		}
+	}
+	if p.rollback(ctx) != nil || p.conn.IsClosed() {
+		pc.Hijack().Close(context.WithoutCancel(ctx)) // the connection is not fit to be used again
+	} else {
+		pc.Release()
+	}
+	return txErr
+}
+
+// InOneStatement runs fn, which makes at most one statement, on the pool, without a BEGIN and
+// a COMMIT around it: one statement is a transaction of its own, and the work takes one round
+// trip instead of three. A second statement is a programming error and panics before it runs.
+func (c *Conn) InOneStatement(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return retrying(func() error { return fn(&oneStatement{c: c}) })
+}
+
+// retrying runs try again, up to five more times, while it fails retryably.
+func retrying(try func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := try()
+		if err != nil && attempt < 5 && retryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+// retryable reports a serialization failure or deadlock, wherever it sits in the error's
+// chain: a domain error that wraps one (job_record_failed wraps the insert's error) is retried
+// too.
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "40001" || pg.Code == "40P01"
+	}
+	return false
+}
+
+// oneStatement is the querier of InOneStatement: the pool, for one statement.
+type oneStatement struct {
+	c    *Conn
+	used bool
+}
+
+func (o *oneStatement) take() {
+	if o.used {
+		panic("postgres: InOneStatement's function made a second statement")
+	}
+	o.used = true
+}
+
+func (o *oneStatement) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	o.take()
+	return o.c.ExecContext(ctx, q, args...)
+}
+
+func (o *oneStatement) QueryContext(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	o.take()
+	return o.c.QueryContext(ctx, q, args...)
+}
+
+func (o *oneStatement) QueryRowContext(ctx context.Context, q string, args ...any) sqlstore.Row {
+	o.take()
+	return o.c.QueryRowContext(ctx, q, args...)
+}
+
+func (o *oneStatement) ReadAll(ctx context.Context, reads []sqlstore.Read, row func(int, sqlstore.Row) error) error {
+	if len(reads) > 1 {
+		o.take()
+	}
+	return sqlstore.ReadEach(ctx, o, reads, row)
+}
+
+func (o *oneStatement) WriteAtCommit(ctx context.Context, q string, args []any, mapErr func(error) error) error {
+	return sqlstore.WriteNow(ctx, o, q, args, mapErr)
+}
+
+// Explain answers the plan of q with args. Sequential scans are priced out first
+// (enable_seqscan off), so a plan that still scans a table has no index it could use.
+func (c *Conn) Explain(ctx context.Context, q string, args ...any) ([]string, error) {
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Release()
+	if _, err := pc.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+		return nil, err
+	}
+	defer pc.Exec(context.WithoutCancel(ctx), `RESET enable_seqscan`) //nolint:errcheck
+	rows, err := pc.Query(ctx, "EXPLAIN "+q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		out = append(out, strings.TrimSpace(line))
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,72 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// dialectSQL is what one database writes its own way; the rest of the store's SQL is the same
+// on both. A DB and its transactions carry their database's.
+type dialectSQL struct {
+	// rowLock follows a SELECT whose rows the transaction updates next. SQLite needs none: an
+	// immediate transaction holds the whole database already.
+	rowLock string
+	// claimLock follows a claim's SELECT: rows another transaction holds are passed over.
+	claimLock string
+	// index names the index a read of jobs goes through (" INDEXED BY …"), for a planner
+	// without statistics that may otherwise walk a wider one (SQLite).
+	index func(name string) string
+	// list is ids as one parameter, read by the condition in(param).
+	list func(ids []string) any
+	in   func(param string) string
+	// lockKey takes a lock on a text key ($1) until the transaction ends; "" where the
+	// transaction's own lock covers it (SQLite).
+	lockKey string
+	// markFannedOut marks the events of a JSON array of seqs ($1) fanned out.
+	markFannedOut string
+	// ledgerArgs is how many of LedgerApply's parameters its statement reads (qLedgerApply).
+	ledgerArgs int
+	// Statements that do in one what the other database does in several, a statement for
+	// each charge or job; "" or false there.
+	chargeAll string // LedgerChargeAll's (qChargeAll)
+	closeJobs string // CloseJobs' (qCloseJobs)
+	closeOne  bool   // CloseJob writes the job and its event in one statement (closeOne)
+}
+
+var dialects = map[Dialect]*dialectSQL{
+	SQLite: {
+		index: func(name string) string { return " INDEXED BY " + name },
+		list: func(ids []string) any {
+			b, _ := json.Marshal(ids)
+			return string(b)
+		},
+		in:            func(param string) string { return "IN (SELECT value FROM json_each(" + param + "))" },
+		markFannedOut: `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT value FROM json_each($1))`,
+		ledgerArgs:    9,
+	},
+	Postgres: {
+		rowLock:       " FOR UPDATE",
+		claimLock:     " FOR UPDATE SKIP LOCKED",
+		index:         func(string) string { return "" },
+		list:          func(ids []string) any { return ids },
+		in:            func(param string) string { return "= ANY(" + param + "::text[])" },
+		lockKey:       `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+		markFannedOut: `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)`,
+		ledgerArgs:    15,
+		chargeAll:     qChargeAll,
+		closeJobs:     qCloseJobs,
+		closeOne:      true,
+	},
+}
+
+// inList replaces each "IN_LIST($n)" of q by the dialect's condition on the list parameter $n.
+func (d *dialectSQL) inList(q string) string {
+	for {
+		i := strings.Index(q, "IN_LIST(")
+		if i < 0 {
+			return q
+		}
+		j := strings.IndexByte(q[i:], ')')
+		q = q[:i] + d.in(q[i+len("IN_LIST("):i+j]) + q[i+j+1:]
+	}
+}
