@@ -133,7 +133,7 @@ func ReadEach(ctx context.Context, q Querier, reads []Read, row func(i int, row 
 	return nil
 }
 
-// list is ids as one parameter, as the dialect's IN_LIST condition reads it.
+// list is ids as one parameter, as the dialect reads a list.
 func (tx *Tx) list(ids []string) any { return tx.sql.list(ids) }
 
 // Rows is the rows a Querier answers: database/sql's, or the pipelined transaction's

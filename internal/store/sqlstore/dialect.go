@@ -1,9 +1,6 @@
 package sqlstore
 
-import (
-	"encoding/json"
-	"strings"
-)
+import "encoding/json"
 
 // dialectSQL is what one database writes its own way; the rest of the store's SQL is the same
 // on both. A DB and its transactions carry their database's.
@@ -16,9 +13,8 @@ type dialectSQL struct {
 	// index names the index a read of jobs goes through (" INDEXED BY …"), for a planner
 	// without statistics that may otherwise walk a wider one (SQLite).
 	index func(name string) string
-	// list is ids as one parameter, read by the condition in(param).
+	// list is ids as one parameter (an array; JSON text that json_each reads).
 	list func(ids []string) any
-	in   func(param string) string
 	// lockKey takes a lock on a text key ($1) until the transaction ends; "" where the
 	// transaction's own lock covers it (SQLite).
 	lockKey string
@@ -40,7 +36,6 @@ var dialects = map[Dialect]*dialectSQL{
 			b, _ := json.Marshal(ids)
 			return string(b)
 		},
-		in:            func(param string) string { return "IN (SELECT value FROM json_each(" + param + "))" },
 		markFannedOut: `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT value FROM json_each($1))`,
 		ledgerArgs:    9,
 	},
@@ -49,7 +44,6 @@ var dialects = map[Dialect]*dialectSQL{
 		claimLock:     " FOR UPDATE SKIP LOCKED",
 		index:         func(string) string { return "" },
 		list:          func(ids []string) any { return ids },
-		in:            func(param string) string { return "= ANY(" + param + "::text[])" },
 		lockKey:       `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
 		markFannedOut: `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)`,
 		ledgerArgs:    15,
@@ -57,16 +51,4 @@ var dialects = map[Dialect]*dialectSQL{
 		closeJobs:     qCloseJobs,
 		closeOne:      true,
 	},
-}
-
-// inList replaces each "IN_LIST($n)" of q by the dialect's condition on the list parameter $n.
-func (d *dialectSQL) inList(q string) string {
-	for {
-		i := strings.Index(q, "IN_LIST(")
-		if i < 0 {
-			return q
-		}
-		j := strings.IndexByte(q[i:], ')')
-		q = q[:i] + d.in(q[i+len("IN_LIST("):i+j]) + q[i+j+1:]
-	}
 }

@@ -20,12 +20,10 @@ const (
 	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`
 	qClaimQueued = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT 1`
 	qQueued      = `SELECT ` + jobCols + ` FROM jobs WHERE model = $1 AND status = 'IN_QUEUE'` + queueOrder + ` LIMIT $2`
-	// qCountQueuedOf counts the jobs waiting for a slot of several models at once ($1 a list),
-	// one row for each that has any.
-	qCountQueuedOf = `SELECT model, count(*) FROM jobs WHERE model IN_LIST($1) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`
-	qCountWaiting  = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
-	qStale         = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
-	qOverdue       = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
+
+	qCountWaiting = `SELECT count(*) FROM jobs WHERE status = 'IN_QUEUE' AND dispatched = 1`
+	qStale        = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_PROGRESS' AND lease_until < $1 ORDER BY lease_until LIMIT $2`
+	qOverdue      = `SELECT ` + jobCols + ` FROM jobs WHERE status = 'IN_QUEUE' AND start_by IS NOT NULL AND start_by < $1 ORDER BY start_by LIMIT $2`
 	// qUsage and qUsagePerModel sum one window of an account's spend per key and per model: its
 	// whole UTC months [$3, $4) from usage_monthly, its part-month edges [$2, $3) and [$4, $5)
 	// from usage_daily, each one range of a primary key. A window of whole months (every window
@@ -119,7 +117,7 @@ var hotSearches = map[string]jobs.Search{
 
 // hotHeld are the hold's reads (LedgerHold), each database's own, of a list of ids.
 var hotHeld = map[string]map[Dialect]string{"hold: locks": qHoldLock, "hold: keys": qHoldKeys, "hold: in-flight": qHoldInFlight,
-	"submit: queue lengths": {SQLite: dialects[SQLite].inList(qCountQueuedOf), Postgres: dialects[Postgres].inList(qCountQueuedOf)}}
+	"submit: queue lengths": qCountQueuedOf}
 
 // hotOnly names the hot queries of one dialect alone (submits together, PostgreSQL).
 var hotOnly = map[string]Dialect{"together: charges": Postgres}

@@ -206,11 +206,17 @@ func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
 	return scanJob(tx.q.QueryRowContext(ctx, qClaimQueued+tx.sql.claimLock, model))
 }
 
-// CountQueuedOf counts the jobs waiting for a slot of each model of slugs (those without any
-// are left out), in one statement.
+// qCountQueuedOf counts the jobs waiting for a slot of each model of a list ($1), as
+// LedgerHold's statements read their lists.
+var qCountQueuedOf = map[Dialect]string{
+	Postgres: `SELECT model, count(*) FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`,
+	SQLite:   `SELECT j.value, (SELECT count(*) FROM jobs WHERE model = j.value AND status = 'IN_QUEUE' AND dispatched = 1) FROM json_each($1) j`,
+}
+
+// CountQueuedOf counts the jobs waiting for a slot of each model of slugs, in one statement.
 func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
 	out := make(map[string]int, len(slugs))
-	err := eachRow(tx.q.QueryContext(ctx, tx.sql.inList(qCountQueuedOf), tx.list(slugs)))(func(row Row) error {
+	err := eachRow(tx.q.QueryContext(ctx, qCountQueuedOf[tx.dialect], tx.list(slugs)))(func(row Row) error {
 		var v string
 		var n int
 		err := row.Scan(&v, &n)

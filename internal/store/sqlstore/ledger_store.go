@@ -163,7 +163,8 @@ const (
 // order (TouchKeys) can wait on this transaction in a cycle.
 // The hold's reads (LedgerHold), each database's, of lists of ids ($1): the accounts' locks
 // (on SQLite the transaction's write lock holds every row already), the keys with their
-// accounts, and the accounts' unsettled jobs.
+// accounts, and the accounts' unsettled jobs. SQLite walks the list and looks each id up (a
+// condition "IN (the list)" would build a temporary index of it first).
 var (
 	qHoldLock = map[Dialect]string{
 		Postgres: `SELECT id FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
@@ -172,12 +173,12 @@ var (
 		Postgres: `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
 			` FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ANY($1::text[]) ORDER BY k.id FOR UPDATE OF k`,
 		SQLite: `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
-			` FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id IN (SELECT value FROM json_each($1))`,
+			` FROM json_each($1) j JOIN api_keys k ON k.id = j.value JOIN accounts a ON a.id = k.account_id`,
 	}
 	qHoldInFlight = map[Dialect]string{
 		Postgres: `SELECT account_id, count(*) FROM jobs WHERE account_id = ANY($1::text[]) AND status <> 'COMPLETED' GROUP BY account_id`,
-		SQLite: `SELECT account_id, count(*) FROM jobs INDEXED BY jobs_account_open WHERE account_id IN (SELECT value FROM json_each($1))
- AND status <> 'COMPLETED' GROUP BY account_id`,
+		SQLite: `SELECT j.value, (SELECT count(*) FROM jobs INDEXED BY jobs_account_open WHERE account_id = j.value AND status <> 'COMPLETED')
+ FROM json_each($1) j`,
 	}
 )
 
