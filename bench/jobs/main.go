@@ -449,7 +449,8 @@ func historyRequestID(at int64, g int) string {
 
 // addHistory inserts n settled jobs spread over the accounts, a year old and a millisecond
 // apart, with the ids the service gives (historyRequestID): one generate_series statement on
-// PostgreSQL, multi-row INSERTs of 500 in one transaction per 50,000 rows on SQLite.
+// PostgreSQL, multi-row INSERTs of 500 in one transaction per 50,000 rows on SQLite; then each
+// one's ledger entry and event (addHistoryRecords).
 func (e *engine) addHistory(n int) error {
 	ctx := context.Background()
 	start := e.rows()
@@ -463,7 +464,10 @@ func (e *engine) addHistory(n int) error {
    '-8' || lpad(to_hex(g & 4095), 3, '0') || '-' || lpad(to_hex(g), 12, '0') AS r
    FROM (SELECT g, ($2::bigint + g * 1000) / 1000 AS ms FROM generate_series($3::bigint, $4::bigint) g) t) h`, model, old, start, start+n-1)
 		if err == nil {
-			_, err = e.db.SQL().ExecContext(ctx, `ANALYZE jobs`)
+			err = e.addHistoryRecords(ctx, old+int64(start)*1000, old+int64(start+n)*1000)
+		}
+		if err == nil {
+			_, err = e.db.SQL().ExecContext(ctx, `ANALYZE jobs; ANALYZE ledger_entries; ANALYZE events`)
 		}
 		return err
 	}
@@ -498,12 +502,32 @@ func (e *engine) addHistory(n int) error {
 			return err
 		}
 	}
+	if err := e.addHistoryRecords(ctx, old+int64(start)*1000, old+int64(start+n)*1000); err != nil {
+		return err
+	}
 	// No ANALYZE: the service never runs one on SQLite, so its plans at this history are those
 	// measured. The bulk load's WAL is copied into the database file before the measurement,
 	// so the figure is the cost of a job at that history, not of a checkpoint of a million
 	// rows running beside it.
 	_, err := e.db.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return err
+}
+
+// addHistoryRecords gives each history job created in [from, to) its ledger entry and its
+// event, as a settled job leaves them: the entry moves no credit (a grant of 0 at the account's
+// balance, so the books still add up) and the event is delivered already.
+func (e *engine) addHistoryRecords(ctx context.Context, from, to int64) error {
+	if _, err := e.db.SQL().ExecContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
+ SELECT j.account_id, j.key_id, j.id, j.model, 'grant', 0, a.balance, '2025-11', j.finished_at
+ FROM jobs j JOIN accounts a ON a.id = j.account_id WHERE j.key_id = 'hist' AND j.created_at >= $1 AND j.created_at < $2`, from, to); err != nil {
+		return fmt.Errorf("history ledger entries: %w", err)
+	}
+	if _, err := e.db.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at, fanned_out)
+ SELECT account_id, 'evt_' || request_id, id, request_id, 'job.succeeded', product, 'succeeded', charged, reserved, finished_at, 1
+ FROM jobs WHERE key_id = 'hist' AND created_at >= $1 AND created_at < $2`, from, to); err != nil {
+		return fmt.Errorf("history events: %w", err)
+	}
+	return nil
 }
 
 // checkBooks says whether every account's balance equals the sum of its ledger entries.
