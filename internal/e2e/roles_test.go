@@ -24,7 +24,7 @@ import (
 	"github.com/modelexec/modelexec/internal/plans"
 )
 
-// TestI10_RolesSplit runs the real binary twice on one PostgreSQL database, as the README's
+// TestI10_RolesSplit runs the real binary twice on one database (PostgreSQL, then SQLite), as the README's
 // scale-out section says: one process with --roles api,queue,sync (it never runs a job) and
 // one with --roles worker,webhooks. 500 jobs go through the API process's queue host; each
 // runs exactly once in the worker (attempts 1, no lease taken over, one event, charged once),
@@ -34,13 +34,21 @@ func TestI10_RolesSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the roles split test builds and starts the binary")
 	}
-	db, dsn := crashDB(t, "postgres")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "modelexec")
+	bin := filepath.Join(t.TempDir(), "modelexec")
 	build := exec.Command("go", "build", "-o", bin, "github.com/modelexec/modelexec/cmd/modelexec")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for _, backend := range []string{"postgres", "sqlite"} {
+		t.Run(backend, func(t *testing.T) { rolesSplit(t, bin, backend) })
+	}
+}
+
+// rolesSplit is TestI10_RolesSplit on one database: on SQLite the two processes share the
+// database file, and the worker learns of hand-offs by looking for them (no notices).
+func rolesSplit(t *testing.T, bin, backend string) {
+	db, dsn := crashDB(t, backend)
+	dir := t.TempDir()
 
 	// The catalogue: image-4b run by the no-op runner, offering a queue.
 	var f catalog.File
