@@ -188,6 +188,7 @@ type options struct {
 	balance     int64
 	store       func(jobs.Store) jobs.Store // wraps the jobs store (fault injection)
 	streamLimit time.Duration               // the queue host's status stream limit (five minutes when 0)
+	redis       string                      // --redis: seats shared through it
 
 	// runner wraps the control runner on every model (a runner that cannot cancel, or fails
 	// with a given code).
@@ -225,7 +226,7 @@ func newHarness(t *testing.T, db *sqlstore.DB, o options) *harness {
 		p.Seats = *o.seats
 	}
 	srv := h.newServer(server.Config{Roles: server.Every(), WaitCeiling: o.waitCeiling, StreamLimit: o.streamLimit,
-		PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL}, p, o.cfg, o.store)
+		PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL, Redis: o.redis}, p, o.cfg, o.store)
 	h.jobs, h.cat = srv.Jobs(), srv.Catalog()
 	queueH, syncH = srv.Handler(server.RoleQueue), srv.Handler(server.RoleSync)
 	ctx, cancel := context.WithCancel(context.Background())

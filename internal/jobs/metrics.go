@@ -36,13 +36,6 @@ func (s *Service) settled(j Job) {
 	s.recorder.CreditsRefunded(j.Product, refunded)
 }
 
-// InUse is how many held connections hold a seat in this process now.
-func (s *Seats) InUse() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.total
-}
-
 // Running is how many jobs this process runs now.
 func (s *Service) Running() int {
 	s.mu.Lock()

@@ -69,7 +69,7 @@ type Service struct {
 	rand    func() uint32
 
 	broker  *broker
-	seats   *Seats
+	seats   Seats
 	finals  *finals                  // recently settled jobs (settled.go)
 	submits *batcher[*pendingSubmit] // submits charged together (submit.go)
 	closes  *batcher[*closing]       // settlements that move no credit, written together (settle.go)
@@ -108,7 +108,7 @@ type Deps struct {
 	Catalog *catalog.Catalog
 	Runners runners.Registry
 	Env     EnvFunc
-	Seats   *Seats
+	Seats   Seats
 	Now     func() time.Time
 	Log     *slog.Logger
 	// Notifier carries hand-offs and job changes between processes (notify.go); nil in a
@@ -127,7 +127,7 @@ func New(d Deps, cfg Config) *Service {
 }
 
 // Seats returns the held-connection seats.
-func (s *Service) Seats() *Seats { return s.seats }
+func (s *Service) Seats() Seats { return s.seats }
 
 // Catalog returns the catalogue in force.
 func (s *Service) Catalog() *catalog.Catalog { return s.catalog }

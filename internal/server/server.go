@@ -25,6 +25,7 @@ import (
 	"github.com/modelexec/modelexec/internal/fetch"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/jobs/redisseats"
 	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/metrics"
@@ -209,7 +210,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if d.JobStore != nil {
 		store = d.JobStore(store)
 	}
-	seats := jobs.NewSeats(d.Plans.Seats.PerAccount, d.Plans.Seats.PerProduct, d.Plans.Seats.Platform)
+	rdb, err := cfg.redisClient()
+	if err != nil {
+		return nil, err
+	}
+	seats, renewSeats := cfg.seats(d, rdb)
 	s.jobs = jobs.New(jobs.Deps{Store: store, Ledger: s.ledger, Catalog: cat, Runners: reg, Env: env, Seats: seats, Now: d.Now, Log: d.Log,
 		Notifier: notifier}, jcfg)
 	chatSvc.Jobs = s.jobs
@@ -223,7 +228,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	case !cfg.NoRateLimits:
 		limiter := d.Limiter
 		if limiter == nil {
-			if limiter, err = cfg.limiter(d); err != nil {
+			if limiter, err = cfg.limiter(d, rdb); err != nil {
 				return nil, err
 			}
 		}
@@ -289,6 +294,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	if roles[RoleAPI] || roles[RoleQueue] || roles[RoleSync] {
 		s.workers = append(s.workers, gate.LastUsed.Run) // writes the keys' last use about once a minute
+		if renewSeats != nil {
+			s.workers = append(s.workers, renewSeats) // renews the leases of this process's seats
+		}
 	}
 	return s, nil
 }
@@ -308,17 +316,37 @@ func (c Config) publicURLs() URLs {
 		Sync: pick(c.PublicURLSync, RoleSync, c.SyncAddr)}
 }
 
-// limiter is the shared Redis limiter when cfg names one, else the in-process one.
-func (c Config) limiter(d Deps) (ratelimit.Limiter, error) {
+// redisClient is the client of the Redis cfg names (nil when none): it shares the rate limits
+// and the held-connection seats between processes.
+func (c Config) redisClient() (*redis.Client, error) {
 	if c.Redis == "" {
-		return ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: d.Now, Plans: d.Plans.Rates}), nil
+		return nil, nil
 	}
 	opt, err := redis.ParseURL(c.Redis)
 	if err != nil {
 		return nil, fmt.Errorf("--redis: %w", err)
 	}
 	opt.MaxRetries, opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = -1, time.Second, 500*time.Millisecond, 500*time.Millisecond
-	return rlredis.New(redis.NewClient(opt), rlredis.Options{Clock: d.Now, Plans: d.Plans.Rates}), nil
+	return redis.NewClient(opt), nil
+}
+
+// limiter is the shared Redis limiter when there is a Redis, else the in-process one.
+func (c Config) limiter(d Deps, rdb *redis.Client) (ratelimit.Limiter, error) {
+	if rdb == nil {
+		return ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: d.Now, Plans: d.Plans.Rates}), nil
+	}
+	return rlredis.New(rdb, rlredis.Options{Clock: d.Now, Plans: d.Plans.Rates}), nil
+}
+
+// seats are the held-connection seats: counted in Redis, across processes, when there is one
+// (with the worker that renews this process's leases), else in this process.
+func (c Config) seats(d Deps, rdb *redis.Client) (jobs.Seats, func(context.Context) error) {
+	sp := d.Plans.Seats
+	if rdb == nil {
+		return jobs.NewSeats(sp.PerAccount, sp.PerProduct, sp.Platform), nil
+	}
+	s := redisseats.New(rdb, redisseats.Options{PerAccount: sp.PerAccount, PerProduct: sp.PerProduct, Platform: sp.Platform, Log: d.Log})
+	return s, s.Run
 }
 
 // runners is the registry: the built-in reference runners, a catalogue entry's "runner"
