@@ -60,6 +60,9 @@ type Handler struct {
 	// Paused reports whether the operator has paused the API or a product: the playground
 	// refuses then, as the model hosts do (nil: never paused).
 	Paused func(product string) bool
+	// SignIns counts failed sign-ins across processes (the store); nil counts them in this
+	// process.
+	SignIns SignInFailures
 
 	pages    map[string]*template.Template
 	throttle signInThrottle
@@ -96,6 +99,7 @@ func (h *Handler) Routes() http.Handler {
 	if h.pages == nil {
 		h.pages = parsePages()
 	}
+	h.throttle.store, h.throttle.log = h.SignIns, h.Log
 	mux := http.NewServeMux()
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", staticFiles()))
 	mux.Handle("GET /console/sign-in", h.public(h.signInForm))

@@ -49,7 +49,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	email := r.PostFormValue("email")
 	now := h.Now()
-	if until, blocked := h.throttle.blocked(email, now); blocked {
+	if until, blocked := h.throttle.blocked(r.Context(), email, now); blocked {
 		w.Header().Set("Retry-After", strconv.Itoa(int(until.Sub(now).Seconds())+1))
 		h.renderSignIn(w, r, http.StatusTooManyRequests, email,
 			fmt.Sprintf("Too many failed sign-ins for this email. Try again after %s.", until.UTC().Format("15:04 UTC")))
@@ -57,7 +57,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	token, _, sess, err := h.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"))
 	if errors.Is(err, auth.ErrBadCredentials) {
-		h.throttle.fail(email, now)
+		h.throttle.fail(r.Context(), email, now)
 		h.Log.Info("console: sign-in refused")
 		h.renderSignIn(w, r, http.StatusUnauthorized, email, "Wrong email or password.")
 		return nil
@@ -65,7 +65,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.throttle.succeed(email)
+	h.throttle.succeed(r.Context(), email)
 	clearCookie(w, preCSRFCookie, h.Secure)
 	h.setCookie(w, sessionCookie, token, sess.ExpiresAt.Sub(h.Now()))
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)

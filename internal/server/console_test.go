@@ -512,3 +512,47 @@ func BenchmarkConsoleOperatorAccounts(b *testing.B) {
 		})
 	}
 }
+
+// otherProcess is a second server.New over e's database and clock: another process of the
+// same service, with its own account API host.
+func (e *consoleEnv) otherProcess(t testing.TB) *consoleEnv {
+	t.Helper()
+	o := *e
+	var h http.Handler
+	o.api = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(o.api.Close)
+	cfg := server.Config{Secret: secret, NoRateLimits: true, PasswordCost: bcrypt.MinCost,
+		PublicURLAPI: o.api.URL, PublicURLQueue: e.queue.URL, PublicURLSync: e.sync.URL}
+	srv, err := server.New(context.Background(), cfg, server.Deps{DB: e.db, Auth: e.auth, Bucket: blobs.NewMemory(), Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, o.srv = srv.Handler(server.RoleAPI), srv
+	return &o
+}
+
+// Issue 26 item 6: failed sign-ins are counted where every process sees them (the store):
+// four failures on one process and one on another refuse the email's next try on either,
+// even with the right password, with 429 and Retry-After; another email is not refused.
+func TestConsoleSignInThrottleAcrossProcesses(t *testing.T) {
+	e := newConsoleEnv(t)
+	a, b := e.browser(t), e.otherProcess(t).browser(t)
+	for i := range 5 {
+		br := a
+		if i == 4 {
+			br = b
+		}
+		if p, _ := br.signIn("Acct_A@example.test", consolePassword+"!"); p.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d", i+1, p.status)
+		}
+	}
+	for name, br := range map[string]*browser{"other process": b, "first process": a} {
+		p, token := br.signIn("acct_a@example.test", consolePassword)
+		if p.status != http.StatusTooManyRequests || token != "" || !strings.Contains(p.body, "Too many failed sign-ins") {
+			t.Fatalf("%s after five failures: %d token %q", name, p.status, token)
+		}
+	}
+	b.mustSignIn("acct_b@example.test")
+	e.clock.Add(15 * time.Minute)
+	a.mustSignIn("acct_a@example.test")
+}

@@ -21,6 +21,41 @@ func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 	t.Run("ChargeTogether", func(t *testing.T) { testChargeTogether(t, open(t)) })
 	t.Run("ACC04_MonthlyAllowances", func(t *testing.T) { testAllowances(t, open(t)) })
 	t.Run("ConsoleUsersAndSessions", func(t *testing.T) { testConsoleUsers(t, open(t)) })
+	t.Run("SignInFailures", func(t *testing.T) { testSignInFailures(t, open(t)) })
+}
+
+// Failed console sign-ins: counted per email within a window from the first failure, started
+// afresh once it ended, forgotten on success; ended windows are dropped.
+func testSignInFailures(t *testing.T, db *sqlstore.DB) {
+	ctx := context.Background()
+	const window = 15 * time.Minute
+	for i := range 3 {
+		if err := db.FailSignIn(ctx, "ana@example.test", t0.Add(time.Duration(i)*time.Minute), window); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, first, err := db.SignInFailures(ctx, "ana@example.test"); err != nil || n != 3 || !first.Equal(t0) {
+		t.Fatalf("three failures: %d from %v (%v), want 3 from %v", n, first, err, t0)
+	}
+	later := t0.Add(window + time.Minute)
+	if err := db.FailSignIn(ctx, "ana@example.test", later, window); err != nil {
+		t.Fatal(err)
+	}
+	if n, first, err := db.SignInFailures(ctx, "ana@example.test"); err != nil || n != 1 || !first.Equal(later) {
+		t.Fatalf("a failure after the window: %d from %v (%v), want 1 from %v", n, first, err, later)
+	}
+	if err := db.FailSignIn(ctx, "bob@example.test", later, window); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ClearSignInFailures(ctx, "ana@example.test"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := db.SignInFailures(ctx, "ana@example.test"); err != nil || n != 0 {
+		t.Fatalf("after a success: %d (%v), want none", n, err)
+	}
+	if n, _, err := db.SignInFailures(ctx, "bob@example.test"); err != nil || n != 1 {
+		t.Fatalf("another email: %d (%v), want 1", n, err)
+	}
 }
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
