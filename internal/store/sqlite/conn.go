@@ -12,9 +12,9 @@ import (
 
 // conn is the pool every statement goes through. It counts statements and transactions (the
 // benchmark and the statements-per-job test read them through Stats), reuses prepared
-// statements on SQLite (compiling SQL was a quarter of the CPU of a job), and on SQLite lets
-// one write transaction of this process run at a time: writers wait on a process lock instead of
-// on the busy handler's sleeps. busy_timeout still covers other processes.
+// statements (compiling a statement costs more than running one of the service's), and lets
+// one write transaction of this process run at a time: writers wait on a process lock instead
+// of on the busy handler's sleeps. busy_timeout still covers other processes.
 type conn struct {
 	raw     *sql.DB
 	prepare bool // reuse prepared statements

@@ -13,10 +13,10 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// Group commit (SQLite). SQLite runs one write transaction at a time, and its COMMIT (the WAL
-// write) was close to half the CPU of a job: each submit and each settlement paid one. Here
-// every InTx on SQLite is handed to one committer goroutine, which runs the transactions that
-// wait at that moment in one BEGIN … COMMIT. Every caller gets its answer only after the
+// Group commit. SQLite runs one write transaction at a time, and its COMMIT (the WAL write)
+// costs about as much for a few transactions as for one: each submit and each settlement
+// would otherwise pay one. Here every InTx is handed to one committer goroutine, which runs the
+// transactions that wait at that moment in one BEGIN … COMMIT. Every caller gets its answer only after the
 // COMMIT that holds its work returned, so nothing acknowledged is lost by a crash; when the
 // COMMIT fails, every transaction of the batch fails with it.
 //
