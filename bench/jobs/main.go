@@ -449,8 +449,8 @@ func historyRequestID(at int64, g int) string {
 
 // addHistory inserts n settled jobs spread over the accounts, a year old and a millisecond
 // apart, with the ids the service gives (historyRequestID): one generate_series statement on
-// PostgreSQL, multi-row INSERTs of 500 in one transaction per 50,000 rows on SQLite; then each
-// one's ledger entry and event (addHistoryRecords).
+// PostgreSQL, multi-row INSERTs of 500 in one transaction per 50,000 rows on SQLite; then as
+// many events and ledger entries (addHistoryRecords).
 func (e *engine) addHistory(n int) error {
 	ctx := context.Background()
 	start := e.rows()
@@ -513,21 +513,36 @@ func (e *engine) addHistory(n int) error {
 	return err
 }
 
-// addHistoryRecords gives each history job created in [from, to) its ledger entry and its
-// event, as a settled job leaves them: the entry moves no credit (a grant of 0 at the account's
-// balance, so the books still add up) and the event is delivered already.
+// addHistoryRecords gives the history jobs created in [from, to) their events, as settled jobs
+// leave them (delivered already), and the accounts as many more ledger entries: grants of one
+// credit through the ledger (the only writer of entries), 32 at a time, round the accounts.
 func (e *engine) addHistoryRecords(ctx context.Context, from, to int64) error {
-	if _, err := e.db.SQL().ExecContext(ctx, `INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
- SELECT j.account_id, j.key_id, j.id, j.model, 'grant', 0, a.balance, '2025-11', j.finished_at
- FROM jobs j JOIN accounts a ON a.id = j.account_id WHERE j.key_id = 'hist' AND j.created_at >= $1 AND j.created_at < $2`, from, to); err != nil {
-		return fmt.Errorf("history ledger entries: %w", err)
-	}
-	if _, err := e.db.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at, fanned_out)
+	res, err := e.db.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at, fanned_out)
  SELECT account_id, 'evt_' || request_id, id, request_id, 'job.succeeded', product, 'succeeded', charged, reserved, finished_at, 1
- FROM jobs WHERE key_id = 'hist' AND created_at >= $1 AND created_at < $2`, from, to); err != nil {
+ FROM jobs WHERE key_id = 'hist' AND created_at >= $1 AND created_at < $2`, from, to)
+	if err != nil {
 		return fmt.Errorf("history events: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < n; i = next.Add(1) - 1 {
+				if _, err := e.db.Grant(ctx, fmt.Sprintf("acct_bench_%02d", i%accounts), 1, time.Now()); err != nil {
+					errs <- fmt.Errorf("history ledger entries: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // checkBooks says whether every account's balance equals the sum of its ledger entries.
