@@ -135,24 +135,78 @@ func (c *Conn) Stats() sqlstore.Stats {
 // MaxConns is the most connections the pool keeps.
 func (c *Conn) MaxConns() int { return int(c.pool.Config().MaxConns) }
 
+// ExecContext runs one statement on a connection of the pool, again on another when the
+// first was lost before the statement ran (lostConnection).
 func (c *Conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	c.statements.Add(1)
 	tag, err := c.pool.Exec(ctx, q, args...)
+	if c.lost(err) {
+		tag, err = c.pool.Exec(ctx, q, args...)
+	}
 	return driver.RowsAffected(tag.RowsAffected()), err
 }
 
+// QueryContext runs one read on a connection of the pool, again on another when the first was
+// lost before the read ran.
 func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	c.statements.Add(1)
 	rows, err := c.pool.Query(ctx, q, args...)
+	if c.lost(err) {
+		rows, err = c.pool.Query(ctx, q, args...)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return pgxRows{Rows: rows}, nil
 }
 
+// QueryRowContext runs a one-row statement as QueryContext does.
 func (c *Conn) QueryRowContext(ctx context.Context, q string, args ...any) sqlstore.Row {
 	c.statements.Add(1)
-	return c.pool.QueryRow(ctx, q, args...)
+	return poolRow{ctx: ctx, c: c, q: q, args: args}
+}
+
+// poolRow is a one-row statement of the pool, run when it is scanned.
+type poolRow struct {
+	ctx  context.Context
+	c    *Conn
+	q    string
+	args []any
+}
+
+func (r poolRow) Scan(dest ...any) error {
+	err := r.c.pool.QueryRow(r.ctx, r.q, r.args...).Scan(dest...)
+	if r.c.lost(err) {
+		err = r.c.pool.QueryRow(r.ctx, r.q, r.args...).Scan(dest...)
+	}
+	return err
+}
+
+// lost reports a lost connection (lostConnection); the pool's other connections are then
+// closed too (they are returned first), as what ends one session (a restart, a failover, an
+// operator ending them all) has most often ended the others, so the statement runs again on a
+// new one.
+func (c *Conn) lost(err error) bool {
+	if !lostConnection(err) {
+		return false
+	}
+	c.pool.Reset()
+	return true
+}
+
+// lostConnection reports a statement that failed because its connection was lost before the
+// statement took effect: pgx sent nothing (SafeToRetry), or the server ended the session
+// (SQLSTATE class 57P: an operator's pg_terminate_backend, a shutdown, a restart), which rolls
+// back whatever the session had not committed. Such a statement may be run again as it is.
+func lostConnection(err error) bool {
+	if err == nil {
+		return false
+	}
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && strings.HasPrefix(pg.Code, "57P")
 }
 
 // ReadAll sends reads together, in one round trip, outside a transaction.
@@ -170,9 +224,14 @@ func (c *Conn) WriteAtCommit(ctx context.Context, q string, args []any, mapErr f
 }
 
 // InTx runs fn in one pipelined transaction (pgtx.go) on a connection of the pool; a
-// serialization failure or a deadlock runs it again, up to five more times.
+// serialization failure, a deadlock or a connection lost before the COMMIT took effect runs it
+// again, up to five more times.
 func (c *Conn) InTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return retrying(func() error { return c.inTx(ctx, fn) })
+	return retrying(func() error {
+		err := c.inTx(ctx, fn)
+		c.lost(err)
+		return err
+	})
 }
 
 func (c *Conn) inTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
@@ -215,15 +274,15 @@ func retrying(try func() error) error {
 	}
 }
 
-// retryable reports a serialization failure or deadlock, wherever it sits in the error's
-// chain: a domain error that wraps one (job_record_failed wraps the insert's error) is retried
-// too.
+// retryable reports a serialization failure, a deadlock or a lost connection (lostConnection),
+// wherever it sits in the error's chain: a domain error that wraps one (job_record_failed wraps
+// the insert's error) is retried too.
 func retryable(err error) bool {
 	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code == "40001" || pg.Code == "40P01"
+	if errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01") {
+		return true
 	}
-	return false
+	return lostConnection(err)
 }
 
 // oneStatement is the querier of InOneStatement: the pool, for one statement.
