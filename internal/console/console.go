@@ -63,6 +63,7 @@ type Handler struct {
 
 	pages    map[string]*template.Template
 	throttle signInThrottle
+	forms    sentForms
 }
 
 // The cookies of the console.
@@ -78,6 +79,7 @@ type viewer struct {
 	Session auth.Session
 	Account auth.Account // zero for an operator
 	CSRF    string
+	Once    string // the token of this page's forms (once.go)
 }
 
 // view is what every page template receives.
@@ -172,7 +174,7 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *vi
 				return
 			}
 		}
-		if err := fn(w, r, v); err != nil {
+		if err := h.sendOnce(w, r, v, fn); err != nil {
 			h.fail(w, r, v, err)
 		}
 	})
@@ -207,7 +209,7 @@ func (h *Handler) viewerOf(r *http.Request) (*viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &viewer{User: u, Session: sess, CSRF: h.csrfToken("session:" + sess.ID)}
+	v := &viewer{User: u, Session: sess, CSRF: h.csrfToken("session:" + sess.ID), Once: randomToken()[:22]}
 	if u.AccountID != "" {
 		if v.Account, err = h.Auth.Account(r.Context(), u.AccountID); err != nil {
 			return nil, err

@@ -209,8 +209,10 @@ type jobData struct {
 	Outputs                []output
 	Logs                   []jobs.LogLine
 	Progress               int
-	ErrorCode, ErrorDetail string
-	GiveUpAfter            int
+	ErrorCode, ErrorSentence string
+	ErrorDocs                string
+	ErrorDetail              []string // what was wrong with the input, field by field
+	GiveUpAfter              int
 	FromPlayground         bool
 }
 
@@ -241,19 +243,15 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 		if j.FinishedAt != nil {
 			at = *j.FinishedAt
 		}
-		note := ""
-		if j.ErrorCode != "" {
-			note = j.ErrorCode
-			if j.ErrorMessage != "" {
-				note += ": " + j.ErrorMessage
-			}
-		}
-		d.History = append(d.History, historyRow{At: at, State: string(j.Outcome), Note: note})
+		d.History = append(d.History, historyRow{At: at, State: string(j.Outcome), Note: j.ErrorCode})
 		d.Refunded = max(j.Reserved-j.Charged, 0)
 		d.EventID, d.EventType = "evt_"+j.ID+"_"+string(j.Outcome), "job."+string(j.Outcome)
 	}
+	if j.ErrorCode != "" {
+		d.ErrorSentence, d.ErrorDocs = errorSentence(j.ErrorCode), apierr.DocsURL(apierr.Code(j.ErrorCode))
+	}
 	for _, dv := range j.ErrorDetail {
-		d.ErrorDetail += strings.Join(dv.Loc, ".") + ": " + dv.Msg + "\n"
+		d.ErrorDetail = append(d.ErrorDetail, strings.Join(dv.Loc, ".")+": "+dv.Msg)
 	}
 	if j.Result != nil {
 		if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
@@ -283,6 +281,15 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	}
 	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
 	return nil
+}
+
+// errorSentence is a job's error for a person: the catalogue's sentence for its code. The
+// runner's own message (often a chain of Go errors) stays in the log and the API's answer.
+func errorSentence(code string) string {
+	if apierr.Known(apierr.Code(code)) {
+		return apierr.Lookup(apierr.Code(code)).Message
+	}
+	return "The job did not complete."
 }
 
 // accountJob reads the job named in the path; another account's job is not found.

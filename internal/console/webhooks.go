@@ -54,7 +54,7 @@ type webhooksData struct {
 	VerifyKeys string
 	Algorithm  string
 	// Secret is the whsec_ secret of the endpoint just registered or re-challenged, shown on
-	// that answer only, under the earlier (HMAC) signing scheme.
+	// the page that answer redirects to only, under the earlier (HMAC) signing scheme.
 	Secret, SecretFor string
 	// URL is the add form's value kept after a refusal.
 	URL string
@@ -156,6 +156,10 @@ func (h *Handler) webhooksPage(w http.ResponseWriter, r *http.Request, v *viewer
 	if err != nil {
 		return err
 	}
+	var sec shownSecret
+	if h.revealed(w, r, v, "/console/webhooks", &sec) {
+		d.Secret, d.SecretFor = sec.Secret, sec.For
+	}
 	h.renderWebhooks(w, http.StatusOK, v, d, h.flash(w, r), "")
 	return nil
 }
@@ -225,20 +229,22 @@ func challengeOutcome(reg webhooks.Registration) string {
 	return challengeReason(reg.Endpoint.Verification)
 }
 
-// answerRegistration redirects with the outcome, or, when the deployment signs with per-endpoint
-// secrets, shows the page with the secret once on this answer (no cache keeps it).
+// answerRegistration redirects with the outcome; when the deployment signs with per-endpoint
+// secrets the webhooks page shows the secret once (reveal.go).
 func (h *Handler) answerRegistration(w http.ResponseWriter, r *http.Request, v *viewer, reg webhooks.Registration, msg string) error {
-	if reg.Secret == "" {
-		h.redirectFlash(w, r, "/console/webhooks", msg)
-		return nil
+	if reg.Secret != "" {
+		if err := h.reveal(w, v, "/console/webhooks", shownSecret{Secret: reg.Secret, For: reg.Endpoint.ID}); err != nil {
+			return err
+		}
 	}
-	d, err := h.webhooksData(r, v)
-	if err != nil {
-		return err
-	}
-	d.Secret, d.SecretFor = reg.Secret, reg.Endpoint.ID
-	h.renderWebhooks(w, http.StatusOK, v, d, msg, "")
+	h.redirectFlash(w, r, "/console/webhooks", msg)
 	return nil
+}
+
+// shownSecret is the signing secret a registration or re-challenge leaves for the page.
+type shownSecret struct {
+	Secret string `json:"secret"`
+	For    string `json:"for"`
 }
 
 // rechallengeWebhook re-runs the challenge on the stored URL, like POST /v1/webhooks/{id}.
