@@ -214,6 +214,9 @@ type jobData struct {
 	ErrorDetail              []string // what was wrong with the input, field by field
 	GiveUpAfter              int
 	FromPlayground         bool
+	// Warnings are the cross-field rules the playground's request broke, shown on the page
+	// its run redirects to (reveal.go).
+	Warnings []string
 }
 
 // jobPage shows one of the account's jobs: what was sent, how it went, what it cost, who was
@@ -279,6 +282,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 			d.Deliveries = append(d.Deliveries, row)
 		}
 	}
+	h.revealed(w, r, v, "/console/jobs/"+j.ID, &d.Warnings)
 	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
 	return nil
 }

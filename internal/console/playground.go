@@ -57,6 +57,9 @@ type quoteAnswer struct {
 	Unit       string   `json:"unit,omitempty"`
 	Message    string   `json:"message,omitempty"`
 	Violations []string `json:"violations,omitempty"`
+	// Warnings are cross-field rules the form breaks that are not enforced yet: the run is
+	// accepted, and the API would answer them in its warnings list.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (h *Handler) playground(w http.ResponseWriter, r *http.Request, v *viewer) error {
@@ -219,11 +222,11 @@ func isNumberEnum(opts []string) bool {
 
 // quote prices body as a submit would, without charging or storing anything.
 func (h *Handler) quote(m *catalog.Model, body []byte) quoteAnswer {
-	in, _, err := m.Validate(body, h.Now(), rand.Uint32)
+	in, warns, err := m.Validate(body, h.Now(), rand.Uint32)
 	if err == nil {
 		var q catalog.Quote
 		if q, err = m.Quote(in); err == nil {
-			return quoteAnswer{OK: true, Credits: q.Credits, Units: q.UnitsDisplay(), Unit: q.Unit}
+			return quoteAnswer{OK: true, Credits: q.Credits, Units: q.UnitsDisplay(), Unit: q.Unit, Warnings: warningTexts(warns)}
 		}
 	}
 	var inv *catalog.InvalidError
@@ -311,8 +314,33 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/console/jobs/"+res.Job.ID+"?submitted=1", http.StatusSeeOther)
+	target := "/console/jobs/" + res.Job.ID
+	if len(res.Warnings) > 0 {
+		if err := h.reveal(w, v, target, warningTexts(res.Warnings)); err != nil {
+			return err
+		}
+	}
+	http.Redirect(w, r, target+"?submitted=1", http.StatusSeeOther)
 	return nil
+}
+
+// warningTexts says each warning for a person: the rule broken, where, and what follows.
+func warningTexts(ws []catalog.Warning) []string {
+	var out []string
+	for _, w := range ws {
+		field := strings.Join(slices.DeleteFunc(slices.Clone(w.Loc), func(s string) bool { return s == "body" }), ".")
+		out = append(out, fmt.Sprintf("%s: %s (rule %s). Accepted for now; once the rule is enforced, requests like this are refused.",
+			sentenceCase(w.Msg), field, w.Rule))
+	}
+	return out
+}
+
+// sentenceCase starts s with a capital letter.
+func sentenceCase(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // admit refuses a model that is only described (501) or paused (503), before any charge, with

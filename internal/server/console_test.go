@@ -311,7 +311,10 @@ func TestConsoleFormsNeedCSRFAndSameOrigin(t *testing.T) {
 		t.Fatalf("keys after refused forms: %+v %v", keys, err)
 	}
 	b.origin = ""
-	if p := b.do(http.MethodPost, "/console/keys", with); p.status != http.StatusOK || !strings.Contains(p.body, `id="new-key"`) {
+	if p := b.do(http.MethodPost, "/console/keys", with); p.status != http.StatusSeeOther {
+		t.Fatalf("the same form from the console: %d", p.status)
+	}
+	if p := b.get("/console/keys"); p.status != http.StatusOK || !strings.Contains(p.body, `id="new-key"`) {
 		t.Fatalf("the same form from the console: %d", p.status)
 	}
 }

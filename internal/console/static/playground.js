@@ -34,6 +34,12 @@
           units.id = 'quote-units';
           units.textContent = `(${q.units} ${q.unit})`;
           box.append(units);
+          for (const w of q.warnings || []) {
+            const d = document.createElement('div');
+            d.className = 'quote-warning';
+            d.textContent = w;
+            box.append(d);
+          }
         } else {
           const msg = document.createElement('span');
           msg.className = 'muted';
