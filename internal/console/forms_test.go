@@ -149,9 +149,9 @@ func TestConsoleFailedJobShowsCodeAndSentence(t *testing.T) {
 	p := s.signIn(t, "acct_failed", 100000)
 	_, page := p.get("/console/playground?model=image-edit")
 	form := url.Values{"csrf": {html.UnescapeString(match(t, csrfField, page))}, "model": {"image-edit"},
-		"idempotency_key": {match(t, regexp.MustCompile(`name="idempotency_key" value="([^"]+)"`), page)},
+		"idempotency_key":   {match(t, regexp.MustCompile(`name="idempotency_key" value="([^"]+)"`), page)},
 		"in.positivePrompt": {"a red door"}, "in.steps": {"1"}, "in.width": {"256"}, "in.height": {"256"},
-		"in.inputs": {`{"referenceImages":["https://127.0.0.1:1/missing.png"]}`}}
+		"in.inputs.referenceImages": {"https://127.0.0.1:1/missing.png"}}
 	res := p.post("/console/playground", form)
 	if b := body(res); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the run answered %d:\n%.2000s", res.StatusCode, b)

@@ -196,24 +196,24 @@ type jobDeliveryRow struct {
 }
 
 type jobData struct {
-	Job                    jobs.Job
-	State                  string
-	Settled                bool
-	Input, Result          string
-	History                []historyRow
-	Refunded               int64
-	Coverage               string
-	EventID, EventType     string
-	Deliveries             []jobDeliveryRow
-	DeliveriesUnavailable  bool
-	Outputs                []output
-	Logs                   []jobs.LogLine
-	Progress               int
+	Job                      jobs.Job
+	State                    string
+	Settled                  bool
+	Input, Result            string
+	History                  []historyRow
+	Refunded                 int64
+	Coverage                 string
+	EventID, EventType       string
+	Deliveries               []jobDeliveryRow
+	DeliveriesUnavailable    bool
+	Outputs                  []output
+	Logs                     []jobs.LogLine
+	Progress                 int
 	ErrorCode, ErrorSentence string
 	ErrorDocs                string
 	ErrorDetail              []string // what was wrong with the input, field by field
 	GiveUpAfter              int
-	FromPlayground         bool
+	FromPlayground           bool
 	// Warnings are the cross-field rules the playground's request broke, shown on the page
 	// its run redirects to (reveal.go).
 	Warnings []string

@@ -109,7 +109,7 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 	}
 	bad := url.Values{"csrf": {p.csrf}, "model": {"image-4b"}, "in.positivePrompt": {"x"}, "in.width": {"99999"}}
 	res = p.post("/console/playground/quote", bad)
-	if b := body(res); !strings.Contains(b, `"ok":false`) || !strings.Contains(b, "width") {
+	if b := body(res); !strings.Contains(b, `"ok":false`) || !strings.Contains(b, "Width: Input should be less than or equal to 2048") {
 		t.Fatalf("quote of a width out of bounds: %s", b)
 	}
 
