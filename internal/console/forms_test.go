@@ -133,6 +133,12 @@ func TestConsolePlaygroundShowsWarnings(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/jobs/") {
 		t.Fatalf("the run answered %d to %q", res.StatusCode, loc)
 	}
+	id := strings.TrimSuffix(strings.TrimPrefix(loc, "/console/jobs/"), "?submitted=1")
+	if j, err := s.srv.Jobs().GetByID(context.Background(), "acct_warn", id); err != nil {
+		t.Fatal(err)
+	} else if _, _, err := s.srv.Jobs().Wait(context.Background(), "acct_warn", j.RequestID, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	_, job := p.get(loc)
 	if !strings.Contains(job, `id="job-warnings"`) || !strings.Contains(job, "width_height_pair") {
 		t.Fatalf("the job page does not show the warning:\n%.3000s", job)

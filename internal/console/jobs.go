@@ -282,7 +282,13 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 			d.Deliveries = append(d.Deliveries, row)
 		}
 	}
-	h.revealed(w, r, v, "/console/jobs/"+j.ID, &d.Warnings)
+	// A running job's page reloads itself when the job settles: the warnings stay for that
+	// page and are taken by it.
+	if j.Settled() {
+		h.revealed(w, r, v, "/console/jobs/"+j.ID, &d.Warnings)
+	} else {
+		h.peek(r, v, "/console/jobs/"+j.ID, &d.Warnings)
+	}
 	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
 	return nil
 }

@@ -43,12 +43,19 @@ func (h *Handler) reveal(w http.ResponseWriter, v *viewer, path string, payload 
 // revealed takes what reveal left for path into dst, once; false when there is nothing (or
 // nothing this session can open).
 func (h *Handler) revealed(w http.ResponseWriter, r *http.Request, v *viewer, path string, dst any) bool {
+	if _, err := r.Cookie(revealCookie); err == nil {
+		http.SetCookie(w, &http.Cookie{Name: revealCookie, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.Secure,
+			SameSite: http.SameSiteStrictMode})
+	}
+	return h.peek(r, v, path, dst)
+}
+
+// peek reads what reveal left for path into dst and leaves it there (it expires by itself).
+func (h *Handler) peek(r *http.Request, v *viewer, path string, dst any) bool {
 	c, err := r.Cookie(revealCookie)
 	if err != nil {
 		return false
 	}
-	http.SetCookie(w, &http.Cookie{Name: revealCookie, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.Secure,
-		SameSite: http.SameSiteStrictMode})
 	sealed, err := base64.RawURLEncoding.DecodeString(c.Value)
 	aead, cerr := h.revealCipher(v)
 	if err != nil || cerr != nil || len(sealed) < aead.NonceSize() {

@@ -84,7 +84,7 @@ test("KEY-23: a key minted in the console (scopes, 30 days, fixed ceiling) is sh
     const [minted] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click("#mint-key")]);
     await page.waitForLoadState("load");
     const alert = page.locator('[role="alert"]');
-    assert.equal(minted.status(), 200, (await alert.count()) ? await alert.innerText() : "mint refused");
+    assert.equal(minted.status(), 303, (await alert.count()) ? await alert.innerText() : "mint refused");
     await screenshot(page, "console-keys-minted");
 
     const key = (await page.locator("#new-key").innerText()).trim();

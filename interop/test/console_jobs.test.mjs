@@ -26,8 +26,8 @@ after(async () => {
 // price, runs it and waits for the job's page to show it settled; it answers the job id.
 async function runFromPlayground(page, model, fields, shot) {
   await page.goto(API_URL + "/console/playground");
-  await page.selectOption("#model-select", model);
-  await Promise.all([page.waitForURL((u) => u.searchParams.get("model") === model), page.click("#choose-model")]);
+  // Picking a model opens its form, without a separate "Choose" click.
+  await Promise.all([page.waitForURL((u) => u.searchParams.get("model") === model), page.selectOption("#model-select", model)]);
   for (const [name, value] of Object.entries(fields)) {
     const el = page.locator(`[name="in.${name}"]`);
     if ((await el.evaluate((e) => e.tagName)) === "SELECT") {

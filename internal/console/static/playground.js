@@ -2,6 +2,14 @@
 // outputs once it settles. Both pages work without it (the price of the form as first shown;
 // a reload for the status).
 (() => {
+  // Picking a model opens its form at once; the Choose button is for pages without script.
+  const pick = document.getElementById('model-select');
+  if (pick) {
+    const choose = document.getElementById('choose-model');
+    if (choose) choose.hidden = true;
+    pick.addEventListener('change', () => { if (pick.value) pick.form.submit(); });
+  }
+
   const form = document.getElementById('run-form');
   if (form && form.dataset.quote) {
     const box = document.getElementById('quote');
