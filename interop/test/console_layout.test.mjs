@@ -165,6 +165,7 @@ test("every page fits the viewport at 390x844 and at 1280x800, and the skip link
   };
   const operatorPages = { "operator-accounts": "/console/operator/accounts", "operator-account": `/console/operator/accounts/${ACCOUNT}` };
   const wide = [];
+  const firstStops = []; // what the first Tab reaches on each signed-in page
   for (const size of SIZES) {
     const anon = await browser.newContext({ baseURL: API_URL, viewport: { width: size.width, height: size.height } });
     const signInPage = await anon.newPage();
@@ -182,11 +183,12 @@ test("every page fits the viewport at 390x844 and at 1280x800, and the skip link
         }
         await page.goto(API_URL + "/console/");
         await page.keyboard.press("Tab");
-        assert.equal(await page.evaluate(() => document.activeElement?.textContent?.trim()), "Skip to the content");
+        firstStops.push(await page.evaluate(() => document.activeElement?.textContent?.trim()));
       } finally {
         await context.close();
       }
     }
   }
   assert.deepEqual(wide, [], "pages wider than the viewport");
+  assert.deepEqual(new Set(firstStops), new Set(["Skip to the content"]), "the first Tab stop is the skip link");
 });
