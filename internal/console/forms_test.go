@@ -179,6 +179,9 @@ func TestConsoleFailedJobShowsCodeAndSentence(t *testing.T) {
 	if j.ErrorMessage != "" && strings.Contains(job, html.EscapeString(j.ErrorMessage)) {
 		t.Fatalf("the page shows the runner's message %q", j.ErrorMessage)
 	}
+	if strings.Contains(errRow, "dial tcp") || strings.Contains(errRow, "Get &#34;") {
+		t.Fatalf("the error row shows the chain of causes:\n%s", errRow)
+	}
 	if strings.Contains(errRow, "<pre") {
 		t.Fatal("the error row holds a <pre> block")
 	}

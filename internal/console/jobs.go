@@ -231,7 +231,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if m, ok := h.Catalog.Model(j.Model); ok {
 		d.GiveUpAfter = jobview.GiveUpAfterSeconds(j, m)
 	}
-	d.History = append(d.History, historyRow{At: j.CreatedAt, State: "submitted", Note: "quoted " + groupDigits(j.Quoted) + " credits"})
+	d.History = append(d.History, historyRow{At: j.CreatedAt, State: "submitted", Note: "quoted " + creditsText(j.Quoted)})
 	if j.StartedAt != nil {
 		note := ""
 		if j.Attempts > 1 {
@@ -253,8 +253,12 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if j.ErrorCode != "" {
 		d.ErrorSentence, d.ErrorDocs = errorSentence(j.ErrorCode), apierr.DocsURL(apierr.Code(j.ErrorCode))
 	}
+	var fields []formField
+	if m, ok := h.Catalog.Model(j.Model); ok {
+		fields = schemaFields(m.InputSchema())
+	}
 	for _, dv := range j.ErrorDetail {
-		d.ErrorDetail = append(d.ErrorDetail, strings.Join(dv.Loc, ".")+": "+dv.Msg)
+		d.ErrorDetail = append(d.ErrorDetail, violationText(fields, dv.Loc, firstClause(dv.Msg)))
 	}
 	if j.Result != nil {
 		if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
@@ -300,6 +304,16 @@ func errorSentence(code string) string {
 		return apierr.Lookup(apierr.Code(code)).Message
 	}
 	return "The job did not complete."
+}
+
+// firstClause keeps what a runner's message says before its causes ("the image could not be
+// fetched: fetch https://…: dial tcp …" says "the image could not be fetched"): the chain of
+// causes is for the log, not for the page.
+func firstClause(msg string) string {
+	if i := strings.Index(msg, ": "); i > 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 // accountJob reads the job named in the path; another account's job is not found.
