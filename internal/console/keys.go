@@ -17,7 +17,7 @@ type keyRow struct {
 	ID           string
 	Console      bool   // the account's console key: listed, never revoked, holds no slot
 	Name         string // "Console" for the console's key; minted keys have none
-	Scopes       []string
+	Scopes       []scopeLabel
 	Created      time.Time
 	Expires      time.Time
 	Revoked      *time.Time
@@ -30,7 +30,7 @@ type keyRow struct {
 }
 
 type scopeChoice struct {
-	Name            string
+	Name, Words     string
 	Checked, Locked bool
 }
 
@@ -97,12 +97,12 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 		if k.Console {
 			name = auth.ConsoleKeyName
 		}
-		d.Keys = append(d.Keys, keyRow{ID: k.ID, Console: k.Console, Name: name, Scopes: auth.Strings(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
+		d.Keys = append(d.Keys, keyRow{ID: k.ID, Console: k.Console, Name: name, Scopes: scopeLabels(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
 			Revoked: k.RevokedAt, Status: string(st), ExpiringSoon: k.ExpiringSoon(now),
 			DaysLeft: int(k.ExpiresAt.Sub(now).Hours() / 24), Spent: k.SpentIn(now), Ceiling: ceiling, LastUsed: used[k.ID]})
 	}
 	for _, s := range auth.Current {
-		d.Scopes = append(d.Scopes, scopeChoice{Name: string(s), Checked: slices.Contains(auth.Ticked, s) || slices.Contains(auth.AlwaysOn, s),
+		d.Scopes = append(d.Scopes, scopeChoice{Name: string(s), Words: scopeWords[s], Checked: slices.Contains(auth.Ticked, s) || slices.Contains(auth.AlwaysOn, s),
 			Locked: slices.Contains(auth.AlwaysOn, s)})
 	}
 	return d, nil
@@ -209,6 +209,6 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, v *viewer) e
 	if err != nil {
 		return err
 	}
-	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s revoked at %s.", id, at.UTC().Format(time.RFC3339)))
+	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s revoked at %s.", id, at.UTC().Format(dateLayout)))
 	return nil
 }

@@ -19,13 +19,33 @@ var templateFiles embed.FS
 //go:embed static
 var staticDir embed.FS
 
+// dateLayout is the one way the console writes a time: to the second, in UTC.
+const dateLayout = "2006-01-02 15:04:05 UTC"
+
 // funcs are the helpers templates may call.
 var funcs = template.FuncMap{
 	"date": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
 		}
-		return t.UTC().Format("2006-01-02 15:04 UTC")
+		return t.UTC().Format(dateLayout)
+	},
+	// stamp writes an RFC 3339 time the way date does ("—" when there is none).
+	"stamp": func(v any) string {
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case *string:
+			if x != nil {
+				s = *x
+			}
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return "—"
+		}
+		return t.UTC().Format(dateLayout)
 	},
 	"day":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
 	"credits":  func(v any) string { return groupDigits(intOf(v)) },

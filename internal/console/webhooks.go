@@ -317,7 +317,7 @@ func testOutcome(id string, d webhooks.Delivery) string {
 			return fmt.Sprintf("Test event queued for %s (delivery %s); it is sent when the host's pause ends.", id, d.ID)
 		}
 		return fmt.Sprintf("Test event to %s failed (%s); it will be retried from %s (delivery %s).", id, answer,
-			d.NextAttemptAt.UTC().Format("15:04 UTC"), d.ID)
+			d.NextAttemptAt.UTC().Format(dateLayout), d.ID)
 	default:
 		return fmt.Sprintf("Test event to %s was not delivered (%s, %s; delivery %s).", id, answer, d.CloseReason, d.ID)
 	}

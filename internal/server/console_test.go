@@ -408,7 +408,7 @@ func TestConsoleKeysShowLastUsed(t *testing.T) {
 	for _, r := range keyRow.FindAllStringSubmatch(body, -1) {
 		cells[r[1]] = r[3]
 	}
-	want := e.clock.Now().Format("2006-01-02 15:04 UTC")
+	want := e.clock.Now().UTC().Format("2006-01-02 15:04:05 UTC")
 	lastUsed := regexp.MustCompile(`<td class="last-used">(.*?)</td>`)
 	if m := lastUsed.FindStringSubmatch(cells[used.Record.ID]); m == nil || m[1] != want {
 		t.Fatalf("used key's last-used cell %v, want %s", m, want)
