@@ -53,6 +53,8 @@ type Handler struct {
 	Log     *slog.Logger
 	// Jobs lists and reads the account's jobs and runs the playground's submissions.
 	Jobs *jobs.Service
+	// JobCount counts the jobs a list's filters match (nil: the list shows no total).
+	JobCount JobCounter
 	// Signer turns stored outputs into the signed links the API hands out.
 	Signer jobview.Signer
 	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
