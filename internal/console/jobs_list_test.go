@@ -58,3 +58,35 @@ func TestConsoleJobsListTotalPromptThumbAndPreviousPage(t *testing.T) {
 		t.Error("a filter matching nothing does not say 0 jobs")
 	}
 }
+
+// The overview as a person opens it: this month's spend with a bar for today, the newest jobs
+// with their prompt and picture, and a copy button on the first call's curl line.
+func TestConsoleOverviewSpendRecentJobsAndCopy(t *testing.T) {
+	s := newSite(t)
+	p := s.signIn(t, "acct_home", 100_000)
+	_, before := p.get("/console/")
+	if strings.Contains(before, `id="recent-jobs"`) {
+		t.Error("an account without jobs lists recent jobs")
+	}
+	id := p.run("image-lite", map[string]string{"positivePrompt": "a quiet harbour", "width": "128", "height": "128", "steps": "10"})
+	j := p.settle(id)
+	_, home := p.get("/console/")
+	for _, want := range []string{
+		`<div class="chart small-chart" id="home-spend">`,
+		`<strong id="home-spend-total">` + strconv.FormatInt(j.Charged, 10) + ` credit`,
+		`<rect class="day-bar" data-day="` + j.CreatedAt.UTC().Format("2006-01-02") + `"`,
+		`<tr data-job="` + id + `">`,
+		`<div class="prompt muted">a quiet harbour</div>`,
+		`<button type="button" class="copy" data-copy="first-call" id="copy-first-call">Copy</button>`,
+	} {
+		if !strings.Contains(home, want) {
+			t.Errorf("the overview lacks %s", want)
+		}
+	}
+	if !thumbImg.MatchString(home) {
+		t.Error("the recent job has no thumbnail")
+	}
+	if strings.Contains(home, "<script src=\"http") || strings.Contains(home, "src=\"//") {
+		t.Error("the overview loads a script from elsewhere")
+	}
+}
