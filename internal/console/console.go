@@ -292,7 +292,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, v *viewer, err er
 }
 
 func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, v *viewer, status int, msg string) {
-	h.render(w, status, "error", view{Title: http.StatusText(status), V: v, Error: msg, Status: status})
+	// The message is the page's heading (error.html), not a line above another heading.
+	h.render(w, status, "error", view{Title: http.StatusText(status), V: v, Data: msg, Status: status})
 }
 
 // randomToken is 32 random bytes, base64url.
