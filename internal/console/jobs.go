@@ -393,9 +393,10 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 			d.Deliveries = append(d.Deliveries, row)
 		}
 	}
-	// A running job's page reloads itself when the job settles: the warnings stay for that
-	// page and are taken by it.
-	if j.Settled() {
+	// The warnings are taken by the first settled page a person navigates to: a running job's
+	// page reloads itself when the job settles, and the playground's script reads the page
+	// (Sec-Fetch-Mode other than navigate) before the person opens it.
+	if mode := r.Header.Get("Sec-Fetch-Mode"); j.Settled() && (mode == "" || mode == "navigate") {
 		h.revealed(w, r, v, "/console/jobs/"+j.ID, &d.Warnings)
 	} else {
 		h.peek(r, v, "/console/jobs/"+j.ID, &d.Warnings)
@@ -472,6 +473,9 @@ type liveJob struct {
 	Error    *string         `json:"error_code"`
 	Outputs  []output        `json:"outputs"`
 	Result   json.RawMessage `json:"result,omitempty"`
+	// Warnings are the run's warnings while its page has not shown them (the playground's
+	// script shows them beside the outputs).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // jobLive answers the job's progress and logs as JSON, and its outputs once settled.
@@ -495,6 +499,7 @@ func (h *Handler) jobLive(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if j.Result != nil {
 		l.Outputs = h.outputs(r.Context(), j)
 	}
+	h.peek(r, v, "/console/jobs/"+j.ID, &l.Warnings)
 	writeJSON(w, http.StatusOK, l)
 	return nil
 }

@@ -45,9 +45,12 @@ async function fill(page, fields) {
   }
 }
 
-// run sends the playground's form and waits for the job's page to show it settled.
+// run sends the playground's form, waits for the run to settle beside the fields, and opens
+// the job's page.
 async function run(page) {
-  await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.locator("#run").press("Enter")]);
+  await page.locator("#run").press("Enter");
+  await page.locator("#run-output a.job-link").waitFor({ timeout: 60_000 });
+  await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.locator("#run-output a.job-link").press("Enter")]);
   const id = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
   await page.locator('#job[data-settled="true"]').waitFor({ timeout: 60_000 });
   return id;
@@ -84,11 +87,7 @@ test("the key form's credit ceiling input has a label of its own", { skip }, asy
     const input = page.getByLabel("Ceiling in credits a month", { exact: true });
     assert.equal(await input.count(), 1);
     assert.equal(await input.getAttribute("name"), "ceiling");
-    // Every control of the page has an accessible name.
-    const unnamed = await page.locator("input:not([type=hidden]), select, textarea, button").evaluateAll((els) =>
-      els.filter((e) => !(e.labels?.length || e.getAttribute("aria-label") || (e.tagName === "BUTTON" && e.textContent.trim()))).map((e) => e.outerHTML),
-    );
-    assert.deepEqual(unnamed, []);
+    assert.deepEqual(await unnamedControls(page), [], "every control of the page has an accessible name");
   } finally {
     await context.close();
   }
@@ -102,9 +101,14 @@ test("image-4b with only a width: the price box and the job page show the width_
     await fill(page, { positivePrompt: "a lighthouse at dusk", width: 256, steps: 1 });
     await page.locator("#quote .quote-warning").waitFor({ timeout: 10_000 });
     assert.match(await page.locator("#quote").innerText(), /width_height_pair/);
-    jobs.ok = await run(page);
-    // The page reloaded itself when the job settled and still shows the warning; a later visit
-    // does not (it belongs to the run's answer).
+    await page.locator("#run").press("Enter");
+    await page.locator("#run-output a.job-link").waitFor({ timeout: 60_000 });
+    assert.match(await page.locator("#run-output .run-warning").innerText(), /width_height_pair/, "the warning beside the output");
+    await screenshot(page, "playground-warning-output");
+    await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.locator("#run-output a.job-link").press("Enter")]);
+    jobs.ok = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
+    // The job's page shows the warning once; a later visit does not (it belongs to the run's
+    // answer).
     assert.match(await page.locator("#job-warnings").innerText(), /width_height_pair/);
     await page.reload();
     assert.equal(await page.locator("#job-warnings").count(), 0);
@@ -140,8 +144,22 @@ test("a failed job's page shows the error code and a sentence, not the error cha
   }
 });
 
-// fits measures the page against the viewport and keeps a screenshot of it.
+// unnamedControls lists the page's form controls that have no accessible name (no label, no
+// aria-label, no text of their own).
+function unnamedControls(page) {
+  return page.locator("input:not([type=hidden]), select, textarea, button").evaluateAll((els) =>
+    els
+      .filter((e) => !(e.labels?.length || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby") || (e.tagName === "BUTTON" && e.textContent.trim())))
+      .map((e) => e.outerHTML.slice(0, 120)),
+  );
+}
+
+// fits measures the page against the viewport, checks its controls are named, and keeps a
+// screenshot of it.
 async function fits(page, name, size, wide) {
+  for (const c of await unnamedControls(page)) {
+    wide.push(`${name}: a control without a name: ${c}`);
+  }
   const [scroll, inner] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
   await screenshot(page, `layout-${size.name}-${name}`);
   if (scroll > inner) {
@@ -189,6 +207,6 @@ test("every page fits the viewport at 390x844 and at 1280x800, and the skip link
       }
     }
   }
-  assert.deepEqual(wide, [], "pages wider than the viewport");
+  assert.deepEqual(wide, [], "pages wider than the viewport, or with controls without a name");
   assert.deepEqual(new Set(firstStops), new Set(["Skip to the content"]), "the first Tab stop is the skip link");
 });
