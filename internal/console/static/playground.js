@@ -42,7 +42,7 @@
           const strong = document.createElement('strong');
           strong.id = 'quote-credits';
           strong.textContent = q.credits.toLocaleString('en-US');
-          box.append(strong, ' credits ');
+          box.append(strong, q.credits === 1 ? ' credit ' : ' credits ');
           const units = document.createElement('span');
           units.className = 'muted';
           units.id = 'quote-units';
