@@ -92,7 +92,7 @@ type usageData struct {
 	Days              []dayBar
 	Ticks             []chartTick
 	Grid              []gridLine // gridlines above the zero line, at most four, a whole figure apart
-	Max, Min          int64 // the chart's scale
+	Max, Min          int64      // the chart's scale
 	MaxY, ZeroY, MinY string
 	ModelTable        usageTable
 	KeyTable          usageTable
