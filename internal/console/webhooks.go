@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,6 +46,32 @@ type deliveryRow struct {
 	Created                       time.Time
 	LastAttempt, Closed           *time.Time
 	NextAttempt                   *time.Time // when a retry is scheduled
+	Payload                       string     // the body every attempt sends, indented
+	Headers                       []headerLine
+}
+
+// headerLine is a header a delivery is sent with, as the delivery's detail shows it.
+type headerLine struct{ Name, Value string }
+
+// deliveryHeaders are the headers every attempt of d carries (the engine's, spec 02
+// "Delivery"); the signed ones are made again at each attempt, so their values are described.
+func deliveryHeaders(d webhooks.Delivery, scheme string) []headerLine {
+	sig := "t=<unix seconds>,v2=<Ed25519 signature>,kid=<key id>, made at each attempt"
+	if scheme == "HMAC-SHA256" && d.EndpointID != "" {
+		sig = "t=<unix seconds>,v1=<HMAC-SHA256 under the endpoint's secret>, made at each attempt"
+	}
+	req := cmp.Or(d.RequestID, d.EventID)
+	return []headerLine{
+		{"Content-Type", "application/json"},
+		{webhooks.HeaderEvent, d.EventType},
+		{webhooks.HeaderDelivery, d.ID},
+		{webhooks.HeaderAttempt, "the attempt's number (" + strconv.Itoa(d.Attempts) + " so far)"},
+		{webhooks.HeaderSignature, sig},
+		{webhooks.HeaderAltRequestID, req},
+		{webhooks.HeaderAltUserID, d.Account},
+		{webhooks.HeaderAltTimestamp, "unix seconds, at each attempt"},
+		{webhooks.HeaderAltSignature, "hex Ed25519 signature, at each attempt"},
+	}
 }
 
 type webhooksData struct {
@@ -91,7 +118,8 @@ func (h *Handler) webhooksData(r *http.Request, v *viewer) (webhooksData, error)
 		for _, dl := range ds {
 			dr := deliveryRow{ID: dl.ID, EventType: dl.EventType, EventID: dl.EventID, JobID: dl.JobID, Status: string(dl.Status),
 				Attempts: dl.Attempts, LastStatusCode: dl.LastStatusCode, LastError: dl.LastError, CloseReason: dl.CloseReason,
-				Created: dl.CreatedAt, LastAttempt: dl.LastAttemptAt, Closed: dl.ClosedAt}
+				Created: dl.CreatedAt, LastAttempt: dl.LastAttemptAt, Closed: dl.ClosedAt, Payload: pretty(dl.Body),
+				Headers: deliveryHeaders(dl, d.Algorithm)}
 			if dl.Status == webhooks.DeliveryScheduled {
 				next := dl.NextAttemptAt
 				dr.NextAttempt = &next

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -305,6 +306,15 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 			t.Errorf("delivery row lacks %q:\n%s", want, row)
 		}
 	}
+	// Opening the delivery shows its payload (the body the receiver got), its headers and the answer.
+	detail := sec[strings.Index(sec, `data-detail="`+dlv+`"`):]
+	detail = detail[:strings.Index(detail, "</details>")]
+	for _, want := range []string{"The endpoint answered HTTP 200", "<code>Svc-Delivery</code></dt><dd><code>" + dlv + "</code>",
+		"<code>X-Alt-Webhook-User-Id</code></dt><dd><code>acct_hooks</code>", html.EscapeString(pretty(t, ev.Body))} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("delivery detail lacks %q:\n%s", want, detail)
+		}
+	}
 
 	status, page = b.submit("/console/webhooks/"+id+"/delete", nil)
 	if status != http.StatusOK || !strings.Contains(page, "Endpoint "+id+" deleted") || len(whEndpointIDs(page)) != 0 {
@@ -460,4 +470,14 @@ func BenchmarkConsoleWebhooksPage(b *testing.B) {
 			b.Fatalf("page answered %d", status)
 		}
 	}
+}
+
+// pretty indents a JSON body as the console shows it.
+func pretty(t *testing.T, raw []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
