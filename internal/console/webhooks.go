@@ -17,6 +17,16 @@ import (
 // and an account has at most a handful of endpoints.
 const recentDeliveries = 10
 
+// productWords names each product as the catalogue's models show it to people.
+var productWords = map[string]string{
+	"photo":              "Images",
+	"music":              "Music and audio",
+	"threed":             "3D models",
+	"video":              "Video",
+	"external":           "Models outside the platform",
+	webhooks.ProductChat: "Chat",
+}
+
 // webhookRoutes serves the webhooks page: the same operations as /v1/webhooks, through the
 // same service, plus the recent deliveries and a test event.
 func (h *Handler) webhookRoutes(mux *http.ServeMux) {
@@ -95,7 +105,7 @@ func (h *Handler) webhooksData(r *http.Request, v *viewer) (webhooksData, error)
 	}
 	d.Max = h.Webhooks.MaxEndpoints()
 	for _, p := range webhooks.AllowedProducts {
-		d.Products = append(d.Products, scopeChoice{Name: p})
+		d.Products = append(d.Products, scopeChoice{Name: p, Words: cmp.Or(productWords[p], p)})
 	}
 	eps, err := h.Webhooks.List(r.Context(), v.Account.ID)
 	if err != nil {
@@ -106,7 +116,11 @@ func (h *Handler) webhooksData(r *http.Request, v *viewer) (webhooksData, error)
 	for _, ep := range eps {
 		row := webhookRow{Record: h.Webhooks.Record(ep), Products: "every product", Verification: ep.Verification, Reason: statusReason(ep)}
 		if len(ep.Products) > 0 {
-			row.Products = strings.Join(ep.Products, ", ")
+			names := make([]string, len(ep.Products))
+			for i, p := range ep.Products {
+				names[i] = cmp.Or(productWords[p], p) + " (" + p + ")"
+			}
+			row.Products = strings.Join(names, ", ")
 		}
 		if ep.Verification != nil {
 			row.CheckedAt = ep.Verification.CheckedAt

@@ -272,7 +272,7 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 	}
 	id := ids[0]
 	sec := whSection(t, page, id)
-	for _, want := range []string{`<span class="badge active status">active</span>`, "verified", rc.URL(), "photo, music", "No deliveries yet."} {
+	for _, want := range []string{`<span class="badge active status">active</span>`, "verified", rc.URL(), "Images (photo), Music and audio (music)", "No deliveries yet."} {
 		if !strings.Contains(sec, html.EscapeString(want)) && !strings.Contains(sec, want) {
 			t.Errorf("endpoint section lacks %q:\n%s", want, sec)
 		}
