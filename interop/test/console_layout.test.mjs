@@ -93,6 +93,48 @@ test("the key form's credit ceiling input has a label of its own", { skip }, asy
   }
 });
 
+test("Tab reaches every control of the keys page and the playground, each with a visible focus", { skip }, async () => {
+  const { context, page } = await openPage(browser);
+  try {
+    await signIn(page, user);
+    for (const path of ["/console/keys", "/console/playground?model=image-4b"]) {
+      await page.goto(API_URL + path);
+      // The controls a person can reach: not hidden, not disabled, not inside a closed <details>;
+      // a group of radio buttons is one stop (the arrows move within it).
+      const reachable = await page.locator("a[href], input:not([type=hidden]), select, textarea, button, summary").evaluateAll((els) => {
+        const radios = new Set();
+        return els.filter((e) => {
+          if (e.disabled || e.getClientRects().length === 0 || e.closest("details:not([open]) > :not(summary)")) return false;
+          if (e.type === "radio") {
+            if (radios.has(e.name)) return false;
+            radios.add(e.name);
+          }
+          return true;
+        }).length;
+      });
+      const seen = new Set();
+      const dull = [];
+      for (let i = 0; i < reachable + 5 && seen.size < reachable; i++) {
+        await page.keyboard.press("Tab");
+        const f = await page.evaluate(() => {
+          const e = document.activeElement;
+          if (!e || e === document.body) return null;
+          const st = getComputedStyle(e);
+          const key = e.outerHTML.slice(0, 80) + "#" + [...document.querySelectorAll("*")].indexOf(e);
+          return { key, visible: st.outlineStyle !== "none" && parseFloat(st.outlineWidth) > 0 };
+        });
+        if (!f) continue;
+        seen.add(f.key);
+        if (!f.visible) dull.push(f.key);
+      }
+      assert.equal(seen.size, reachable, `${path}: Tab reached ${seen.size} of ${reachable} controls`);
+      assert.deepEqual(dull, [], `${path}: controls without a visible focus`);
+    }
+  } finally {
+    await context.close();
+  }
+});
+
 test("image-4b with only a width: the price box and the job page show the width_height_pair warning", { skip }, async () => {
   const { context, page } = await openPage(browser);
   try {
