@@ -357,16 +357,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 		d.Refunded = max(j.Reserved-j.Charged, 0)
 		d.EventID, d.EventType = "evt_"+j.ID+"_"+string(j.Outcome), "job."+string(j.Outcome)
 	}
-	if j.ErrorCode != "" {
-		d.ErrorSentence, d.ErrorDocs = errorSentence(j.ErrorCode), apierr.DocsURL(apierr.Code(j.ErrorCode))
-	}
-	var fields []formField
-	if m, ok := h.Catalog.Model(j.Model); ok {
-		fields = schemaFields(m.InputSchema())
-	}
-	for _, dv := range j.ErrorDetail {
-		d.ErrorDetail = append(d.ErrorDetail, violationText(fields, dv.Loc, firstClause(dv.Msg)))
-	}
+	h.jobError(&d, j)
 	if j.Result != nil {
 		if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
 			d.Result = pretty(mustJSON(doc))
@@ -403,6 +394,21 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	}
 	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
 	return nil
+}
+
+// jobError says why j failed, for a person: its code, the catalogue's sentence and each input
+// problem by the field's label.
+func (h *Handler) jobError(d *jobData, j jobs.Job) {
+	if j.ErrorCode != "" {
+		d.ErrorSentence, d.ErrorDocs = errorSentence(j.ErrorCode), apierr.DocsURL(apierr.Code(j.ErrorCode))
+	}
+	var fields []formField
+	if m, ok := h.Catalog.Model(j.Model); ok && len(j.ErrorDetail) > 0 {
+		fields = schemaFields(m.InputSchema())
+	}
+	for _, dv := range j.ErrorDetail {
+		d.ErrorDetail = append(d.ErrorDetail, violationText(fields, dv.Loc, firstClause(dv.Msg)))
+	}
 }
 
 // errorSentence is a job's error for a person: the catalogue's sentence for its code. The
