@@ -35,6 +35,7 @@ func (h *Handler) webhookRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /console/webhooks/{id}/challenge", h.account(h.rechallengeWebhook))
 	mux.Handle("POST /console/webhooks/{id}/test", h.account(h.testWebhook))
 	mux.Handle("POST /console/webhooks/{id}/delete", h.account(h.deleteWebhook))
+	mux.Handle("POST /console/webhooks/deliveries/{id}/resend", h.account(h.resendDelivery))
 }
 
 type webhookRow struct {
@@ -381,4 +382,45 @@ func (h *Handler) deleteWebhook(w http.ResponseWriter, r *http.Request, v *viewe
 	}
 	h.redirectFlash(w, r, "/console/webhooks", fmt.Sprintf("Endpoint %s deleted with its queued deliveries.", id))
 	return nil
+}
+
+// resendDelivery sends a delivery's event again to its active endpoint, as a new delivery
+// (webhooks.Service.Resend), and says how the endpoint answered.
+func (h *Handler) resendDelivery(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	if err := h.noWebhooks(); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	d, err := h.Webhooks.Resend(r.Context(), v.Account.ID, id)
+	switch {
+	case err == nil:
+	case errors.Is(err, webhooks.ErrNotFound):
+		return errNotFound
+	case errors.Is(err, webhooks.ErrNotActive):
+		return h.webhooksRefusal(w, r, v, http.StatusConflict, "A delivery is resent only to an active endpoint: re-challenge it first.")
+	case webhooks.NoSigningCredential(err):
+		return h.webhooksRefusal(w, r, v, http.StatusServiceUnavailable, "Webhook signing is unavailable on this deployment; nothing was sent.")
+	default:
+		return err
+	}
+	h.redirectFlash(w, r, "/console/webhooks", "Resent "+id+" as "+resendOutcome(d))
+	return nil
+}
+
+// resendOutcome says what became of a resent delivery after its first attempt.
+func resendOutcome(d webhooks.Delivery) string {
+	answer := d.LastError
+	if d.LastStatusCode != nil {
+		answer = "HTTP " + strconv.Itoa(*d.LastStatusCode)
+	}
+	switch d.Status {
+	case webhooks.DeliveryDelivered:
+		return fmt.Sprintf("%s: delivered (%s).", d.ID, answer)
+	case webhooks.DeliveryScheduled:
+		if d.Attempts == 0 {
+			return fmt.Sprintf("%s: queued; it is sent when the host's pause ends.", d.ID)
+		}
+		return fmt.Sprintf("%s: not delivered (%s); retried from %s.", d.ID, answer, d.NextAttemptAt.UTC().Format(dateLayout))
+	}
+	return fmt.Sprintf("%s: not delivered (%s, %s).", d.ID, answer, d.CloseReason)
 }

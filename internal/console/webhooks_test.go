@@ -316,6 +316,26 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 		}
 	}
 
+	// Resending it sends the same event (id and body) again as a new delivery, signed anew.
+	if !strings.Contains(detail, `action="/console/webhooks/deliveries/`+dlv+`/resend"`) {
+		t.Fatalf("the delivery has no resend form:\n%s", detail)
+	}
+	status, page = b.submit("/console/webhooks/deliveries/"+dlv+"/resend", nil)
+	if status != http.StatusOK || !strings.Contains(page, "Resent "+dlv+" as dlv_") || !strings.Contains(page, ": delivered (HTTP 200).") {
+		t.Fatalf("resend answered %d:\n%s", status, page)
+	}
+	if evs = rc.events(); len(evs) != 2 || !bytes.Equal(evs[1].Body, ev.Body) || evs[1].Header.Get(webhooks.HeaderDelivery) == dlv ||
+		webhooks.VerifyV2(evs[1].Header.Get(webhooks.HeaderSignature), evs[1].Body, f.publicKeys(t), time.Now(), 5*time.Minute) != nil {
+		t.Fatalf("the receiver got %d events after the resend", len(evs))
+	}
+	if status, _ := b.submit("/console/webhooks/deliveries/dlv_nosuchdelivery/resend", nil); status != http.StatusNotFound {
+		t.Fatalf("resending an unknown delivery answered %d", status)
+	}
+	other := f.signIn(t, "acct_hooks_other", "otto@example.com")
+	if status, _ := other.submit("/console/webhooks/deliveries/"+dlv+"/resend", nil); status != http.StatusNotFound || len(rc.events()) != 2 {
+		t.Fatalf("another account resending the delivery answered %d (%d events)", status, len(rc.events()))
+	}
+
 	status, page = b.submit("/console/webhooks/"+id+"/delete", nil)
 	if status != http.StatusOK || !strings.Contains(page, "Endpoint "+id+" deleted") || len(whEndpointIDs(page)) != 0 {
 		t.Fatalf("delete answered %d:\n%s", status, page)
