@@ -53,6 +53,8 @@ type Handler struct {
 	Log     *slog.Logger
 	// Jobs lists and reads the account's jobs and runs the playground's submissions.
 	Jobs *jobs.Service
+	// JobCount counts the jobs a list's filters match (nil: the list shows no total).
+	JobCount JobCounter
 	// Signer turns stored outputs into the signed links the API hands out.
 	Signer jobview.Signer
 	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
@@ -66,6 +68,7 @@ type Handler struct {
 
 	pages    map[string]*template.Template
 	throttle signInThrottle
+	forms    sentForms
 }
 
 // The cookies of the console.
@@ -81,6 +84,7 @@ type viewer struct {
 	Session auth.Session
 	Account auth.Account // zero for an operator
 	CSRF    string
+	Once    string // the token of this page's forms (once.go)
 }
 
 // view is what every page template receives.
@@ -176,7 +180,7 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *vi
 				return
 			}
 		}
-		if err := fn(w, r, v); err != nil {
+		if err := h.sendOnce(w, r, v, fn); err != nil {
 			h.fail(w, r, v, err)
 		}
 	})
@@ -211,7 +215,7 @@ func (h *Handler) viewerOf(r *http.Request) (*viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &viewer{User: u, Session: sess, CSRF: h.csrfToken("session:" + sess.ID)}
+	v := &viewer{User: u, Session: sess, CSRF: h.csrfToken("session:" + sess.ID), Once: randomToken()[:22]}
 	if u.AccountID != "" {
 		if v.Account, err = h.Auth.Account(r.Context(), u.AccountID); err != nil {
 			return nil, err
@@ -292,7 +296,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, v *viewer, err er
 }
 
 func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, v *viewer, status int, msg string) {
-	h.render(w, status, "error", view{Title: http.StatusText(status), V: v, Error: msg, Status: status})
+	// The message is the page's heading (error.html), not a line above another heading.
+	h.render(w, status, "error", view{Title: http.StatusText(status), V: v, Data: msg, Status: status})
 }
 
 // randomToken is 32 random bytes, base64url.

@@ -13,6 +13,9 @@ const flashCookie = "modelexec_flash"
 func (h *Handler) redirectFlash(w http.ResponseWriter, r *http.Request, target, msg string) {
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/console", MaxAge: 60,
 		HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteStrictMode})
+	if o := outcomeOf(r.Context()); o != nil {
+		o.target, o.msg = target, msg
+	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 

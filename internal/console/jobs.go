@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -50,6 +51,8 @@ type jobRow struct {
 	Quoted, Charged                 int64
 	Created                         time.Time
 	Took                            string
+	Prompt                          string // the start of the prompt, when the model takes one
+	Thumb                           string // a signed link to the first image output
 }
 
 type jobsData struct {
@@ -57,16 +60,83 @@ type jobsData struct {
 	Models                 []string
 	States                 []string
 	Model, State, From, To string
-	Next, First            string // links to the next page and back to the first
+	Next, Prev, First      string // links to the next (older) page, the previous one and the first
 	Filtered               bool
 	FilterError            string
 	PageSize               int
+	Page                   int  // 1 for the newest page; 0 when the way back is too long to count
+	Total                  int  // jobs the filters match (-1: not counted on this server)
+	TotalMore              bool // more than maxCounted
+}
+
+// maxCounted bounds the count of the jobs a list's filters match; maxTrail bounds how many
+// pages back the previous-page links remember.
+const (
+	maxCounted = 10_000
+	maxTrail   = 100
+)
+
+// JobCounter counts an account's jobs matching a search, up to max (the jobs store; nil: the
+// list shows no total).
+type JobCounter interface {
+	CountJobs(ctx context.Context, accountID string, q jobs.Search, max int) (int, error)
 }
 
 // jobsList is the account's jobs, newest first, narrowed by model, state and the days they
-// were created in (from and to, both included, UTC), a page at a time after a cursor.
+// were created in (from and to, both included, UTC), a page at a time after a cursor. The
+// cursors of the pages before are carried in the links (trail), so each page links back.
 func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	q := r.URL.Query()
+	d, s := h.jobsFilters(q)
+	status := http.StatusOK
+	if d.FilterError != "" {
+		status = http.StatusBadRequest
+	}
+	after := q.Get("after")
+	if c, ok := parseCursor(after); ok {
+		s.After = &c
+	} else {
+		after = ""
+	}
+	trail := parseTrail(q.Get("trail"))
+	list, err := h.Jobs.Search(r.Context(), v.Account.ID, s)
+	if err != nil {
+		return err
+	}
+	d.Total = -1
+	if h.JobCount != nil {
+		if d.Total, err = h.JobCount.CountJobs(r.Context(), v.Account.ID, s, maxCounted+1); err != nil {
+			return err
+		}
+		d.TotalMore, d.Total = d.Total > maxCounted, min(d.Total, maxCounted)
+	}
+	if len(list) > jobsPage {
+		list = list[:jobsPage]
+		d.Next = "/console/jobs?" + d.query(cursorOf(list[len(list)-1]), append(trail, orFirst(after)))
+	}
+	if s.After != nil {
+		d.First = "/console/jobs?" + d.query("", nil)
+		if len(trail) > 0 {
+			prev := trail[len(trail)-1]
+			if prev == "first" {
+				prev = ""
+			}
+			d.Prev = "/console/jobs?" + d.query(prev, trail[:len(trail)-1])
+		}
+	}
+	d.Page = len(trail) + 1
+	if s.After != nil && (len(trail) == 0 || trail[0] != "first") {
+		d.Page = 0
+	}
+	for _, j := range list {
+		d.Rows = append(d.Rows, h.jobListRow(r.Context(), v, j))
+	}
+	h.render(w, status, "jobs", view{Title: "Jobs", Nav: "jobs", V: v, Data: d, Error: d.FilterError})
+	return nil
+}
+
+// jobsFilters reads the list's filters; one that does not parse is dropped with a message.
+func (h *Handler) jobsFilters(q url.Values) (jobsData, jobs.Search) {
 	d := jobsData{Model: q.Get("model"), State: q.Get("status"), From: q.Get("from"), To: q.Get("to"), PageSize: jobsPage}
 	for _, m := range h.Catalog.Models() {
 		d.Models = append(d.Models, m.Slug)
@@ -75,7 +145,6 @@ func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) er
 		d.States = append(d.States, string(s))
 	}
 	s := jobs.Search{Model: d.Model, State: jobs.State(d.State), Limit: jobsPage + 1}
-	status := http.StatusOK
 	if d.State != "" {
 		if _, _, ok := s.State.Columns(); !ok {
 			d.FilterError, d.State, s.State = "There is no status "+strconv.Quote(d.State)+": pick one from the list.", "", ""
@@ -90,43 +159,81 @@ func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) er
 	} else if !s.To.IsZero() {
 		s.To = s.To.AddDate(0, 0, 1) // the whole of the last day
 	}
-	if d.FilterError != "" {
-		status = http.StatusBadRequest
-	}
-	if c, ok := parseCursor(q.Get("after")); ok {
-		s.After = &c
-	}
 	d.Filtered = d.Model != "" || d.State != "" || d.From != "" || d.To != ""
-	list, err := h.Jobs.Search(r.Context(), v.Account.ID, s)
-	if err != nil {
-		return err
-	}
-	if len(list) > jobsPage {
-		list = list[:jobsPage]
-		last := list[len(list)-1]
-		d.Next = "/console/jobs?" + d.query(last)
-	}
-	if s.After != nil {
-		d.First = "/console/jobs?" + d.query(jobs.Job{})
-	}
-	for _, j := range list {
-		d.Rows = append(d.Rows, jobRow{ID: j.ID, Model: j.Model, State: string(jobs.StateOf(j)), Key: j.KeyID,
-			Coverage: coverageText(j), Quoted: j.Quoted, Charged: j.Charged, Created: j.CreatedAt, Took: took(j)})
-	}
-	h.render(w, status, "jobs", view{Title: "Jobs", Nav: "jobs", V: v, Data: d, Error: d.FilterError})
-	return nil
+	return d, s
 }
 
-// query is the list's filters, and the cursor after last when it has an id.
-func (d jobsData) query(last jobs.Job) string {
+// jobListRow is a job as the list shows it, with the start of its prompt and a preview of its
+// first image, read from the job itself (the search reads summaries only).
+func (h *Handler) jobListRow(ctx context.Context, v *viewer, j jobs.Job) jobRow {
+	row := jobRow{ID: j.ID, Model: j.Model, State: string(jobs.StateOf(j)), Key: j.KeyID, Coverage: coverageText(j),
+		Quoted: j.Quoted, Charged: j.Charged, Created: j.CreatedAt, Took: took(j)}
+	full, err := h.Jobs.GetByID(ctx, v.Account.ID, j.ID)
+	if err != nil {
+		h.Log.Warn("console: job list row", "job", j.ID, "err", err)
+		return row
+	}
+	row.Prompt = promptOf(full.Input)
+	if full.Result != nil {
+		for _, f := range full.Result.Files {
+			if strings.HasPrefix(f.ContentType, "image/") {
+				if link, _, err := h.Signer.SignGet(ctx, f.Key); err == nil {
+					row.Thumb = link
+				}
+				break
+			}
+		}
+	}
+	return row
+}
+
+// promptOf is the start of a job's prompt (positivePrompt, or prompt), at most 80 characters.
+func promptOf(input []byte) string {
+	var in struct {
+		Positive string `json:"positivePrompt"`
+		Prompt   string `json:"prompt"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	p := strings.Join(strings.Fields(cmp.Or(in.Positive, in.Prompt)), " ")
+	if r := []rune(p); len(r) > 80 {
+		return string(r[:79]) + "…"
+	}
+	return p
+}
+
+func cursorOf(j jobs.Job) string {
+	return strconv.FormatInt(j.CreatedAt.UnixMicro(), 10) + "." + j.ID
+}
+
+func orFirst(after string) string { return cmp.Or(after, "first") }
+
+// parseTrail reads the cursors of the pages before this one, oldest first ("first" for the
+// newest page); a trail longer than maxTrail keeps its last pages.
+func parseTrail(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, c := range strings.Split(s, ",") {
+		if _, ok := parseCursor(c); ok || c == "first" {
+			out = append(out, c)
+		}
+	}
+	return out[max(0, len(out)-maxTrail):]
+}
+
+// query is the list's filters, the cursor to read after and the trail of the pages before.
+func (d jobsData) query(after string, trail []string) string {
 	q := url.Values{}
-	for k, val := range map[string]string{"model": d.Model, "status": d.State, "from": d.From, "to": d.To} {
+	for k, val := range map[string]string{"model": d.Model, "status": d.State, "from": d.From, "to": d.To, "after": after} {
 		if val != "" {
 			q.Set(k, val)
 		}
 	}
-	if last.ID != "" {
-		q.Set("after", strconv.FormatInt(last.CreatedAt.UnixMicro(), 10)+"."+last.ID)
+	if len(trail) > 0 {
+		q.Set("trail", strings.Join(trail, ","))
 	}
 	return q.Encode()
 }
@@ -196,22 +303,27 @@ type jobDeliveryRow struct {
 }
 
 type jobData struct {
-	Job                    jobs.Job
-	State                  string
-	Settled                bool
-	Input, Result          string
-	History                []historyRow
-	Refunded               int64
-	Coverage               string
-	EventID, EventType     string
-	Deliveries             []jobDeliveryRow
-	DeliveriesUnavailable  bool
-	Outputs                []output
-	Logs                   []jobs.LogLine
-	Progress               int
-	ErrorCode, ErrorDetail string
-	GiveUpAfter            int
-	FromPlayground         bool
+	Job                      jobs.Job
+	State                    string
+	Settled                  bool
+	Input, Result            string
+	History                  []historyRow
+	Refunded                 int64
+	Coverage                 string
+	EventID, EventType       string
+	Deliveries               []jobDeliveryRow
+	DeliveriesUnavailable    bool
+	Outputs                  []output
+	Logs                     []jobs.LogLine
+	Progress                 int
+	ErrorCode, ErrorSentence string
+	ErrorDocs                string
+	ErrorDetail              []string // what was wrong with the input, field by field
+	GiveUpAfter              int
+	FromPlayground           bool
+	// Warnings are the cross-field rules the playground's request broke, shown on the page
+	// its run redirects to (reveal.go).
+	Warnings []string
 }
 
 // jobPage shows one of the account's jobs: what was sent, how it went, what it cost, who was
@@ -226,7 +338,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if m, ok := h.Catalog.Model(j.Model); ok {
 		d.GiveUpAfter = jobview.GiveUpAfterSeconds(j, m)
 	}
-	d.History = append(d.History, historyRow{At: j.CreatedAt, State: "submitted", Note: "quoted " + groupDigits(j.Quoted) + " credits"})
+	d.History = append(d.History, historyRow{At: j.CreatedAt, State: "submitted", Note: "quoted " + creditsText(j.Quoted)})
 	if j.StartedAt != nil {
 		note := ""
 		if j.Attempts > 1 {
@@ -241,20 +353,11 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 		if j.FinishedAt != nil {
 			at = *j.FinishedAt
 		}
-		note := ""
-		if j.ErrorCode != "" {
-			note = j.ErrorCode
-			if j.ErrorMessage != "" {
-				note += ": " + j.ErrorMessage
-			}
-		}
-		d.History = append(d.History, historyRow{At: at, State: string(j.Outcome), Note: note})
+		d.History = append(d.History, historyRow{At: at, State: string(j.Outcome), Note: j.ErrorCode})
 		d.Refunded = max(j.Reserved-j.Charged, 0)
 		d.EventID, d.EventType = "evt_"+j.ID+"_"+string(j.Outcome), "job."+string(j.Outcome)
 	}
-	for _, dv := range j.ErrorDetail {
-		d.ErrorDetail += strings.Join(dv.Loc, ".") + ": " + dv.Msg + "\n"
-	}
+	h.jobError(&d, j)
 	if j.Result != nil {
 		if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
 			d.Result = pretty(mustJSON(doc))
@@ -281,8 +384,50 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 			d.Deliveries = append(d.Deliveries, row)
 		}
 	}
+	// The warnings are taken by the first settled page a person navigates to: a running job's
+	// page reloads itself when the job settles, and the playground's script reads the page
+	// (Sec-Fetch-Mode other than navigate) before the person opens it.
+	if mode := r.Header.Get("Sec-Fetch-Mode"); j.Settled() && (mode == "" || mode == "navigate") {
+		h.revealed(w, r, v, "/console/jobs/"+j.ID, &d.Warnings)
+	} else {
+		h.peek(r, v, "/console/jobs/"+j.ID, &d.Warnings)
+	}
 	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
 	return nil
+}
+
+// jobError says why j failed, for a person: its code, the catalogue's sentence and each input
+// problem by the field's label.
+func (h *Handler) jobError(d *jobData, j jobs.Job) {
+	if j.ErrorCode != "" {
+		d.ErrorSentence, d.ErrorDocs = errorSentence(j.ErrorCode), apierr.DocsURL(apierr.Code(j.ErrorCode))
+	}
+	var fields []formField
+	if m, ok := h.Catalog.Model(j.Model); ok && len(j.ErrorDetail) > 0 {
+		fields = schemaFields(m.InputSchema())
+	}
+	for _, dv := range j.ErrorDetail {
+		d.ErrorDetail = append(d.ErrorDetail, violationText(fields, dv.Loc, firstClause(dv.Msg)))
+	}
+}
+
+// errorSentence is a job's error for a person: the catalogue's sentence for its code. The
+// runner's own message (often a chain of Go errors) stays in the log and the API's answer.
+func errorSentence(code string) string {
+	if apierr.Known(apierr.Code(code)) {
+		return apierr.Lookup(apierr.Code(code)).Message
+	}
+	return "The job did not complete."
+}
+
+// firstClause keeps what a runner's message says before its causes ("the image could not be
+// fetched: fetch https://…: dial tcp …" says "the image could not be fetched"): the chain of
+// causes is for the log, not for the page.
+func firstClause(msg string) string {
+	if i := strings.Index(msg, ": "); i > 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 // accountJob reads the job named in the path; another account's job is not found.
@@ -334,6 +479,9 @@ type liveJob struct {
 	Error    *string         `json:"error_code"`
 	Outputs  []output        `json:"outputs"`
 	Result   json.RawMessage `json:"result,omitempty"`
+	// Warnings are the run's warnings while its page has not shown them (the playground's
+	// script shows them beside the outputs).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // jobLive answers the job's progress and logs as JSON, and its outputs once settled.
@@ -357,6 +505,7 @@ func (h *Handler) jobLive(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if j.Result != nil {
 		l.Outputs = h.outputs(r.Context(), j)
 	}
+	h.peek(r, v, "/console/jobs/"+j.ID, &l.Warnings)
 	writeJSON(w, http.StatusOK, l)
 	return nil
 }

@@ -17,7 +17,7 @@ type keyRow struct {
 	ID           string
 	Console      bool   // the account's console key: listed, never revoked, holds no slot
 	Name         string // "Console" for the console's key; minted keys have none
-	Scopes       []string
+	Scopes       []scopeLabel
 	Created      time.Time
 	Expires      time.Time
 	Revoked      *time.Time
@@ -30,7 +30,7 @@ type keyRow struct {
 }
 
 type scopeChoice struct {
-	Name            string
+	Name, Words     string
 	Checked, Locked bool
 }
 
@@ -41,7 +41,7 @@ type keysData struct {
 	Lifetimes []int
 	Default   int
 	Allowance int64
-	// Minted is set once, on the page that answers a mint: the only time the key is shown.
+	// Minted is set once, on the page a mint redirects to: the only time the key is shown.
 	Minted  string
 	MintID  string
 	APIBase string
@@ -97,12 +97,12 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 		if k.Console {
 			name = auth.ConsoleKeyName
 		}
-		d.Keys = append(d.Keys, keyRow{ID: k.ID, Console: k.Console, Name: name, Scopes: auth.Strings(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
+		d.Keys = append(d.Keys, keyRow{ID: k.ID, Console: k.Console, Name: name, Scopes: scopeLabels(k.Scopes), Created: k.CreatedAt, Expires: k.ExpiresAt,
 			Revoked: k.RevokedAt, Status: string(st), ExpiringSoon: k.ExpiringSoon(now),
 			DaysLeft: int(k.ExpiresAt.Sub(now).Hours() / 24), Spent: k.SpentIn(now), Ceiling: ceiling, LastUsed: used[k.ID]})
 	}
 	for _, s := range auth.Current {
-		d.Scopes = append(d.Scopes, scopeChoice{Name: string(s), Checked: slices.Contains(auth.Ticked, s) || slices.Contains(auth.AlwaysOn, s),
+		d.Scopes = append(d.Scopes, scopeChoice{Name: string(s), Words: scopeWords[s], Checked: slices.Contains(auth.Ticked, s) || slices.Contains(auth.AlwaysOn, s),
 			Locked: slices.Contains(auth.AlwaysOn, s)})
 	}
 	return d, nil
@@ -113,13 +113,18 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, v *viewer) error 
 	if err != nil {
 		return err
 	}
+	var m mintedKey
+	if h.revealed(w, r, v, "/console/keys", &m) {
+		d.Minted, d.MintID = m.Key, m.ID
+	}
 	h.render(w, http.StatusOK, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d, Flash: h.flash(w, r)})
 	return nil
 }
 
 // mintKey mints a key from the form: current scopes only, a lifetime of 30/90/180/365 days
-// and a ceiling that follows the plan or is a figure within the spec's bounds. The key is
-// shown once, on the answer to this POST, which no cache keeps.
+// and a ceiling that follows the plan or is a figure within the spec's bounds. The answer is a
+// redirect to the keys page, which shows the key once (reveal.go); the form is single-use
+// (once.go), so neither a reload nor a resend mints a second key.
 func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	d, err := h.keysData(r, v)
 	if err != nil {
@@ -165,12 +170,18 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if err != nil {
 		return err
 	}
-	if d, err = h.keysData(r, v); err != nil {
+	if err := h.reveal(w, v, "/console/keys", mintedKey{Key: m.Key, ID: m.Record.ID}); err != nil {
 		return err
 	}
-	d.Minted, d.MintID = m.Key, m.Record.ID
-	h.render(w, http.StatusOK, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d})
+	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s minted. It is shown below once: copy it now. "+
+		"If you did not copy it, revoke it and mint another.", m.Record.ID))
 	return nil
+}
+
+// mintedKey is the key a mint leaves for the page it redirects to (reveal.go).
+type mintedKey struct {
+	Key string `json:"key"`
+	ID  string `json:"id"`
 }
 
 // revokeKey stamps one of the account's own keys; a key of another account is not found, and
@@ -198,6 +209,6 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, v *viewer) e
 	if err != nil {
 		return err
 	}
-	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s revoked at %s.", id, at.UTC().Format(time.RFC3339)))
+	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s revoked at %s.", id, at.UTC().Format(dateLayout)))
 	return nil
 }

@@ -140,7 +140,7 @@ type opAccountData struct {
 	Plans    []auth.Plan
 	Statuses []auth.Status
 	Period   string
-	// NewUser is set once, on the answer that created a user with a random password: the only
+	// NewUser is set once, on the page a user creation with a random password redirects to: the only
 	// time it is shown.
 	NewUser *newUserShown
 	// Form values kept after a refusal.
@@ -153,7 +153,8 @@ type opPass struct {
 }
 
 type newUserShown struct {
-	Email, Password string
+	Email    string `json:"email"`
+	Password string `json:"password"`
 }
 
 var accountStatuses = []auth.Status{auth.Live, auth.Limited, auth.Suspended, auth.Banned}
@@ -185,6 +186,10 @@ func (h *Handler) opAccount(w http.ResponseWriter, r *http.Request, v *viewer) e
 	d, err := h.opAccountData(r)
 	if err != nil {
 		return err
+	}
+	var nu newUserShown
+	if h.revealed(w, r, v, "/console/operator/accounts/"+d.Account.ID, &nu) {
+		d.NewUser = &nu
 	}
 	h.renderAccount(w, http.StatusOK, v, d, h.flash(w, r), "")
 	return nil
@@ -346,7 +351,7 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 }
 
 // opCreateUser creates a console user for the account (users create). Without a password a
-// random one is made and shown once, on this answer, which no cache keeps.
+// random one is made and shown once, on the page this answer redirects to (reveal.go).
 func (h *Handler) opCreateUser(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	d, err := h.opAccountData(r)
 	if err != nil {
@@ -376,14 +381,13 @@ func (h *Handler) opCreateUser(w http.ResponseWriter, r *http.Request, v *viewer
 		return err
 	}
 	h.audit(r, v, d.Account.ID, "console user created", "user", u.ID)
-	if d.Users, err = h.Sessions.Users(r.Context(), d.Account.ID); err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("Console user %s created.", u.Email)
+	target := "/console/operator/accounts/" + d.Account.ID
 	if shown {
-		d.NewUser = &newUserShown{Email: u.Email, Password: pw}
+		if err := h.reveal(w, v, target, newUserShown{Email: u.Email, Password: pw}); err != nil {
+			return err
+		}
 	}
-	h.renderAccount(w, http.StatusOK, v, d, msg, "")
+	h.redirectFlash(w, r, target, fmt.Sprintf("Console user %s created.", u.Email))
 	return nil
 }
 

@@ -19,30 +19,59 @@ var templateFiles embed.FS
 //go:embed static
 var staticDir embed.FS
 
+// dateLayout is the one way the console writes a time: to the second, in UTC.
+const dateLayout = "2006-01-02 15:04:05 UTC"
+
 // funcs are the helpers templates may call.
 var funcs = template.FuncMap{
 	"date": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
 		}
-		return t.UTC().Format("2006-01-02 15:04 UTC")
+		return t.UTC().Format(dateLayout)
 	},
-	"day": func(t time.Time) string { return t.UTC().Format("2006-01-02") },
-	"credits": func(v any) string {
-		var n int64
+	// stamp writes an RFC 3339 time the way date does ("—" when there is none).
+	"stamp": func(v any) string {
+		var s string
 		switch x := v.(type) {
-		case int64:
-			n = x
-		case int:
-			n = int64(x)
-		case ledger.Credits:
-			n = int64(x)
-		default:
-			panic(fmt.Sprintf("console: credits of a %T", v)) // a template bug, caught by the page tests
+		case string:
+			s = x
+		case *string:
+			if x != nil {
+				s = *x
+			}
 		}
-		return groupDigits(n)
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return "—"
+		}
+		return t.UTC().Format(dateLayout)
 	},
-	"join": strings.Join,
+	"day":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"credits":  func(v any) string { return groupDigits(intOf(v)) },
+	"ncredits": func(v any) string { return creditsText(intOf(v)) },
+	"join":     strings.Join,
+}
+
+// intOf reads a figure a template holds.
+func intOf(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	case ledger.Credits:
+		return int64(x)
+	}
+	panic(fmt.Sprintf("console: credits of a %T", v)) // a template bug, caught by the page tests
+}
+
+// creditsText writes an amount with its unit: "1 credit", "1,500 credits".
+func creditsText(n int64) string {
+	if n == 1 || n == -1 {
+		return groupDigits(n) + " credit"
+	}
+	return groupDigits(n) + " credits"
 }
 
 // groupDigits writes n with thin grouping: 1,234,567.

@@ -52,7 +52,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if until, blocked := h.throttle.blocked(r.Context(), email, now); blocked {
 		w.Header().Set("Retry-After", strconv.Itoa(int(until.Sub(now).Seconds())+1))
 		h.renderSignIn(w, r, http.StatusTooManyRequests, email,
-			fmt.Sprintf("Too many failed sign-ins for this email. Try again after %s.", until.UTC().Format("15:04 UTC")))
+			fmt.Sprintf("Too many failed sign-ins for this email. Try again after %s.", until.UTC().Format(dateLayout)))
 		return nil
 	}
 	token, _, sess, err := h.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"))

@@ -78,6 +78,11 @@ type chartTick struct {
 	X, Label string
 }
 
+// gridLine is a horizontal line of the day chart at a round figure, with its label.
+type gridLine struct {
+	Y, Label string
+}
+
 type usageData struct {
 	Configured        bool
 	Window            ledger.Window
@@ -86,7 +91,8 @@ type usageData struct {
 	Custom            bool // the window came from the address and is not one of the picker's
 	Days              []dayBar
 	Ticks             []chartTick
-	Max, Min          int64 // the chart's scale
+	Grid              []gridLine // gridlines above the zero line, at most four, a whole figure apart
+	Max, Min          int64      // the chart's scale
 	MaxY, ZeroY, MinY string
 	ModelTable        usageTable
 	KeyTable          usageTable
@@ -176,6 +182,11 @@ func (d *usageData) drawDays(days []dayBar, win ledger.Window) {
 	}
 	d.Days = days
 	d.MaxY, d.ZeroY, d.MinY = svgNum(chartTop), svgNum(zero), svgNum(chartBL)
+	if step := (d.Max + 3) / 4; step > 0 {
+		for v := step; v <= d.Max; v += step {
+			d.Grid = append(d.Grid, gridLine{Y: svgNum(zero - scale(v)), Label: groupDigits(v)})
+		}
+	}
 	// A tick on the first day of each month, or on every seventh day of a one-month window.
 	for i := range days {
 		day := win.From.AddDate(0, 0, i)

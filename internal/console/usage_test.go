@@ -291,6 +291,12 @@ func TestACC15_ConsoleUsagePage(t *testing.T) {
 			bars[1][1] != "2026-11-21" || bars[1][2] != cr(a2.Charged+b1.Charged) {
 			t.Fatalf("day bars = %v", bars)
 		}
+		// Gridlines at whole figures up to the scale (here 1 and 2), labelled, and the axis named.
+		maxNet := max(a1.Charged, a2.Charged+b1.Charged)
+		grid := regexp.MustCompile(`<line class="grid"[^>]*/>\s*<text[^>]*>([0-9,]+)</text>`).FindAllStringSubmatch(page, -1)
+		if len(grid) == 0 || len(grid) > 4 || grid[len(grid)-1][1] != cr(maxNet) || !strings.Contains(page, "credits a day (net)") {
+			t.Fatalf("gridlines %v for a scale of %d", grid, maxNet)
+		}
 		if got := tableRow(t, page, "usage-models", "image-lite"); strings.Join(got, " ") !=
 			fmt.Sprintf("4 %d %d %d", charged, failed.Reserved, net) {
 			t.Fatalf("image-lite row = %v", got)

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +17,16 @@ import (
 // and an account has at most a handful of endpoints.
 const recentDeliveries = 10
 
+// productWords names each product as the catalogue's models show it to people.
+var productWords = map[string]string{
+	"photo":              "Images",
+	"music":              "Music and audio",
+	"threed":             "3D models",
+	"video":              "Video",
+	"external":           "Models outside the platform",
+	webhooks.ProductChat: "Chat",
+}
+
 // webhookRoutes serves the webhooks page: the same operations as /v1/webhooks, through the
 // same service, plus the recent deliveries and a test event.
 func (h *Handler) webhookRoutes(mux *http.ServeMux) {
@@ -24,6 +35,7 @@ func (h *Handler) webhookRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /console/webhooks/{id}/challenge", h.account(h.rechallengeWebhook))
 	mux.Handle("POST /console/webhooks/{id}/test", h.account(h.testWebhook))
 	mux.Handle("POST /console/webhooks/{id}/delete", h.account(h.deleteWebhook))
+	mux.Handle("POST /console/webhooks/deliveries/{id}/resend", h.account(h.resendDelivery))
 }
 
 type webhookRow struct {
@@ -45,6 +57,32 @@ type deliveryRow struct {
 	Created                       time.Time
 	LastAttempt, Closed           *time.Time
 	NextAttempt                   *time.Time // when a retry is scheduled
+	Payload                       string     // the body every attempt sends, indented
+	Headers                       []headerLine
+}
+
+// headerLine is a header a delivery is sent with, as the delivery's detail shows it.
+type headerLine struct{ Name, Value string }
+
+// deliveryHeaders are the headers every attempt of d carries (the engine's, spec 02
+// "Delivery"); the signed ones are made again at each attempt, so their values are described.
+func deliveryHeaders(d webhooks.Delivery, scheme string) []headerLine {
+	sig := "t=<unix seconds>,v2=<Ed25519 signature>,kid=<key id>, made at each attempt"
+	if scheme == "HMAC-SHA256" && d.EndpointID != "" {
+		sig = "t=<unix seconds>,v1=<HMAC-SHA256 under the endpoint's secret>, made at each attempt"
+	}
+	req := cmp.Or(d.RequestID, d.EventID)
+	return []headerLine{
+		{"Content-Type", "application/json"},
+		{webhooks.HeaderEvent, d.EventType},
+		{webhooks.HeaderDelivery, d.ID},
+		{webhooks.HeaderAttempt, "the attempt's number (" + strconv.Itoa(d.Attempts) + " so far)"},
+		{webhooks.HeaderSignature, sig},
+		{webhooks.HeaderAltRequestID, req},
+		{webhooks.HeaderAltUserID, d.Account},
+		{webhooks.HeaderAltTimestamp, "unix seconds, at each attempt"},
+		{webhooks.HeaderAltSignature, "hex Ed25519 signature, at each attempt"},
+	}
 }
 
 type webhooksData struct {
@@ -54,7 +92,7 @@ type webhooksData struct {
 	VerifyKeys string
 	Algorithm  string
 	// Secret is the whsec_ secret of the endpoint just registered or re-challenged, shown on
-	// that answer only, under the earlier (HMAC) signing scheme.
+	// the page that answer redirects to only, under the earlier (HMAC) signing scheme.
 	Secret, SecretFor string
 	// URL is the add form's value kept after a refusal.
 	URL string
@@ -68,7 +106,7 @@ func (h *Handler) webhooksData(r *http.Request, v *viewer) (webhooksData, error)
 	}
 	d.Max = h.Webhooks.MaxEndpoints()
 	for _, p := range webhooks.AllowedProducts {
-		d.Products = append(d.Products, scopeChoice{Name: p})
+		d.Products = append(d.Products, scopeChoice{Name: p, Words: cmp.Or(productWords[p], p)})
 	}
 	eps, err := h.Webhooks.List(r.Context(), v.Account.ID)
 	if err != nil {
@@ -79,7 +117,11 @@ func (h *Handler) webhooksData(r *http.Request, v *viewer) (webhooksData, error)
 	for _, ep := range eps {
 		row := webhookRow{Record: h.Webhooks.Record(ep), Products: "every product", Verification: ep.Verification, Reason: statusReason(ep)}
 		if len(ep.Products) > 0 {
-			row.Products = strings.Join(ep.Products, ", ")
+			names := make([]string, len(ep.Products))
+			for i, p := range ep.Products {
+				names[i] = cmp.Or(productWords[p], p) + " (" + p + ")"
+			}
+			row.Products = strings.Join(names, ", ")
 		}
 		if ep.Verification != nil {
 			row.CheckedAt = ep.Verification.CheckedAt
@@ -91,7 +133,8 @@ func (h *Handler) webhooksData(r *http.Request, v *viewer) (webhooksData, error)
 		for _, dl := range ds {
 			dr := deliveryRow{ID: dl.ID, EventType: dl.EventType, EventID: dl.EventID, JobID: dl.JobID, Status: string(dl.Status),
 				Attempts: dl.Attempts, LastStatusCode: dl.LastStatusCode, LastError: dl.LastError, CloseReason: dl.CloseReason,
-				Created: dl.CreatedAt, LastAttempt: dl.LastAttemptAt, Closed: dl.ClosedAt}
+				Created: dl.CreatedAt, LastAttempt: dl.LastAttemptAt, Closed: dl.ClosedAt, Payload: pretty(dl.Body),
+				Headers: deliveryHeaders(dl, d.Algorithm)}
 			if dl.Status == webhooks.DeliveryScheduled {
 				next := dl.NextAttemptAt
 				dr.NextAttempt = &next
@@ -155,6 +198,10 @@ func (h *Handler) webhooksPage(w http.ResponseWriter, r *http.Request, v *viewer
 	d, err := h.webhooksData(r, v)
 	if err != nil {
 		return err
+	}
+	var sec shownSecret
+	if h.revealed(w, r, v, "/console/webhooks", &sec) {
+		d.Secret, d.SecretFor = sec.Secret, sec.For
 	}
 	h.renderWebhooks(w, http.StatusOK, v, d, h.flash(w, r), "")
 	return nil
@@ -225,20 +272,22 @@ func challengeOutcome(reg webhooks.Registration) string {
 	return challengeReason(reg.Endpoint.Verification)
 }
 
-// answerRegistration redirects with the outcome, or, when the deployment signs with per-endpoint
-// secrets, shows the page with the secret once on this answer (no cache keeps it).
+// answerRegistration redirects with the outcome; when the deployment signs with per-endpoint
+// secrets the webhooks page shows the secret once (reveal.go).
 func (h *Handler) answerRegistration(w http.ResponseWriter, r *http.Request, v *viewer, reg webhooks.Registration, msg string) error {
-	if reg.Secret == "" {
-		h.redirectFlash(w, r, "/console/webhooks", msg)
-		return nil
+	if reg.Secret != "" {
+		if err := h.reveal(w, v, "/console/webhooks", shownSecret{Secret: reg.Secret, For: reg.Endpoint.ID}); err != nil {
+			return err
+		}
 	}
-	d, err := h.webhooksData(r, v)
-	if err != nil {
-		return err
-	}
-	d.Secret, d.SecretFor = reg.Secret, reg.Endpoint.ID
-	h.renderWebhooks(w, http.StatusOK, v, d, msg, "")
+	h.redirectFlash(w, r, "/console/webhooks", msg)
 	return nil
+}
+
+// shownSecret is the signing secret a registration or re-challenge leaves for the page.
+type shownSecret struct {
+	Secret string `json:"secret"`
+	For    string `json:"for"`
 }
 
 // rechallengeWebhook re-runs the challenge on the stored URL, like POST /v1/webhooks/{id}.
@@ -311,7 +360,7 @@ func testOutcome(id string, d webhooks.Delivery) string {
 			return fmt.Sprintf("Test event queued for %s (delivery %s); it is sent when the host's pause ends.", id, d.ID)
 		}
 		return fmt.Sprintf("Test event to %s failed (%s); it will be retried from %s (delivery %s).", id, answer,
-			d.NextAttemptAt.UTC().Format("15:04 UTC"), d.ID)
+			d.NextAttemptAt.UTC().Format(dateLayout), d.ID)
 	default:
 		return fmt.Sprintf("Test event to %s was not delivered (%s, %s; delivery %s).", id, answer, d.CloseReason, d.ID)
 	}
@@ -333,4 +382,45 @@ func (h *Handler) deleteWebhook(w http.ResponseWriter, r *http.Request, v *viewe
 	}
 	h.redirectFlash(w, r, "/console/webhooks", fmt.Sprintf("Endpoint %s deleted with its queued deliveries.", id))
 	return nil
+}
+
+// resendDelivery sends a delivery's event again to its active endpoint, as a new delivery
+// (webhooks.Service.Resend), and says how the endpoint answered.
+func (h *Handler) resendDelivery(w http.ResponseWriter, r *http.Request, v *viewer) error {
+	if err := h.noWebhooks(); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	d, err := h.Webhooks.Resend(r.Context(), v.Account.ID, id)
+	switch {
+	case err == nil:
+	case errors.Is(err, webhooks.ErrNotFound):
+		return errNotFound
+	case errors.Is(err, webhooks.ErrNotActive):
+		return h.webhooksRefusal(w, r, v, http.StatusConflict, "A delivery is resent only to an active endpoint: re-challenge it first.")
+	case webhooks.NoSigningCredential(err):
+		return h.webhooksRefusal(w, r, v, http.StatusServiceUnavailable, "Webhook signing is unavailable on this deployment; nothing was sent.")
+	default:
+		return err
+	}
+	h.redirectFlash(w, r, "/console/webhooks", "Resent "+id+" as "+resendOutcome(d))
+	return nil
+}
+
+// resendOutcome says what became of a resent delivery after its first attempt.
+func resendOutcome(d webhooks.Delivery) string {
+	answer := d.LastError
+	if d.LastStatusCode != nil {
+		answer = "HTTP " + strconv.Itoa(*d.LastStatusCode)
+	}
+	switch d.Status {
+	case webhooks.DeliveryDelivered:
+		return fmt.Sprintf("%s: delivered (%s).", d.ID, answer)
+	case webhooks.DeliveryScheduled:
+		if d.Attempts == 0 {
+			return fmt.Sprintf("%s: queued; it is sent when the host's pause ends.", d.ID)
+		}
+		return fmt.Sprintf("%s: not delivered (%s); retried from %s.", d.ID, answer, d.NextAttemptAt.UTC().Format(dateLayout))
+	}
+	return fmt.Sprintf("%s: not delivered (%s, %s).", d.ID, answer, d.CloseReason)
 }

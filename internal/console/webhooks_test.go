@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -271,7 +272,7 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 	}
 	id := ids[0]
 	sec := whSection(t, page, id)
-	for _, want := range []string{`<span class="badge active status">active</span>`, "verified", rc.URL(), "photo, music", "No deliveries yet."} {
+	for _, want := range []string{`<span class="badge active status">active</span>`, "verified", rc.URL(), "Images (photo), Music and audio (music)", "No deliveries yet."} {
 		if !strings.Contains(sec, html.EscapeString(want)) && !strings.Contains(sec, want) {
 			t.Errorf("endpoint section lacks %q:\n%s", want, sec)
 		}
@@ -304,6 +305,35 @@ func TestWH18_WH35_ConsoleAddVerifyTestEventAndDelete(t *testing.T) {
 		if !strings.Contains(row, want) {
 			t.Errorf("delivery row lacks %q:\n%s", want, row)
 		}
+	}
+	// Opening the delivery shows its payload (the body the receiver got), its headers and the answer.
+	detail := sec[strings.Index(sec, `data-detail="`+dlv+`"`):]
+	detail = detail[:strings.Index(detail, "</details>")]
+	for _, want := range []string{"The endpoint answered HTTP 200", "<code>Svc-Delivery</code></dt><dd><code>" + dlv + "</code>",
+		"<code>X-Alt-Webhook-User-Id</code></dt><dd><code>acct_hooks</code>", html.EscapeString(pretty(t, ev.Body))} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("delivery detail lacks %q:\n%s", want, detail)
+		}
+	}
+
+	// Resending it sends the same event (id and body) again as a new delivery, signed anew.
+	if !strings.Contains(detail, `action="/console/webhooks/deliveries/`+dlv+`/resend"`) {
+		t.Fatalf("the delivery has no resend form:\n%s", detail)
+	}
+	status, page = b.submit("/console/webhooks/deliveries/"+dlv+"/resend", nil)
+	if status != http.StatusOK || !strings.Contains(page, "Resent "+dlv+" as dlv_") || !strings.Contains(page, ": delivered (HTTP 200).") {
+		t.Fatalf("resend answered %d:\n%s", status, page)
+	}
+	if evs = rc.events(); len(evs) != 2 || !bytes.Equal(evs[1].Body, ev.Body) || evs[1].Header.Get(webhooks.HeaderDelivery) == dlv ||
+		webhooks.VerifyV2(evs[1].Header.Get(webhooks.HeaderSignature), evs[1].Body, f.publicKeys(t), time.Now(), 5*time.Minute) != nil {
+		t.Fatalf("the receiver got %d events after the resend", len(evs))
+	}
+	if status, _ := b.submit("/console/webhooks/deliveries/dlv_nosuchdelivery/resend", nil); status != http.StatusNotFound {
+		t.Fatalf("resending an unknown delivery answered %d", status)
+	}
+	other := f.signIn(t, "acct_hooks_other", "otto@example.com")
+	if status, _ := other.submit("/console/webhooks/deliveries/"+dlv+"/resend", nil); status != http.StatusNotFound || len(rc.events()) != 2 {
+		t.Fatalf("another account resending the delivery answered %d (%d events)", status, len(rc.events()))
 	}
 
 	status, page = b.submit("/console/webhooks/"+id+"/delete", nil)
@@ -460,4 +490,14 @@ func BenchmarkConsoleWebhooksPage(b *testing.B) {
 			b.Fatalf("page answered %d", status)
 		}
 	}
+}
+
+// pretty indents a JSON body as the console shows it.
+func pretty(t *testing.T, raw []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

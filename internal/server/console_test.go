@@ -311,7 +311,10 @@ func TestConsoleFormsNeedCSRFAndSameOrigin(t *testing.T) {
 		t.Fatalf("keys after refused forms: %+v %v", keys, err)
 	}
 	b.origin = ""
-	if p := b.do(http.MethodPost, "/console/keys", with); p.status != http.StatusOK || !strings.Contains(p.body, `id="new-key"`) {
+	if p := b.do(http.MethodPost, "/console/keys", with); p.status != http.StatusSeeOther {
+		t.Fatalf("the same form from the console: %d", p.status)
+	}
+	if p := b.get("/console/keys"); p.status != http.StatusOK || !strings.Contains(p.body, `id="new-key"`) {
 		t.Fatalf("the same form from the console: %d", p.status)
 	}
 }
@@ -405,7 +408,7 @@ func TestConsoleKeysShowLastUsed(t *testing.T) {
 	for _, r := range keyRow.FindAllStringSubmatch(body, -1) {
 		cells[r[1]] = r[3]
 	}
-	want := e.clock.Now().Format("2006-01-02 15:04 UTC")
+	want := e.clock.Now().UTC().Format("2006-01-02 15:04:05 UTC")
 	lastUsed := regexp.MustCompile(`<td class="last-used">(.*?)</td>`)
 	if m := lastUsed.FindStringSubmatch(cells[used.Record.ID]); m == nil || m[1] != want {
 		t.Fatalf("used key's last-used cell %v, want %s", m, want)

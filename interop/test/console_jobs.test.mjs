@@ -26,8 +26,8 @@ after(async () => {
 // price, runs it and waits for the job's page to show it settled; it answers the job id.
 async function runFromPlayground(page, model, fields, shot) {
   await page.goto(API_URL + "/console/playground");
-  await page.selectOption("#model-select", model);
-  await Promise.all([page.waitForURL((u) => u.searchParams.get("model") === model), page.click("#choose-model")]);
+  // Picking a model opens its form, without a separate "Choose" click.
+  await Promise.all([page.waitForURL((u) => u.searchParams.get("model") === model), page.selectOption("#model-select", model)]);
   for (const [name, value] of Object.entries(fields)) {
     const el = page.locator(`[name="in.${name}"]`);
     if ((await el.evaluate((e) => e.tagName)) === "SELECT") {
@@ -43,9 +43,16 @@ async function runFromPlayground(page, model, fields, shot) {
   await screenshot(page, `${shot}-playground`);
   // Buttons are pressed with the keyboard after a full-page screenshot: Chromium's viewport,
   // resized for the screenshot and restored, can leave a mouse click off its target.
-  await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.locator("#run").press("Enter")]);
+  // The run stays on the playground: the job is followed there and its outputs are shown
+  // beside the fields, with a link to the job's page.
+  await page.locator("#run").press("Enter");
+  await page.locator("#run-output a.job-link").waitFor({ timeout: 60_000 });
+  assert.equal(await page.locator("#run-state").innerText(), "succeeded");
+  const outputs = await page.locator("#run-output figure.output").count();
+  assert.ok(outputs > 0, `${model}: the outputs are shown beside the fields`);
+  await screenshot(page, `${shot}-playground-output`);
+  await Promise.all([page.waitForURL(/\/console\/jobs\/[^/]+\?submitted=1$/), page.locator("#run-output a.job-link").press("Enter")]);
   const id = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
-  // The page polls the job and reloads itself once it settles.
   await page.locator('#job[data-settled="true"]').waitFor({ timeout: 60_000 });
   assert.equal(await page.locator("#job-state").innerText(), "succeeded");
   return { id, credits };
@@ -65,7 +72,7 @@ test("playground: an image model's output is shown as an image, charged as quote
     const size = await img.evaluate((i) => ({ w: i.naturalWidth, h: i.naturalHeight }));
     assert.ok(size.w > 0 && size.h > 0, `the image loads: ${JSON.stringify(size)}`);
     assert.deepEqual(size, { w: SMALL.width, h: SMALL.height });
-    assert.equal(await page.locator("#job-charged").innerText(), `${credits.toLocaleString("en-US")} credits`);
+    assert.equal(await page.locator("#job-charged").innerText(), `${credits.toLocaleString("en-US")} credit${credits === 1 ? "" : "s"}`);
     assert.match(await page.locator("#job-input").innerText(), /a lighthouse at dusk/);
     assert.match(await page.locator("#job-event").innerText(), new RegExp(`^evt_${id}_succeeded$`));
     // The download link serves the file.
@@ -135,7 +142,7 @@ test("jobs list: both runs are listed, filters by model and status narrow it, a 
     await screenshot(page, "console-jobs-filtered");
 
     await Promise.all([page.waitForURL(/\/console\/jobs\/[^/?]+$/), page.locator('#jobs tr[data-model="image-4b"] a').press("Enter")]);
-    assert.match(await page.locator("#job-charged").innerText(), /^[1-9][0-9,]* credits/);
+    assert.match(await page.locator("#job-charged").innerText(), /^[1-9][0-9,]* credits?\b/);
     assert.equal(await page.locator("#job-state").innerText(), "succeeded");
   } finally {
     await context.close();

@@ -1,4 +1,10 @@
-// The console's few behaviours: copy buttons and confirmations. Pages work without it.
+// The console's few behaviours: copy buttons, confirmations, and choices that apply at once
+// (a select marked data-autosubmit sends its form when changed; the buttons marked
+// data-noscript, which do that without script, are hidden). Pages work without it.
+for (const sel of document.querySelectorAll('select[data-autosubmit]')) {
+  sel.addEventListener('change', () => sel.form.submit());
+}
+for (const b of document.querySelectorAll('[data-noscript]')) b.hidden = true;
 document.addEventListener('click', (ev) => {
   const b = ev.target.closest('button[data-copy]');
   if (!b) return;

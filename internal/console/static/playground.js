@@ -2,6 +2,20 @@
 // outputs once it settles. Both pages work without it (the price of the form as first shown;
 // a reload for the status).
 (() => {
+  // stamp writes a time as the server's pages do: 2006-01-02 15:04:05 UTC.
+  const stamp = (t) => {
+    const d = new Date(t);
+    return Number.isNaN(d.getTime()) ? String(t) : d.toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
+  };
+
+  // Picking a model opens its form at once; the Choose button is for pages without script.
+  const pick = document.getElementById('model-select');
+  if (pick) {
+    const choose = document.getElementById('choose-model');
+    if (choose) choose.hidden = true;
+    pick.addEventListener('change', () => { if (pick.value) pick.form.submit(); });
+  }
+
   const form = document.getElementById('run-form');
   if (form && form.dataset.quote) {
     const box = document.getElementById('quote');
@@ -28,12 +42,18 @@
           const strong = document.createElement('strong');
           strong.id = 'quote-credits';
           strong.textContent = q.credits.toLocaleString('en-US');
-          box.append(strong, ' credits ');
+          box.append(strong, q.credits === 1 ? ' credit ' : ' credits ');
           const units = document.createElement('span');
           units.className = 'muted';
           units.id = 'quote-units';
           units.textContent = `(${q.units} ${q.unit})`;
           box.append(units);
+          for (const w of q.warnings || []) {
+            const d = document.createElement('div');
+            d.className = 'quote-warning';
+            d.textContent = w;
+            box.append(d);
+          }
         } else {
           const msg = document.createElement('span');
           msg.className = 'muted';
@@ -57,11 +77,123 @@
     };
     form.addEventListener('input', later);
     form.addEventListener('change', later);
-    // One submit per form: the idempotency key makes a second one harmless, this makes it rare.
-    form.addEventListener('submit', () => {
-      const b = document.getElementById('run');
-      if (b) setTimeout(() => { b.disabled = true; b.textContent = 'Running…'; }, 0);
+    runInPlace(form);
+  }
+
+  // runInPlace keeps a run on the playground: the form is sent as it is without script (the
+  // same idempotency key, so a second send is the same job and charges once), the job is
+  // followed through its live view, and its outputs are shown beside the fields. A refusal is
+  // shown the ordinary way: the form is then sent again as a page, which answers the same
+  // refusal with the fields kept.
+  function runInPlace(form) {
+    const out = document.getElementById('run-output');
+    const run = document.getElementById('run');
+    if (!out || !run) return;
+    let busy = false;
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      if (busy) return;
+      busy = true;
+      const label = run.textContent;
+      run.disabled = true;
+      run.textContent = 'Running…';
+      try {
+        const res = await fetch(form.action, { method: 'POST', body: new FormData(form), credentials: 'same-origin' });
+        const m = res.redirected && new URL(res.url).pathname.match(/^\/console\/jobs\/([^/]+)$/);
+        if (!m) {
+          form.submit();
+          return;
+        }
+        await follow(out, decodeURIComponent(m[1]), res.url);
+        form.elements.idempotency_key.value = freshKey();
+      } catch (e) {
+        out.textContent = 'The run could not be followed here: open the Jobs page to see it.';
+      }
+      run.disabled = false;
+      run.textContent = label;
+      busy = false;
     });
+  }
+
+  // freshKey names the next run, as the server does for a new page.
+  function freshKey() {
+    const b = new Uint8Array(18);
+    crypto.getRandomValues(b);
+    return 'console-' + btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  }
+
+  // follow polls a job's live view until it settles, then shows its outputs.
+  async function follow(out, id, pageURL) {
+    out.replaceChildren();
+    const head = document.createElement('p');
+    const state = document.createElement('span');
+    state.id = 'run-state';
+    state.className = 'badge queued';
+    state.textContent = 'queued';
+    head.append(`Job ${id} `, state);
+    const bar = document.createElement('progress');
+    bar.max = 100;
+    bar.value = 0;
+    bar.setAttribute('aria-label', 'Progress of the run');
+    out.append(head, bar);
+    for (let i = 0; i < 5000; i++) {
+      const res = await fetch(`/console/jobs/${encodeURIComponent(id)}/live`, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+      if (res.ok) {
+        const j = await res.json();
+        state.textContent = j.state;
+        state.className = 'badge ' + j.state;
+        bar.value = Math.round((j.progress || 0) * 100);
+        if (j.settled) {
+          bar.remove();
+          showOutputs(out, j, pageURL);
+          return;
+        }
+      }
+      await new Promise((ok) => setTimeout(ok, 700));
+    }
+  }
+
+  function showOutputs(out, j, pageURL) {
+    for (const w of j.warnings || []) {
+      const d = document.createElement('div');
+      d.className = 'quote-warning run-warning';
+      d.textContent = w;
+      out.append(d);
+    }
+    if (j.error_code) {
+      const p = document.createElement('p');
+      p.className = 'error';
+      p.textContent = `The run failed (${j.error_code}); the job page says why.`;
+      out.append(p);
+    }
+    for (const o of j.outputs || []) {
+      const fig = document.createElement('figure');
+      fig.className = 'output ' + o.kind;
+      let media = null;
+      if (o.kind === 'image') {
+        media = document.createElement('img');
+        media.alt = 'output ' + o.name;
+      } else if (o.kind === 'audio' || o.kind === 'video') {
+        media = document.createElement(o.kind);
+        media.controls = true;
+        media.preload = 'metadata';
+      }
+      if (media) {
+        media.src = o.url;
+        fig.append(media);
+      }
+      const a = document.createElement('a');
+      a.href = o.url;
+      a.download = o.name;
+      a.textContent = 'Download ' + o.name;
+      fig.append(a);
+      out.append(fig);
+    }
+    const link = document.createElement('a');
+    link.href = pageURL;
+    link.className = 'job-link';
+    link.textContent = 'Open the job page (charge, logs, inputs)';
+    out.append(link);
   }
 
   const job = document.getElementById('job');
@@ -83,7 +215,7 @@
           state.className = 'badge ' + j.state;
           if (progress) progress.value = Math.round((j.progress || 0) * 100);
           if (position) position.textContent = j.queue_position != null ? `${j.queue_position} ahead in the queue` : '';
-          logs.textContent = j.logs.map((l) => `${l.timestamp} ${l.level} ${l.message}`).join('\n');
+          logs.textContent = j.logs.map((l) => `${stamp(l.timestamp)} ${l.level} ${l.message}`).join('\n');
           if (j.settled) {
             // The settled page has the charge, the history, the event and the players.
             window.location.reload();
