@@ -227,6 +227,7 @@ type KeysMintCmd struct {
 	Scopes      string `help:"Comma-separated scopes (default: the ticked set; jobs:read and assets:read always on)."`
 	ExpiresDays int    `default:"90" enum:"30,90,180,365" help:"Lifetime in days."`
 	Ceiling     string `help:"Monthly credit ceiling: a whole positive figure, or 'plan' (default)."`
+	Name        string `help:"What to call the key (at most 64 characters), shown beside its id."`
 	JSON        bool   `help:"Print JSON: {\"key\": ..., \"id\": ...}."`
 }
 
@@ -236,7 +237,7 @@ func (c *KeysMintCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
-	p := auth.MintParams{AccountID: c.Account, LifetimeDays: c.ExpiresDays}
+	p := auth.MintParams{AccountID: c.Account, LifetimeDays: c.ExpiresDays, Name: c.Name}
 	if c.Scopes != "" {
 		if p.Scopes, err = auth.ParseMintScopes(c.Scopes); err != nil {
 			return err

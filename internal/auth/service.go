@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 )
@@ -27,6 +29,8 @@ type KeyRecord struct {
 	// Console marks the account's console key (console_key.go): the key the console's runs
 	// are charged under, which signs nothing, cannot be revoked and holds no live-key slot.
 	Console bool
+	// Name is what the owner called the key when minting it ("" when nothing).
+	Name string
 }
 
 // KeyStatus is live, expired or revoked; neither of the last two comes back (KEY-21).
@@ -289,6 +293,25 @@ type MintParams struct {
 	Scopes       []Scope // nil: the default ticked set; always-on scopes are added
 	LifetimeDays int     // 0: 90
 	Ceiling      *CeilingRequest
+	Name         string // the owner's name for the key (KeyName); "" for none
+}
+
+// MaxKeyName is the most characters a key's name holds.
+const MaxKeyName = 64
+
+// KeyName checks and tidies a key's name: spaces around it dropped, at most MaxKeyName
+// characters, no control characters.
+func KeyName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > MaxKeyName || !utf8.ValidString(name) {
+		return "", fmt.Errorf("a key's name is at most %d characters", MaxKeyName)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return "", errors.New("a key's name holds no control characters (line breaks, tabs, NUL)")
+		}
+	}
+	return name, nil
 }
 
 // Minted is a new key: the only moment the full key exists outside the caller's hands.
@@ -305,6 +328,10 @@ func (s *Service) Mint(ctx context.Context, p MintParams) (Minted, error) {
 	days := p.LifetimeDays
 	if days == 0 {
 		days = DefaultLifetimeDays
+	}
+	name, err := KeyName(p.Name)
+	if err != nil {
+		return Minted{}, err
 	}
 	valid := false
 	for _, d := range Lifetimes {
@@ -331,7 +358,7 @@ func (s *Service) Mint(ctx context.Context, p MintParams) (Minted, error) {
 	rec := KeyRecord{
 		ID: id, AccountID: a.ID, SecretHash: s.hasher.Hash(key[len(s.format.Prefix)+idLen+1 : len(key)-checksumLen]),
 		Scopes: Normalize(p.Scopes), CreatedAt: now, ExpiresAt: now.AddDate(0, 0, days), Ceiling: c,
-		SpentPeriod: Period(now),
+		SpentPeriod: Period(now), Name: name,
 	}
 	if err := s.store.InsertKey(ctx, rec, a.Plan.MaxLiveKeys(), now); err != nil {
 		if errors.Is(err, ErrTooManyKeys) {

@@ -186,3 +186,26 @@ func TestConsoleFailedJobShowsCodeAndSentence(t *testing.T) {
 		t.Fatal("the error row holds a <pre> block")
 	}
 }
+
+// Issue 29 (keys): a key is minted with a name, which the keys page shows beside its id; a
+// name over 64 characters or holding a line break is refused with the form kept, and mints
+// nothing.
+func TestConsoleKeyNames(t *testing.T) {
+	s := newSite(t)
+	p := s.signIn(t, "acct_names", 1000)
+	bad := p.keysForm()
+	bad.Set("name", "billing\nworker")
+	res := p.post("/console/keys", bad)
+	page := body(res)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, "at most 64 characters, on one line") || p.liveKeys("acct_names") != 0 {
+		t.Fatalf("a name with a line break: %d, %d keys", res.StatusCode, p.liveKeys("acct_names"))
+	}
+	form := p.keysForm()
+	form.Set("name", "  billing worker  ")
+	if res := p.post("/console/keys", form); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("mint with a name: %d", res.StatusCode)
+	}
+	if _, page := p.get("/console/keys"); !strings.Contains(page, `<strong class="key-name">billing worker</strong>`) {
+		t.Fatalf("the keys page does not show the key's name:\n%.3000s", page)
+	}
+}

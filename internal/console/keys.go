@@ -16,7 +16,7 @@ import (
 type keyRow struct {
 	ID           string
 	Console      bool   // the account's console key: listed, never revoked, holds no slot
-	Name         string // "Console" for the console's key; minted keys have none
+	Name         string // the owner's name for the key; "Console" for the console's key
 	Scopes       []scopeLabel
 	Created      time.Time
 	Expires      time.Time
@@ -46,7 +46,8 @@ type keysData struct {
 	MintID  string
 	APIBase string
 	// Form values kept after a refusal.
-	CeilingMode, CeilingAmount string
+	CeilingMode, CeilingAmount, Name string
+	MaxName                          int
 }
 
 func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
@@ -66,7 +67,7 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 	}
 	now := h.Now()
 	d := keysData{Max: v.Account.Plan.MaxLiveKeys(), Lifetimes: auth.Lifetimes, Default: auth.DefaultLifetimeDays,
-		Allowance: v.Account.MonthlyAllowance, APIBase: h.APIBase, CeilingMode: "plan"}
+		Allowance: v.Account.MonthlyAllowance, APIBase: h.APIBase, CeilingMode: "plan", MaxName: auth.MaxKeyName}
 	// The console's key first, then newest first: the key just minted or about to expire is
 	// what the owner looks for.
 	slices.SortFunc(recs, func(a, b auth.KeyRecord) int {
@@ -93,7 +94,7 @@ func (h *Handler) keysData(r *http.Request, v *viewer) (keysData, error) {
 		if k.Ceiling.Mode == auth.FollowPlan && v.Account.MonthlyAllowance == 0 {
 			ceiling = "plan (no cap)"
 		}
-		name := ""
+		name := k.Name
 		if k.Console {
 			name = auth.ConsoleKeyName
 		}
@@ -131,7 +132,7 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 		return err
 	}
 	again := func(status int, msg string) error {
-		d.CeilingMode, d.CeilingAmount = r.PostFormValue("ceiling_mode"), r.PostFormValue("ceiling")
+		d.CeilingMode, d.CeilingAmount, d.Name = r.PostFormValue("ceiling_mode"), r.PostFormValue("ceiling"), r.PostFormValue("name")
 		for i := range d.Scopes {
 			d.Scopes[i].Checked = d.Scopes[i].Locked || slices.Contains(r.PostForm["scope"], d.Scopes[i].Name)
 		}
@@ -152,7 +153,11 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if err != nil || !slices.Contains(auth.Lifetimes, days) {
 		return again(http.StatusBadRequest, "Pick a lifetime of 30, 90, 180 or 365 days.")
 	}
-	p := auth.MintParams{AccountID: v.Account.ID, Scopes: scopes, LifetimeDays: days}
+	name, err := auth.KeyName(r.PostFormValue("name"))
+	if err != nil {
+		return again(http.StatusBadRequest, fmt.Sprintf("The name is at most %d characters, on one line.", auth.MaxKeyName))
+	}
+	p := auth.MintParams{AccountID: v.Account.ID, Scopes: scopes, LifetimeDays: days, Name: name}
 	if r.PostFormValue("ceiling_mode") == "fixed" {
 		n, err := strconv.ParseInt(strings.TrimSpace(strings.ReplaceAll(r.PostFormValue("ceiling"), ",", "")), 10, 64)
 		if err != nil {

@@ -57,7 +57,7 @@ func expectOne(res sql.Result, err error) error {
 	return nil
 }
 
-const keyCols = `id, account_id, secret_hash, scopes, created_at, expires_at, revoked_at, ceiling_mode, ceiling, support_ceiling, spent_period, spent, console`
+const keyCols = `id, account_id, secret_hash, scopes, created_at, expires_at, revoked_at, ceiling_mode, ceiling, support_ceiling, spent_period, spent, console, name`
 
 func scanKey(row interface{ Scan(...any) error }) (auth.KeyRecord, error) {
 	var k auth.KeyRecord
@@ -66,7 +66,7 @@ func scanKey(row interface{ Scan(...any) error }) (auth.KeyRecord, error) {
 	var revoked sql.NullInt64
 	var console int
 	if err := row.Scan(&k.ID, &k.AccountID, &k.SecretHash, &scopes, &created, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support,
-		&k.SpentPeriod, &k.Spent, &console); err != nil {
+		&k.SpentPeriod, &k.Spent, &console, &k.Name); err != nil {
 		if isNoRows(err) {
 			return k, auth.ErrNotFound
 		}
@@ -101,7 +101,7 @@ func scanAccountKey(row interface{ Scan(...any) error }) (auth.Account, auth.Key
 	var revoked sql.NullInt64
 	if err := row.Scan(&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &a.AllowancePeriod, &created, &passOnly, &a.PassCount,
 		&k.ID, &k.AccountID, &k.SecretHash, &scopes, &kCreated, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support, &k.SpentPeriod, &k.Spent,
-		&console); err != nil {
+		&console, &k.Name); err != nil {
 		if isNoRows(err) {
 			return a, k, auth.ErrNotFound
 		}
@@ -137,13 +137,13 @@ func (db *DB) InsertKey(ctx context.Context, k auth.KeyRecord, maxLive int, now 
 // qInsertKey writes a key record; qInsertConsoleKey writes one unless it conflicts with a key
 // already there (the account's console key, by its id or by api_keys_console).
 const (
-	qInsertKey        = `INSERT INTO api_keys (` + keyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	qInsertKey        = `INSERT INTO api_keys (` + keyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	qInsertConsoleKey = qInsertKey + ` ON CONFLICT DO NOTHING`
 )
 
 func keyArgs(k auth.KeyRecord) []any {
 	return []any{k.ID, k.AccountID, k.SecretHash, strings.Join(auth.Strings(k.Scopes), ","), micros(k.CreatedAt), micros(k.ExpiresAt),
-		nullMicros(k.RevokedAt), string(k.Ceiling.Mode), k.Ceiling.Amount, k.Ceiling.Support, k.SpentPeriod, k.Spent, boolInt(k.Console)}
+		nullMicros(k.RevokedAt), string(k.Ceiling.Mode), k.Ceiling.Amount, k.Ceiling.Support, k.SpentPeriod, k.Spent, boolInt(k.Console), k.Name}
 }
 
 // InsertConsoleKey writes an account's console key unless the account has it already.
