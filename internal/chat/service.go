@@ -32,6 +32,7 @@ type CallRequest struct {
 	Model          string
 	Input          any    // catalog.ChatInput or catalog.EmbeddingsInput
 	IdempotencyKey string // empty: minted
+	JobID          string // empty: minted (jobs.NewJobID)
 	Stream         bool   // collect the text as it is written
 }
 
@@ -74,19 +75,17 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 	if err != nil {
 		return nil, err
 	}
-	key := r.IdempotencyKey
+	jobID := r.JobID
+	if jobID == "" {
+		jobID = jobs.NewJobID(m.Product)
+	}
 	c := &Call{Model: m, svc: s}
 	if r.Stream {
 		// The text is collected from the first piece the model writes: the subscription, by
-		// the job's id, is made before the submit, so a stream that sent no key gets one here.
-		// A call that does not stream and sent none leaves the key to the engine, which then
-		// reads nothing to know that it is new.
-		if key == "" {
-			key = MintKey()
-		}
-		c.sub = s.Hub.Subscribe(m.Product + "_" + key)
+		// the job's id, is made before the submit.
+		c.sub = s.Hub.Subscribe(jobID)
 	}
-	res, err := s.Jobs.Submit(ctx, jobs.SubmitRequest{Principal: r.Principal, Model: m, Body: body, IdempotencyKey: key})
+	res, err := s.Jobs.Submit(ctx, jobs.SubmitRequest{Principal: r.Principal, Model: m, Body: body, IdempotencyKey: r.IdempotencyKey, JobID: jobID})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -96,6 +95,12 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 		// The process is stopping: the charge stands and the turn runs again when its lease
 		// runs out; the same key reads it back.
 		return nil, apierr.New(apierr.DispatchUnresolved)
+	}
+	if c.sub != nil && res.Job.ID != jobID {
+		// A replay: the first call's job may have written part of its text already, so the
+		// answer is read whole once that job settles.
+		c.sub.Close()
+		c.sub = nil
 	}
 	c.Job, c.Replayed, c.Balance = res.Job, res.Replayed, res.Balance
 	if c.sub != nil {

@@ -14,7 +14,7 @@ import (
 
 // Job is what a runner is handed: one validated request with its defaults applied.
 type Job struct {
-	ID        string          // job id, <product>_<idempotency_key>
+	ID        string          // job id, <product>_k<time-ordered random>
 	RequestID string          // the queue request id
 	Address   string          // svc-serverless/<slug>
 	Slug      string          // model slug, e.g. image-4b

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/auth"
+)
+
+// TestJOB28_IdsUniqueAcrossAccounts (issue 28 item 8, DESIGN 37): two accounts sending the same
+// Idempotency-Key make two jobs with two ids, on /compat/v1, /v1/chat and /v1/embeddings; the
+// replay stays the account's own, answering its first call's id without a second charge.
+func TestJOB28_IdsUniqueAcrossAccounts(t *testing.T) {
+	w := newChatWorld(t, nil)
+	a, b := w.account(auth.Ultimate, 1000), w.account(auth.Ultimate, 1000)
+	keyA, keyB := w.pool(a, 8), w.pool(b, 8)
+	body := `{"model":"qwen","messages":[{"role":"user","content":"hello"}]}`
+	first := w.do("POST", "/compat/v1/chat/completions", keyA(), body, "Idempotency-Key", "shared-1")
+	other := w.do("POST", "/compat/v1/chat/completions", keyB(), body, "Idempotency-Key", "shared-1")
+	if first.status != 200 || other.status != 200 {
+		t.Fatalf("calls: %d %s / %d %s", first.status, first.raw, other.status, other.raw)
+	}
+	if first.body["id"] == other.body["id"] || first.header.Get("X-Job-Id") == other.header.Get("X-Job-Id") {
+		t.Fatalf("two accounts, one id: %v / %v (jobs %s, %s)", first.body["id"], other.body["id"], first.header.Get("X-Job-Id"), other.header.Get("X-Job-Id"))
+	}
+	if other.header.Get("Idempotent-Replayed") != "" || strings.Contains(first.header.Get("X-Job-Id"), "shared-1") {
+		t.Fatalf("second account replayed or id built from the key: %v, %s", other.header, first.header.Get("X-Job-Id"))
+	}
+	balance := w.balance(a)
+	again := w.do("POST", "/compat/v1/chat/completions", keyA(), body, "Idempotency-Key", "shared-1")
+	if again.status != 200 || again.body["id"] != first.body["id"] || again.header.Get("Idempotent-Replayed") != "true" || w.balance(a) != balance {
+		t.Fatalf("replay in the first account: %d %v %s, balance %d → %d", again.status, again.header, again.raw, balance, w.balance(a))
+	}
+	// A streamed replay answers the first call's id and text too.
+	streamed := w.do("POST", "/compat/v1/chat/completions", keyA(), strings.TrimSuffix(body, "}")+`,"stream":true}`, "Idempotency-Key", "shared-1")
+	if streamed.status != 200 || !strings.Contains(streamed.raw, `"id":"`+first.body["id"].(string)+`"`) || !strings.HasSuffix(streamed.raw, "data: [DONE]\n\n") {
+		t.Fatalf("streamed replay: %d %s", streamed.status, streamed.raw)
+	}
+
+	// Turns: the same key in two accounts' conversations makes two jobs.
+	var turnJobs []string
+	for _, key := range []func() string{keyA, keyB} {
+		conv := w.do("POST", "/v1/chat/conversations", key(), `{"title":"ids"}`)
+		r := w.do("POST", "/v1/chat", key(), `{"conversation_id":"`+conv.body["id"].(string)+`","message":"hi","idempotency_key":"turn-shared"}`)
+		if r.status != 200 {
+			t.Fatalf("turn: %d %s", r.status, r.raw)
+		}
+		turnJobs = append(turnJobs, r.body["job_id"].(string))
+	}
+	if turnJobs[0] == turnJobs[1] {
+		t.Fatalf("two accounts' turns share job %s", turnJobs[0])
+	}
+
+	// Embeddings, on the native route.
+	var embJobs []string
+	for _, key := range []func() string{keyA, keyB} {
+		r := w.do("POST", "/v1/embeddings", key(), `{"input":"hello","idempotency_key":"emb-shared"}`)
+		if r.status != 200 {
+			t.Fatalf("embeddings: %d %s", r.status, r.raw)
+		}
+		embJobs = append(embJobs, r.body["job_id"].(string))
+	}
+	if embJobs[0] == embJobs[1] || embJobs[0] == "" {
+		t.Fatalf("two accounts' embeddings share job %q", embJobs[0])
+	}
+}
