@@ -95,14 +95,21 @@ func newMockUpstream(t *testing.T) *mockUpstream {
 
 func (m *mockUpstream) Release() { m.once.Do(func() { close(m.release) }) }
 
-// newChatWorld serves the API with the shipped catalogue, kimi on the mock upstream, and
-// edit applied to the catalogue file first (nil: as shipped).
+// newChatWorld serves the API with the shipped catalogue, the reference models on, kimi on the
+// mock upstream, and edit applied to the catalogue file first (nil: as shipped).
 func newChatWorld(t *testing.T, edit func(f *catalog.File)) *chatWorld {
+	t.Helper()
+	return newChatWorldWith(t, edit, func(c *ServeCmd) { c.ReferenceModels = true })
+}
+
+// newChatWorldWith is newChatWorld with flags set by flags (after kimi's upstream is named).
+func newChatWorldWith(t *testing.T, edit func(f *catalog.File), flags func(c *ServeCmd)) *chatWorld {
 	t.Helper()
 	w := &chatWorld{t: t, upstream: newMockUpstream(t)}
 	c := &ServeCmd{Roles: "api,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
 	c.Data, c.Secret = t.TempDir(), "chat-e2e-secret-0123456789"
 	c.OpenAIUpstream = []string{"kimi=" + w.upstream.srv.URL + "/v1,key=sk-mock,name=mock-kimi"}
+	flags(c)
 	if edit != nil {
 		var f catalog.File
 		if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {

@@ -45,9 +45,28 @@ func (s *Service) Model(kind, slug string) (*catalog.Model, error) {
 			With("allowed", s.Catalog.LanguageSlugs(kind))
 	}
 	if _, err := s.Runners.For(slug); err != nil {
-		return nil, apierr.Newf(apierr.ChatNotConfigured, "Model %s has no runner configured on this deployment.", slug)
+		return nil, apierr.Newf(apierr.ChatNotConfigured, "Model %s is not configured on this deployment: the operator has not connected it to a model server.", slug)
 	}
 	return m, nil
+}
+
+// Ready answers chat_not_configured (503) when no language model of kind ("": any kind) has a
+// runner on this deployment (DESIGN 36): the routes of that kind refuse before reading the
+// request, charging nothing.
+func (s *Service) Ready(kind string) error {
+	for _, m := range s.Catalog.LanguageModels(kind) {
+		if _, err := s.Runners.For(m.Slug); err == nil {
+			return nil
+		}
+	}
+	what := "Language models are"
+	switch kind {
+	case catalog.KindChat:
+		what = "Chat models are"
+	case catalog.KindEmbeddings:
+		what = "Embeddings models are"
+	}
+	return apierr.Newf(apierr.ChatNotConfigured, "%s not configured on this deployment: the operator has not connected them to a model server.", what)
 }
 
 // Call is a submitted call: its job, and the text it writes when it streams.

@@ -42,7 +42,8 @@ func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 }
 
 // wireChat registers a metered runner for every language model that has one (the catalogue
-// entry's runner, replaced by Config.OpenAIUpstream) into reg, and answers the chat service;
+// entry's runner, replaced by Config.OpenAIUpstream; a reference runner only with
+// Config.ReferenceModels, DESIGN 36) into reg, and answers the chat service;
 // its Jobs is set once the jobs engine exists.
 func (s *Server) wireChat(cat *catalog.Catalog, reg runners.Registry, db *sqlstore.DB, now func() time.Time) (*chat.Service, error) {
 	hub := chat.NewHub()
@@ -51,6 +52,9 @@ func (s *Server) wireChat(cat *catalog.Catalog, reg runners.Registry, db *sqlsto
 		l := m.Language()
 		switch l.Runner {
 		case catalog.RunnerReference:
+			if !s.cfg.ReferenceModels {
+				continue // answers chat_not_configured unless an upstream is named below
+			}
 			if l.Kind == catalog.KindEmbeddings {
 				langs[m.Slug] = builtin.EmbeddingsRunner{Dimensions: l.Dimensions}
 			} else {

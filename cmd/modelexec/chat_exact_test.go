@@ -64,3 +64,61 @@ func TestJOB28_IdsUniqueAcrossAccounts(t *testing.T) {
 		t.Fatalf("two accounts' embeddings share job %q", embJobs[0])
 	}
 }
+
+// TestCHAT13_NotConfiguredWithoutReferenceModels (issue 28 item 9, DESIGN 36): the reference
+// language models run only under --dev or --reference-models. Without them and without an
+// upstream, chat, embeddings and /compat/v1 answer 503 chat_not_configured and charge nothing;
+// a model on an upstream still answers; --dev turns the reference models on.
+func TestCHAT13_NotConfiguredWithoutReferenceModels(t *testing.T) {
+	nothing := newChatWorldWith(t, nil, func(c *ServeCmd) { c.OpenAIUpstream = nil })
+	acct := nothing.account(auth.Ultimate, 1000)
+	key := nothing.pool(acct, 8)
+	chatBody := `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`
+	refused := []struct{ method, path, body string }{
+		{"GET", "/compat/v1/models", ""},
+		{"GET", "/compat/v1/models/qwen", ""},
+		{"POST", "/compat/v1/chat/completions", chatBody},
+		{"POST", "/compat/v1/chat/completions", `{"model":"qwen","messages":"not even valid"}`},
+		{"POST", "/compat/v1/completions", `{"model":"qwen","prompt":"hi"}`},
+		{"POST", "/compat/v1/responses", `{"model":"qwen","input":"hi"}`},
+		{"POST", "/compat/v1/embeddings", `{"model":"embed-small","input":"hi"}`},
+		{"POST", "/v1/chat/conversations", `{"title":"t"}`},
+		{"POST", "/v1/chat", `{"conversation_id":"conv_x","message":"hi"}`},
+		{"POST", "/v1/embeddings", `{"input":"hi"}`},
+	}
+	for _, c := range refused {
+		r := nothing.do(c.method, c.path, key(), c.body)
+		code := compatCode(r)
+		if !strings.HasPrefix(c.path, "/compat") {
+			code, _ = r.body["error"].(string)
+		}
+		if r.status != 503 || code != "chat_not_configured" || !strings.Contains(r.raw, "not configured on this deployment") {
+			t.Fatalf("%s %s with nothing configured: %d %s", c.method, c.path, r.status, r.raw)
+		}
+	}
+	if got := nothing.balance(acct); got != 1000 {
+		t.Fatalf("refusals charged: balance %d", got)
+	}
+
+	// kimi on an upstream answers; the reference models stay off.
+	upstream := newChatWorldWith(t, nil, func(*ServeCmd) {})
+	key = upstream.pool(upstream.account(auth.Ultimate, 1000), 8)
+	if r := upstream.do("POST", "/compat/v1/chat/completions", key(), `{"model":"kimi","messages":[{"role":"user","content":"hi"}]}`); r.status != 200 {
+		t.Fatalf("kimi on its upstream: %d %s", r.status, r.raw)
+	}
+	for _, c := range []struct{ path, body string }{{"/compat/v1/chat/completions", chatBody}, {"/compat/v1/embeddings", `{"model":"embed-small","input":"hi"}`}} {
+		if r := upstream.do("POST", c.path, key(), c.body); r.status != 503 || compatCode(r) != "chat_not_configured" {
+			t.Fatalf("%s without the reference models: %d %s", c.path, r.status, r.raw)
+		}
+	}
+	if r := upstream.do("GET", "/compat/v1/models", key(), ""); r.status != 200 {
+		t.Fatalf("models with kimi configured: %d %s", r.status, r.raw)
+	}
+
+	// --dev runs the reference models.
+	dev := newChatWorldWith(t, nil, func(c *ServeCmd) { c.Dev = true })
+	key = dev.pool(dev.account(auth.Ultimate, 1000), 8)
+	if r := dev.do("POST", "/compat/v1/chat/completions", key(), chatBody); r.status != 200 {
+		t.Fatalf("qwen under --dev: %d %s", r.status, r.raw)
+	}
+}
