@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +122,90 @@ func TestCHAT13_NotConfiguredWithoutReferenceModels(t *testing.T) {
 	key = dev.pool(dev.account(auth.Ultimate, 1000), 8)
 	if r := dev.do("POST", "/compat/v1/chat/completions", key(), chatBody); r.status != 200 {
 		t.Fatalf("qwen under --dev: %d %s", r.status, r.raw)
+	}
+}
+
+// sseEvents reads a stream of named events: each event's name and its JSON data.
+func sseEvents(t *testing.T, raw string) (names []string, data []map[string]any) {
+	t.Helper()
+	for _, block := range strings.Split(strings.TrimSpace(raw), "\n\n") {
+		var name string
+		var d map[string]any
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				name = v
+			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+				if err := json.Unmarshal([]byte(v), &d); err != nil {
+					t.Fatalf("event %s: %v in %q", name, err, v)
+				}
+			}
+		}
+		names, data = append(names, name), append(data, d)
+	}
+	return names, data
+}
+
+// TestCHAT01_ResponsesStream (issue 28 item 6): /compat/v1/responses with stream: true answers
+// the protocol's events in order, each named as its type, numbered from 0; the deltas add up to
+// the finished text, response.completed carries the whole response and its usage, and the call
+// is charged as the job says. Out of output budget it ends in response.incomplete; a failing
+// upstream ends in an error event inside the 200, refunded in full.
+func TestCHAT01_ResponsesStream(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	before := w.balance(acct)
+	r := w.do("POST", "/compat/v1/responses", key(), `{"model":"qwen","input":[{"role":"user","content":[{"type":"input_text","text":"Stream a reply"}]}],"instructions":"Be brief","stream":true}`)
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", r.status, r.raw)
+	}
+	names, data := sseEvents(t, r.raw)
+	head := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}
+	tail := []string{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
+	if len(names) < len(head)+len(tail)+2 || !slices.Equal(names[:len(head)], head) || !slices.Equal(names[len(names)-len(tail):], tail) {
+		t.Fatalf("events %v", names)
+	}
+	var text strings.Builder
+	for i, d := range data {
+		if d["type"] != names[i] || num(d["sequence_number"]) != int64(i) {
+			t.Fatalf("event %d %s: %v", i, names[i], d)
+		}
+		if i >= len(head) && i < len(names)-len(tail) {
+			if names[i] != "response.output_text.delta" || d["item_id"] != "msg_"+r.header.Get("X-Job-Id") {
+				t.Fatalf("event %d: %s %v", i, names[i], d)
+			}
+			text.WriteString(d["delta"].(string))
+		}
+	}
+	done := data[len(names)-4]
+	final := data[len(names)-1]["response"].(map[string]any)
+	out := final["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if done["text"] != text.String() || out["text"] != text.String() || !strings.Contains(text.String(), "reference model") {
+		t.Fatalf("deltas %q, done %q, completed %q", text.String(), done["text"], out["text"])
+	}
+	created := data[0]["response"].(map[string]any)
+	if final["status"] != "completed" || created["status"] != "in_progress" || final["id"] != created["id"] || final["id"] != "resp_"+r.header.Get("X-Job-Id") {
+		t.Fatalf("created %v, completed %v", created, final)
+	}
+	usage := final["usage"].(map[string]any)
+	charged := num(w.job(key(), r.header.Get("X-Job-Id"))["credits_charged"])
+	if num(usage["output_tokens"]) == 0 || charged <= 0 || before-w.balance(acct) != charged {
+		t.Fatalf("usage %v, charged %d, balance %d → %d", usage, charged, before, w.balance(acct))
+	}
+
+	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"qwen","input":"Write at length about streams","max_output_tokens":3,"stream":true}`)
+	names, data = sseEvents(t, r.raw)
+	if last := data[len(data)-1]; names[len(names)-1] != "response.incomplete" || last["response"].(map[string]any)["incomplete_details"].(map[string]any)["reason"] != "max_output_tokens" {
+		t.Fatalf("out of budget: %v %s", names, r.raw)
+	}
+
+	before = w.balance(acct)
+	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"kimi","input":"fail now","stream":true}`)
+	names, data = sseEvents(t, r.raw)
+	if r.status != 200 || names[len(names)-1] != "error" || data[len(data)-1]["code"] != "chat_start_failed" || slices.Contains(names, "response.completed") {
+		t.Fatalf("failing upstream: %d %v %s", r.status, names, r.raw)
+	}
+	if w.balance(acct) != before {
+		t.Fatalf("a failed streamed response charged: %d → %d", before, w.balance(acct))
 	}
 }

@@ -178,6 +178,7 @@ type ChatInput struct {
 	MaxTokens   int       `json:"max_tokens"` // filled: the request's, or what the window leaves
 	Effort      string    `json:"effort,omitempty"`
 	Temperature *float64  `json:"temperature,omitempty"`
+	TopP        *float64  `json:"top_p,omitempty"`
 	Stop        []string  `json:"stop,omitempty"`
 	// PromptTokens is the reference tokenizer's count of Messages, the quote's input side.
 	PromptTokens int `json:"prompt_tokens"`

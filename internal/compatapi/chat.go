@@ -3,6 +3,7 @@ package compatapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -41,7 +42,7 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return fmt.Errorf("content must be a string or a list of text parts")
+		return shapeRefusal("content must be a string or a list of text parts.")
 	}
 	var sb strings.Builder
 	for _, p := range parts {
@@ -49,12 +50,18 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		case "text", "input_text", "output_text":
 			sb.WriteString(p.Text)
 		default:
-			return fmt.Errorf("content part type %q is not offered; send text", p.Type)
+			return shapeRefusal(fmt.Sprintf("content part type %q is not offered; send text.", apierr.Excerpt(p.Type)))
 		}
 	}
 	*c = content(sb.String())
 	return nil
 }
+
+// shapeRefusal is a field's own refusal of its value while the body is decoded, written for a
+// person: it is shown as it stands, where the decoder's own errors are rewritten (ShapeError).
+type shapeRefusal string
+
+func (s shapeRefusal) Error() string { return string(s) }
 
 // stopList is `stop`: a string or a list of strings.
 type stopList []string
@@ -67,7 +74,7 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("stop must be a string or a list of strings")
+		return shapeRefusal("stop must be a string or a list of strings.")
 	}
 	*s = many
 	return nil
@@ -82,6 +89,7 @@ type chatRequest struct {
 	MaxTokens           *int     `json:"max_tokens"`
 	MaxCompletionTokens *int     `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
+	TopP                *float64 `json:"top_p"`
 	Stop                stopList `json:"stop"`
 	N                   *int     `json:"n"`
 	ReasoningEffort     string   `json:"reasoning_effort"`
@@ -100,14 +108,30 @@ type chatRequest struct {
 	LogitBias      json.RawMessage `json:"logit_bias"`
 }
 
-// unoffered answers the first setting of req that no model here honours, as OpenAI's 400 with
-// its param: accepting it without effect would answer something the caller did not ask for.
+// setting is a protocol setting no model here honours, and the values that ask for nothing.
+type setting struct {
+	param string
+	raw   json.RawMessage
+	idle  []string
+}
+
+// refuseUnoffered answers the first setting sent with a value that asks for something, as
+// OpenAI's 400 with its param: accepting it without effect would answer something the caller
+// did not ask for.
+func refuseUnoffered(settings []setting) error {
+	for _, s := range settings {
+		raw := compact(s.raw)
+		if raw == "" || slices.Contains(s.idle, raw) {
+			continue
+		}
+		return apierr.Newf(apierr.InvalidBody, "%s is not supported by the models of this service.", s.param).With("param", s.param)
+	}
+	return nil
+}
+
+// unoffered answers the first setting of req that no model here honours.
 func (req chatRequest) unoffered() error {
-	for _, s := range []struct {
-		param string
-		raw   json.RawMessage
-		idle  []string // values that ask for nothing
-	}{
+	if err := refuseUnoffered([]setting{
 		{"tools", req.Tools, []string{"null", "[]"}},
 		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
 		{"functions", req.Functions, []string{"null", "[]"}},
@@ -115,12 +139,8 @@ func (req chatRequest) unoffered() error {
 		{"response_format", req.ResponseFormat, []string{"null", `{"type":"text"}`}},
 		{"logprobs", req.Logprobs, []string{"null", "false"}},
 		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
-	} {
-		raw := compact(s.raw)
-		if raw == "" || slices.Contains(s.idle, raw) {
-			continue
-		}
-		return apierr.Newf(apierr.InvalidBody, "%s is not supported by the models of this service.", s.param).With("param", s.param)
+	}); err != nil {
+		return err
 	}
 	return checkUser(req.User)
 }
@@ -155,6 +175,10 @@ func decode(r *http.Request, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
+		var own shapeRefusal
+		if errors.As(err, &own) {
+			return apierr.Newf(apierr.InvalidBody, "%s", string(own))
+		}
 		return httpapi.ShapeError(err)
 	}
 	return nil
@@ -190,10 +214,13 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
 		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "temperature must be a number from 0 to 2.").With("param", "temperature")
 	}
+	if t := req.TopP; t != nil && (*t < 0 || *t > 1) {
+		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "top_p must be a number from 0 to 1.").With("param", "top_p")
+	}
 	if err := req.unoffered(); err != nil {
 		return catalog.ChatInput{}, err
 	}
-	in := catalog.ChatInput{Temperature: req.Temperature, Stop: req.Stop}
+	in := catalog.ChatInput{Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop}
 	for i, m := range req.Messages {
 		if m.Content == "" && m.Role != "assistant" {
 			return in, apierr.Newf(apierr.InvalidBody, "messages[%d].content is required.", i).With("param", fmt.Sprintf("messages[%d].content", i))
@@ -379,116 +406,4 @@ func promptOf(raw json.RawMessage) (string, error) {
 		return "", apierr.Newf(apierr.InvalidBody, "prompt must be a string (or a list of one string).")
 	}
 	return list[0], nil
-}
-
-type responsesRequest struct {
-	Model           string          `json:"model"`
-	Input           json.RawMessage `json:"input"`
-	Instructions    string          `json:"instructions"`
-	MaxOutputTokens *int            `json:"max_output_tokens"`
-	Temperature     *float64        `json:"temperature"`
-	Stream          bool            `json:"stream"`
-	Reasoning       *struct {
-		Effort string `json:"effort"`
-	} `json:"reasoning"`
-}
-
-// responses answers the Responses protocol (non-streaming) over a chat call.
-func (h *Handler) responses() handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-		var req responsesRequest
-		if err := decode(r, &req); err != nil {
-			return err
-		}
-		if req.Stream {
-			return apierr.Newf(apierr.InvalidBody, "stream is not offered on responses; use chat/completions to stream.")
-		}
-		cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature}
-		if req.Reasoning != nil {
-			cr.ReasoningEffort = req.Reasoning.Effort
-		}
-		in, err := cr.input()
-		if err != nil {
-			return err
-		}
-		msgs, err := responsesInput(req.Input)
-		if err != nil {
-			return err
-		}
-		if req.Instructions != "" {
-			msgs = append([]catalog.Message{{Role: "system", Content: req.Instructions}}, msgs...)
-		}
-		for i, m := range msgs {
-			if err := checkMessage(i, m.Content); err != nil {
-				return err
-			}
-		}
-		in.Messages = msgs
-		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in, IdempotencyKey: idempotencyKey(r)})
-		if err != nil {
-			return err
-		}
-		defer call.Close()
-		out, err := call.Result(r.Context())
-		if err != nil {
-			return err
-		}
-		setCallHeaders(w, call)
-		status, incomplete := "completed", any(nil)
-		if out.FinishReason == "length" {
-			status, incomplete = "incomplete", map[string]any{"reason": "max_output_tokens"}
-		}
-		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
-			"id": "resp_" + call.Job.ID, "object": "response", "created_at": created(call.Job), "status": status,
-			"incomplete_details": incomplete, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
-			"max_output_tokens": req.MaxOutputTokens, "parallel_tool_calls": false, "tool_choice": "none", "tools": []any{},
-			"output": []any{map[string]any{"type": "message", "id": "msg_" + call.Job.ID, "status": status, "role": "assistant",
-				"content": []any{map[string]any{"type": "output_text", "text": out.Content, "annotations": []any{}}}}},
-			"usage": map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens,
-				"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
-				"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}},
-		})
-		return nil
-	}
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// responsesInput reads `input`: a string, or a list of messages.
-func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, apierr.Newf(apierr.InputRequired, "input is required.")
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return []catalog.Message{{Role: "user", Content: s}}, nil
-	}
-	var items []struct {
-		Type    string  `json:"type"`
-		Role    string  `json:"role"`
-		Content content `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, apierr.Newf(apierr.InputInvalid, "input must be a string or a list of messages: %s.", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	var out []catalog.Message
-	for i, it := range items {
-		if it.Type != "" && it.Type != "message" {
-			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages.", i, it.Type)
-		}
-		role := it.Role
-		if role == "developer" {
-			role = "system"
-		}
-		out = append(out, catalog.Message{Role: role, Content: string(it.Content)})
-	}
-	if len(out) == 0 {
-		return nil, apierr.Newf(apierr.InputRequired, "input holds no message.")
-	}
-	return out, nil
 }

@@ -78,35 +78,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call
 	ev := httpapi.EventStream(w)
 	send := ev.Send
 	send(c.first())
-	streamed := false
-	if !call.Job.Settled() {
-		for {
-			pieces, settled, err := call.Next(r.Context())
-			if err != nil {
-				if r.Context().Err() != nil {
-					return nil // the client went away; the turn settles on its own
-				}
-				send(streamedError(err))
-				return nil
-			}
-			for _, p := range pieces {
-				streamed = true
-				send(c.delta(p))
-			}
-			if settled {
-				break
-			}
-		}
-	}
-	out, err := call.Result(r.Context())
+	out, err := relay(r, call, func(p string) { send(c.delta(p)) })
 	if err != nil {
-		send(streamedError(err))
-		return nil
-	}
-	if !streamed && out.Content != "" {
-		// A replay, or a call that settled before this request saw its text: the whole
-		// answer as one piece.
-		send(c.delta(out.Content))
+		if r.Context().Err() == nil {
+			send(streamedError(err))
+		}
+		return nil // a client that went away: the call settles on its own
 	}
 	send(c.last(out.FinishReason))
 	if withUsage {
@@ -114,4 +91,32 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call
 	}
 	ev.Done()
 	return nil
+}
+
+// relay passes the call's text to piece as the model writes it and answers the settled
+// outcome, or the error that ended the call (or the request's own context error). A replay, or
+// a call that settled before this request saw its text, passes the whole answer as one piece.
+func relay(r *http.Request, call *chat.Call, piece func(string)) (chat.Outcome, error) {
+	streamed := false
+	for !call.Job.Settled() {
+		pieces, settled, err := call.Next(r.Context())
+		if err != nil {
+			return chat.Outcome{}, err
+		}
+		for _, p := range pieces {
+			streamed = true
+			piece(p)
+		}
+		if settled {
+			break
+		}
+	}
+	out, err := call.Result(r.Context())
+	if err != nil {
+		return out, err
+	}
+	if !streamed && out.Content != "" {
+		piece(out.Content)
+	}
+	return out, nil
 }

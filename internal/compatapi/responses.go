@@ -1,0 +1,185 @@
+package compatapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+)
+
+type responsesRequest struct {
+	Model           string          `json:"model"`
+	Input           json.RawMessage `json:"input"`
+	Instructions    string          `json:"instructions"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Temperature     *float64        `json:"temperature"`
+	TopP            *float64        `json:"top_p"`
+	Stream          bool            `json:"stream"`
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	User json.RawMessage `json:"user"`
+	// Settings of the protocol that no model here honours: refused with their param.
+	Tools              json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Text               json.RawMessage `json:"text"`
+	PreviousResponseID json.RawMessage `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Background         json.RawMessage `json:"background"`
+	TopLogprobs        json.RawMessage `json:"top_logprobs"`
+}
+
+// input checks the request and builds the chat input it asks for.
+func (req responsesRequest) input() (catalog.ChatInput, error) {
+	if err := refuseUnoffered([]setting{
+		{"tools", req.Tools, []string{"null", "[]"}},
+		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
+		{"text", req.Text, []string{"null", "{}", `{"format":{"type":"text"}}`}},
+		{"previous_response_id", req.PreviousResponseID, []string{"null"}},
+		{"conversation", req.Conversation, []string{"null"}},
+		{"background", req.Background, []string{"null", "false"}},
+		{"top_logprobs", req.TopLogprobs, []string{"null", "0"}},
+	}); err != nil {
+		return catalog.ChatInput{}, err
+	}
+	cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, User: req.User}
+	if req.Reasoning != nil {
+		cr.ReasoningEffort = req.Reasoning.Effort
+	}
+	in, err := cr.input()
+	if err != nil {
+		return in, err
+	}
+	msgs, err := responsesInput(req.Input)
+	if err != nil {
+		return in, err
+	}
+	if req.Instructions != "" {
+		msgs = append([]catalog.Message{{Role: "system", Content: req.Instructions}}, msgs...)
+	}
+	for i, m := range msgs {
+		if err := checkMessage(i, m.Content); err != nil {
+			return in, err
+		}
+	}
+	in.Messages = msgs
+	return in, nil
+}
+
+// responses answers the Responses protocol over a chat call, whole or streamed as its events.
+func (h *Handler) responses() handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		var req responsesRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		in, err := req.input()
+		if err != nil {
+			return err
+		}
+		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
+			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
+		if err != nil {
+			return err
+		}
+		defer call.Close()
+		if req.Stream {
+			h.streamResponse(w, r, call, req)
+			return nil
+		}
+		out, err := call.Result(r.Context())
+		if err != nil {
+			return err
+		}
+		setCallHeaders(w, call)
+		httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out))
+		return nil
+	}
+}
+
+// responseObject is the protocol's response object of a call: in progress while out is nil,
+// else settled (completed, or incomplete when the output budget ran out).
+func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome) map[string]any {
+	o := map[string]any{
+		"id": "resp_" + j.ID, "object": "response", "created_at": created(j), "status": "in_progress",
+		"incomplete_details": nil, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
+		"max_output_tokens": req.MaxOutputTokens, "temperature": req.Temperature, "top_p": req.TopP,
+		"parallel_tool_calls": false, "tool_choice": "none", "tools": []any{}, "output": []any{}, "usage": nil,
+	}
+	if out == nil {
+		return o
+	}
+	o["status"] = "completed"
+	if out.FinishReason == "length" {
+		o["status"], o["incomplete_details"] = "incomplete", map[string]any{"reason": "max_output_tokens"}
+	}
+	o["output"] = []any{messageItem(j, o["status"].(string), out.Content)}
+	o["usage"] = map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens,
+		"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
+		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	return o
+}
+
+// messageItem is the assistant's output message; text is its one output_text part.
+func messageItem(j jobs.Job, status, text string) map[string]any {
+	content := []any{}
+	if status != "in_progress" {
+		content = []any{textPart(text)}
+	}
+	return map[string]any{"type": "message", "id": "msg_" + j.ID, "status": status, "role": "assistant", "content": content}
+}
+
+func textPart(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// responsesInput reads `input`: a string, or a list of messages.
+func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, apierr.Newf(apierr.InputRequired, "input is required.")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []catalog.Message{{Role: "user", Content: s}}, nil
+	}
+	var items []struct {
+		Type    string  `json:"type"`
+		Role    string  `json:"role"`
+		Content content `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		var own shapeRefusal
+		if errors.As(err, &own) {
+			return nil, apierr.Newf(apierr.InputInvalid, "input: %s", string(own))
+		}
+		return nil, apierr.Newf(apierr.InputInvalid, "input must be a string or a list of messages, each with a role and content.")
+	}
+	var out []catalog.Message
+	for i, it := range items {
+		if it.Type != "" && it.Type != "message" {
+			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages.", i, apierr.Excerpt(it.Type))
+		}
+		role := it.Role
+		if role == "developer" {
+			role = "system"
+		}
+		out = append(out, catalog.Message{Role: role, Content: string(it.Content)})
+	}
+	if len(out) == 0 {
+		return nil, apierr.Newf(apierr.InputRequired, "input holds no message.")
+	}
+	return out, nil
+}
