@@ -209,3 +209,69 @@ func TestCHAT01_ResponsesStream(t *testing.T) {
 		t.Fatalf("a failed streamed response charged: %d → %d", before, w.balance(acct))
 	}
 }
+
+// TestCHAT_SettingsPassedToUpstream (issue 28 item 5): the protocol's settings reach an
+// OpenAI-compatible upstream as sent (temperature, top_p, max_tokens, stop, seed, penalties,
+// response_format as JSON mode or a JSON schema, the Responses protocol's text.format turned
+// into chat completions' form); a reference model refuses JSON output with OpenAI's 400 and its
+// param, and out-of-range settings are refused, nothing charged.
+func TestCHAT_SettingsPassedToUpstream(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	sent := func() map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(w.upstream.body.Load().([]byte), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	r := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"kimi","messages":[{"role":"user","content":"hi"}],"temperature":0.3,"top_p":0.9,`+
+		`"max_tokens":40,"stop":["END"],"seed":42,"frequency_penalty":0.5,"presence_penalty":-0.5,"response_format":{"type":"json_object"}}`)
+	if r.status != 200 {
+		t.Fatalf("kimi with settings: %d %s", r.status, r.raw)
+	}
+	got := sent()
+	want := map[string]any{"temperature": 0.3, "top_p": 0.9, "max_tokens": 40.0, "seed": 42.0, "frequency_penalty": 0.5, "presence_penalty": -0.5}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("upstream got %s = %v, want %v (%v)", k, got[k], v, got)
+		}
+	}
+	if stop, _ := got["stop"].([]any); len(stop) != 1 || stop[0] != "END" || got["response_format"].(map[string]any)["type"] != "json_object" {
+		t.Fatalf("upstream got stop %v, response_format %v", got["stop"], got["response_format"])
+	}
+	schema := `{"type":"json_schema","name":"colour","schema":{"type":"object","properties":{"name":{"type":"string"}}},"strict":true}`
+	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"kimi","input":"a colour","text":{"format":`+schema+`}}`)
+	if r.status != 200 {
+		t.Fatalf("responses with a schema: %d %s", r.status, r.raw)
+	}
+	rf, _ := sent()["response_format"].(map[string]any)
+	js, _ := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["name"] != "colour" || js["strict"] != true || js["schema"] == nil {
+		t.Fatalf("upstream got response_format %v", rf)
+	}
+
+	before := w.balance(acct)
+	msg := `"messages":[{"role":"user","content":"hi"}]`
+	for _, c := range []struct{ path, body, param string }{
+		{"/compat/v1/chat/completions", `{"model":"qwen",` + msg + `,"response_format":{"type":"json_object"}}`, "response_format"},
+		{"/compat/v1/responses", `{"model":"qwen","input":"x","text":{"format":{"type":"json_object"}}}`, "response_format"},
+		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"response_format":{"type":"xml"}}`, "response_format.type"},
+		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"top_p":1.5}`, "top_p"},
+		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"presence_penalty":-3}`, "presence_penalty"},
+		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"seed":1.5}`, "seed"},
+		{"/compat/v1/responses", `{"model":"kimi","input":"x","tools":[{"type":"web_search"}]}`, "tools"},
+		{"/compat/v1/responses", `{"model":"kimi","input":"x","previous_response_id":"resp_1"}`, "previous_response_id"},
+	} {
+		r := w.do("POST", c.path, key(), c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 400 || e["param"] != c.param {
+			t.Fatalf("%s: %d %s, want 400 with param %s", c.body, r.status, r.raw, c.param)
+		}
+	}
+	if w.balance(acct) != before {
+		t.Fatalf("refusals charged: %d → %d", before, w.balance(acct))
+	}
+}

@@ -43,6 +43,7 @@ type mockUpstream struct {
 	started  chan struct{}
 	once     sync.Once
 	streamed atomic.Bool // whether the last request asked for a stream
+	body     atomic.Value // the last request's body ([]byte)
 }
 
 func newMockUpstream(t *testing.T) *mockUpstream {
@@ -52,7 +53,9 @@ func newMockUpstream(t *testing.T) *mockUpstream {
 			Messages []struct{ Content string } `json:"messages"`
 			Stream   bool                       `json:"stream"`
 		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		raw, _ := io.ReadAll(r.Body)
+		m.body.Store(raw)
+		_ = json.Unmarshal(raw, &req)
 		m.streamed.Store(req.Stream)
 		last := req.Messages[len(req.Messages)-1].Content
 		switch {

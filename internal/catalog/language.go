@@ -180,6 +180,12 @@ type ChatInput struct {
 	Temperature *float64  `json:"temperature,omitempty"`
 	TopP        *float64  `json:"top_p,omitempty"`
 	Stop        []string  `json:"stop,omitempty"`
+	// Settings passed to a model that honours them (an upstream); a runner that cannot refuses
+	// them before any charge (chat.Service.Start).
+	Seed             *int64          `json:"seed,omitempty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	ResponseFormat   json.RawMessage `json:"response_format,omitempty"` // chat completions' form
 	// PromptTokens is the reference tokenizer's count of Messages, the quote's input side.
 	PromptTokens int `json:"prompt_tokens"`
 }

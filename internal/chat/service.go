@@ -69,6 +69,21 @@ func (s *Service) Ready(kind string) error {
 	return apierr.Newf(apierr.ChatNotConfigured, "%s not configured on this deployment: the operator has not connected them to a model server.", what)
 }
 
+// honoured refuses a chat setting the model's runner cannot honour (OpenAI's 400 with its
+// param), before anything is charged: a reference model writes prose, not JSON.
+func (s *Service) honoured(m *catalog.Model, input any) error {
+	in, ok := input.(catalog.ChatInput)
+	if !ok || len(in.ResponseFormat) == 0 {
+		return nil
+	}
+	rn, _ := s.Runners.For(m.Slug)
+	if h, ok := rn.(interface{ Honours(string) bool }); ok && h.Honours("response_format") {
+		return nil
+	}
+	return apierr.Newf(apierr.InvalidBody, "response_format is not supported by model %s on this deployment; ask for text.", m.Slug).
+		With("param", "response_format")
+}
+
 // Call is a submitted call: its job, and the text it writes when it streams.
 type Call struct {
 	Job      jobs.Job
@@ -88,6 +103,9 @@ type Call struct {
 func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call, error) {
 	m, err := s.Model(kind, r.Model)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.honoured(m, r.Input); err != nil {
 		return nil, err
 	}
 	body, err := json.Marshal(r.Input)

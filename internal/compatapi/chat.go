@@ -90,6 +90,9 @@ type chatRequest struct {
 	MaxCompletionTokens *int     `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
 	TopP                *float64 `json:"top_p"`
+	Seed                *int64   `json:"seed"`
+	FrequencyPenalty    *float64 `json:"frequency_penalty"`
+	PresencePenalty     *float64 `json:"presence_penalty"`
 	Stop                stopList `json:"stop"`
 	N                   *int     `json:"n"`
 	ReasoningEffort     string   `json:"reasoning_effort"`
@@ -98,14 +101,64 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User json.RawMessage `json:"user"`
+	// response_format: text asks for nothing; JSON goes to a model that honours it.
+	ResponseFormat json.RawMessage `json:"response_format"`
 	// Settings of the protocol that no model here honours: refused with their param.
 	Tools          json.RawMessage `json:"tools"`
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	Functions      json.RawMessage `json:"functions"`
 	FunctionCall   json.RawMessage `json:"function_call"`
-	ResponseFormat json.RawMessage `json:"response_format"`
 	Logprobs       json.RawMessage `json:"logprobs"`
 	LogitBias      json.RawMessage `json:"logit_bias"`
+}
+
+// sampling checks the sampling settings' ranges, the protocol's own.
+func (req chatRequest) sampling() error {
+	for _, s := range []struct {
+		param    string
+		v        *float64
+		low, top float64
+	}{
+		{"temperature", req.Temperature, 0, 2},
+		{"top_p", req.TopP, 0, 1},
+		{"frequency_penalty", req.FrequencyPenalty, -2, 2},
+		{"presence_penalty", req.PresencePenalty, -2, 2},
+	} {
+		if s.v != nil && (*s.v < s.low || *s.v > s.top) {
+			return apierr.Newf(apierr.InvalidBody, "%s must be a number from %g to %g.", s.param, s.low, s.top).With("param", s.param)
+		}
+	}
+	return nil
+}
+
+// responseFormat reads response_format: nil for text (or none), else the JSON mode or schema
+// asked for, passed to a model that honours it (chat.Service refuses it for one that cannot).
+func responseFormat(raw json.RawMessage) (json.RawMessage, error) {
+	c := compact(raw)
+	if c == "" || c == "null" {
+		return nil, nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil, apierr.Newf(apierr.InvalidBody, "response_format must be an object with a type: text, json_object or json_schema.").With("param", "response_format")
+	}
+	switch {
+	case f.Type == "text":
+		return nil, nil
+	case f.Type == "json_object":
+		return json.RawMessage(c), nil
+	case f.Type == "json_schema" && f.JSONSchema != nil && f.JSONSchema.Name != "":
+		return json.RawMessage(c), nil
+	case f.Type == "json_schema":
+		return nil, apierr.Newf(apierr.InvalidBody, "response_format.json_schema needs a name and a schema.").With("param", "response_format.json_schema")
+	}
+	return nil, apierr.Newf(apierr.InvalidBody, "response_format.type must be text, json_object or json_schema.").With("param", "response_format.type")
 }
 
 // setting is a protocol setting no model here honours, and the values that ask for nothing.
@@ -136,7 +189,6 @@ func (req chatRequest) unoffered() error {
 		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
 		{"functions", req.Functions, []string{"null", "[]"}},
 		{"function_call", req.FunctionCall, []string{"null", `"none"`, `"auto"`}},
-		{"response_format", req.ResponseFormat, []string{"null", `{"type":"text"}`}},
 		{"logprobs", req.Logprobs, []string{"null", "false"}},
 		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
 	}); err != nil {
@@ -211,16 +263,18 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	if req.N != nil && *req.N != 1 {
 		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "n must be 1: one choice per request.").With("param", "n")
 	}
-	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
-		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "temperature must be a number from 0 to 2.").With("param", "temperature")
-	}
-	if t := req.TopP; t != nil && (*t < 0 || *t > 1) {
-		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "top_p must be a number from 0 to 1.").With("param", "top_p")
+	if err := req.sampling(); err != nil {
+		return catalog.ChatInput{}, err
 	}
 	if err := req.unoffered(); err != nil {
 		return catalog.ChatInput{}, err
 	}
-	in := catalog.ChatInput{Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop}
+	format, err := responseFormat(req.ResponseFormat)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
+	in := catalog.ChatInput{Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
+		FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, ResponseFormat: format}
 	for i, m := range req.Messages {
 		if m.Content == "" && m.Role != "assistant" {
 			return in, apierr.Newf(apierr.InvalidBody, "messages[%d].content is required.", i).With("param", fmt.Sprintf("messages[%d].content", i))
@@ -242,7 +296,6 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	if (req.MaxCompletionTokens != nil || req.MaxTokens != nil) && in.MaxTokens <= 0 {
 		return in, apierr.Newf(apierr.InvalidBody, "max_tokens must be a positive integer.")
 	}
-	var err error
 	in.Effort, err = effortOf(req.ReasoningEffort)
 	return in, err
 }

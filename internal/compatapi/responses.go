@@ -40,7 +40,6 @@ func (req responsesRequest) input() (catalog.ChatInput, error) {
 	if err := refuseUnoffered([]setting{
 		{"tools", req.Tools, []string{"null", "[]"}},
 		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
-		{"text", req.Text, []string{"null", "{}", `{"format":{"type":"text"}}`}},
 		{"previous_response_id", req.PreviousResponseID, []string{"null"}},
 		{"conversation", req.Conversation, []string{"null"}},
 		{"background", req.Background, []string{"null", "false"}},
@@ -48,7 +47,12 @@ func (req responsesRequest) input() (catalog.ChatInput, error) {
 	}); err != nil {
 		return catalog.ChatInput{}, err
 	}
-	cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, User: req.User}
+	format, err := textFormat(req.Text)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
+	cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, User: req.User,
+		ResponseFormat: format}
 	if req.Reasoning != nil {
 		cr.ReasoningEffort = req.Reasoning.Effort
 	}
@@ -137,6 +141,36 @@ func messageItem(j jobs.Job, status, text string) map[string]any {
 
 func textPart(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+}
+
+// textFormat reads the Responses protocol's text.format as chat completions' response_format:
+// json_schema's name, schema, strict and description move under json_schema.
+func textFormat(raw json.RawMessage) (json.RawMessage, error) {
+	if c := compact(raw); c == "" || c == "null" || c == "{}" {
+		return nil, nil
+	}
+	var t struct {
+		Format    map[string]json.RawMessage `json:"format"`
+		Verbosity json.RawMessage            `json:"verbosity"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return nil, apierr.Newf(apierr.InvalidBody, "text must be an object with a format.").With("param", "text")
+	}
+	if v := compact(t.Verbosity); v != "" && v != "null" && v != `"medium"` {
+		return nil, apierr.Newf(apierr.InvalidBody, "text.verbosity is not supported by the models of this service.").With("param", "text.verbosity")
+	}
+	typ := compact(t.Format["type"])
+	if typ != `"json_schema"` {
+		b, _ := json.Marshal(t.Format)
+		return b, nil
+	}
+	inner := map[string]json.RawMessage{}
+	for k, v := range t.Format {
+		if k != "type" {
+			inner[k] = v
+		}
+	}
+	return json.Marshal(map[string]any{"type": "json_schema", "json_schema": inner})
 }
 
 func nilIfEmpty(s string) any {

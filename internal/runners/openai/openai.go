@@ -60,14 +60,23 @@ func (u *Runner) Run(ctx context.Context, job runners.Job, env runners.Env) (run
 }
 
 type chatRequest struct {
-	Model         string            `json:"model"`
-	Messages      []catalog.Message `json:"messages"`
-	MaxTokens     int               `json:"max_tokens"`
-	Temperature   *float64          `json:"temperature,omitempty"`
-	Stop          []string          `json:"stop,omitempty"`
-	Stream        bool              `json:"stream"`
-	StreamOptions *streamOptions    `json:"stream_options,omitempty"`
+	Model            string            `json:"model"`
+	Messages         []catalog.Message `json:"messages"`
+	MaxTokens        int               `json:"max_tokens"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	TopP             *float64          `json:"top_p,omitempty"`
+	Stop             []string          `json:"stop,omitempty"`
+	Seed             *int64            `json:"seed,omitempty"`
+	FrequencyPenalty *float64          `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64          `json:"presence_penalty,omitempty"`
+	ResponseFormat   json.RawMessage   `json:"response_format,omitempty"`
+	Stream           bool              `json:"stream"`
+	StreamOptions    *streamOptions    `json:"stream_options,omitempty"`
 }
+
+// Honours reports the settings beyond sampling that this runner passes on: an
+// OpenAI-compatible server takes response_format (JSON mode and JSON schemas).
+func (u *Runner) Honours(setting string) bool { return setting == "response_format" }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
@@ -127,7 +136,8 @@ func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (ru
 	if err := json.Unmarshal(job.Input, &in); err != nil {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "chat input: " + err.Error()}
 	}
-	req := chatRequest{Model: u.cfg.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature, Stop: in.Stop}
+	req := chatRequest{Model: u.cfg.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP,
+		Stop: in.Stop, Seed: in.Seed, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, ResponseFormat: in.ResponseFormat}
 	if env.Text != nil {
 		req.Stream, req.StreamOptions = true, &streamOptions{IncludeUsage: true}
 	}
