@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -273,5 +275,48 @@ func TestCHAT_SettingsPassedToUpstream(t *testing.T) {
 	}
 	if w.balance(acct) != before {
 		t.Fatalf("refusals charged: %d → %d", before, w.balance(acct))
+	}
+}
+
+// TestCHAT_FailureIsASentence (issue 28 item 3): a run that fails underneath (an upstream that
+// cannot be reached, one that answers outside the protocol) is shown as a code and a sentence,
+// on the failed job and in the compat answer, refunded; the error chain (addresses, the
+// dialer's and decoder's wording) stays in the log.
+func TestCHAT_FailureIsASentence(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // nothing listens there any more
+	w := newChatWorldWith(t, nil, func(c *ServeCmd) {
+		c.ReferenceModels = true
+		c.OpenAIUpstream = []string{"kimi=" + closed.URL + "/v1"}
+	})
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	chain := []string{"dial tcp", "connect:", "127.0.0.1", "Post ", "refused", "upstream", "json:", "%!"}
+	r := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"kimi","messages":[{"role":"user","content":"hi"}]}`)
+	e, _ := r.body["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if r.status != 500 || compatCode(r) != "chat_start_failed" || !strings.Contains(msg, "could not be reached") {
+		t.Fatalf("unreachable upstream: %d %s", r.status, r.raw)
+	}
+	conv := w.do("POST", "/v1/chat/conversations", key(), `{"title":"fails"}`)
+	turn := w.do("POST", "/v1/chat", key(), `{"conversation_id":"`+conv.body["id"].(string)+`","model":"kimi","message":"hi"}`)
+	jobID, _ := turn.body["job_id"].(string)
+	if turn.status != 500 || turn.body["error"] != "chat_start_failed" || jobID == "" {
+		t.Fatalf("turn on an unreachable upstream: %d %s", turn.status, turn.raw)
+	}
+	job := w.job(key(), jobID)
+	// The job's message, as the console shows it beside the code.
+	var jobMsg string
+	if err := w.db.SQL().QueryRow(`SELECT error_message FROM jobs WHERE id = $1`, jobID).Scan(&jobMsg); err != nil {
+		t.Fatal(err)
+	}
+	msg += " " + turn.body["message"].(string)
+	for _, s := range chain {
+		if strings.Contains(msg, s) || strings.Contains(jobMsg, s) {
+			t.Fatalf("%q shown: answers %q, job %q", s, msg, jobMsg)
+		}
+	}
+	if job["status"] != "failed" || job["error_code"] != "run_failed" || jobMsg != "The model server could not be reached." || w.balance(acct) != 1000 {
+		t.Fatalf("job %v (%q), balance %d", job, jobMsg, w.balance(acct))
 	}
 }

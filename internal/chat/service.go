@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -291,7 +292,7 @@ func FailureError(j jobs.Job) error {
 	}
 	msg := "The model failed before answering; the charge was reversed."
 	if j.ErrorMessage != "" {
-		msg = "The model failed before answering (" + j.ErrorMessage + "); the charge was reversed."
+		msg = "The model failed before answering: " + strings.TrimSuffix(j.ErrorMessage, ".") + ". The charge was reversed."
 	}
 	return apierr.Newf(apierr.ChatStartFailed, "%s", msg).With("job_id", j.ID)
 }

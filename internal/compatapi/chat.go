@@ -104,12 +104,12 @@ type chatRequest struct {
 	// response_format: text asks for nothing; JSON goes to a model that honours it.
 	ResponseFormat json.RawMessage `json:"response_format"`
 	// Settings of the protocol that no model here honours: refused with their param.
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	Functions      json.RawMessage `json:"functions"`
-	FunctionCall   json.RawMessage `json:"function_call"`
-	Logprobs       json.RawMessage `json:"logprobs"`
-	LogitBias      json.RawMessage `json:"logit_bias"`
+	Tools        json.RawMessage `json:"tools"`
+	ToolChoice   json.RawMessage `json:"tool_choice"`
+	Functions    json.RawMessage `json:"functions"`
+	FunctionCall json.RawMessage `json:"function_call"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	LogitBias    json.RawMessage `json:"logit_bias"`
 }
 
 // sampling checks the sampling settings' ranges, the protocol's own.

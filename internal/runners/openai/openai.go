@@ -203,14 +203,15 @@ func kind(resp *http.Response) (io.Reader, bool) {
 // protocolError fails a run whose upstream answered 200 outside the protocol. It is not
 // retried: the same upstream answers the same way.
 func protocolError(format string, args ...any) error {
-	return &runners.Failure{Code: "run_failed", Message: "upstream " + fmt.Sprintf(format, args...)}
+	return &runners.Failure{Code: "run_failed", Message: "The model server answered outside the chat completions protocol.",
+		Cause: fmt.Errorf("upstream "+format, args...)}
 }
 
 // readWhole reads a whole answer (a chat.completion object).
 func readWhole(r io.Reader, text func(string), a *answer) error {
 	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
 	if err != nil {
-		return &runners.Failure{Code: "run_failed", Message: "upstream answer broke: " + err.Error(), Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's answer broke off.", Retryable: true, Cause: err}
 	}
 	var c completion
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -372,7 +373,7 @@ func release(resp *http.Response) {
 func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.cfg.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, &runners.Failure{Code: "run_failed", Message: err.Error()}
+		return nil, &runners.Failure{Code: "run_failed", Message: "The request to the model server could not be made.", Cause: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if u.cfg.APIKey != "" {
@@ -383,7 +384,7 @@ func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Resp
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &runners.Failure{Code: "run_failed", Message: "upstream unreachable: " + err.Error(), Retryable: true}
+		return nil, &runners.Failure{Code: "run_failed", Message: "The model server could not be reached.", Retryable: true, Cause: err}
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -411,7 +412,9 @@ func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Resp
 		}
 		return nil, &runners.Refusal{Code: code, Detail: []runners.Violation{{Loc: []string{"body"}, Msg: "The model refused the request: " + msg, Type: code}}}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream busy (%d): %s", resp.StatusCode, msg), Retryable: true}
+		return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server is busy or failing (status %d).", resp.StatusCode),
+			Retryable: true, Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}
 	}
-	return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream answered %d: %s", resp.StatusCode, msg)}
+	return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server answered status %d.", resp.StatusCode),
+		Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}
 }
