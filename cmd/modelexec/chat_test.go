@@ -42,7 +42,7 @@ type mockUpstream struct {
 	release  chan struct{}
 	started  chan struct{}
 	once     sync.Once
-	streamed atomic.Bool // whether the last request asked for a stream
+	streamed atomic.Bool  // whether the last request asked for a stream
 	body     atomic.Value // the last request's body ([]byte)
 }
 
