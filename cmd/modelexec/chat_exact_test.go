@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -318,5 +320,79 @@ func TestCHAT_FailureIsASentence(t *testing.T) {
 	}
 	if job["status"] != "failed" || job["error_code"] != "run_failed" || jobMsg != "The model server could not be reached." || w.balance(acct) != 1000 {
 		t.Fatalf("job %v (%q), balance %d", job, jobMsg, w.balance(acct))
+	}
+}
+
+// TestSCP07_TextKeysUploadChatFiles (issue 28 item 10): a text:write key may POST /v1/uploads
+// for chat (product "chat"): images, audio, video and documents, each PUT checked against its
+// declared type; it reaches no other product's uploads, and no other key reaches chat's. The
+// image products keep their three image types (ACC-17).
+func TestSCP07_TextKeysUploadChatFiles(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	// Keys in turn: the write bucket's per-instance fuse admits 10 requests a second per key.
+	var texts []string
+	for range 4 {
+		texts = append(texts, w.key(acct, []auth.Scope{auth.TextWrite}, nil))
+	}
+	n := 0
+	textKey := func() string { n++; return texts[n%len(texts)] }
+	image := w.key(acct, []auth.Scope{auth.ImageWrite}, nil)
+	put := func(up reply, data []byte) int {
+		t.Helper()
+		u, err := url.Parse(up.body["upload_url"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(up.body["method"].(string), w.api.URL+u.RequestURI(), bytes.NewReader(data))
+		for k, v := range up.body["headers"].(map[string]any) {
+			req.Header.Set(k, v.(string))
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, c := range []struct {
+		contentType string
+		good, bad   []byte
+	}{
+		{"application/pdf", []byte("%PDF-1.7\n1 0 obj\n"), []byte("<html><script>x</script>")},
+		{"text/plain", []byte("Notes for the chat, in plain text: ünïcode too.\n"), []byte("text\x00with a NUL")},
+		{"audio/mpeg", []byte("ID3\x04\x00\x00\x00\x00\x00\x00"), []byte("%PDF-1.7")},
+		{"video/webm", []byte{0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81}, []byte("RIFF....WAVE")},
+		{"image/png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), []byte("GIF89a")},
+	} {
+		body := `{"content_type":"` + c.contentType + `","product":"chat","filename":"f"}`
+		up := w.do("POST", "/v1/uploads", textKey(), body)
+		if up.status != 201 || up.body["content_type"] != c.contentType || up.body["product"] != "chat" {
+			t.Fatalf("%s upload: %d %s", c.contentType, up.status, up.raw)
+		}
+		if got := put(up, c.good); got/100 != 2 {
+			t.Fatalf("%s: PUT of matching bytes answered %d", c.contentType, got)
+		}
+		if got := put(w.do("POST", "/v1/uploads", textKey(), body), c.bad); got/100 == 2 {
+			t.Fatalf("%s: PUT of other bytes answered %d", c.contentType, got)
+		}
+	}
+	r := w.do("POST", "/v1/uploads", textKey(), `{"content_type":"application/zip","product":"chat"}`)
+	accepted, _ := r.body["accepted"].([]any)
+	if r.status != 400 || r.body["error"] != "unknown_content_type" || !slices.Contains(accepted, any("application/pdf")) {
+		t.Fatalf("zip for chat: %d %s", r.status, r.raw)
+	}
+	for _, c := range []struct{ key, body string }{
+		{textKey(), `{"content_type":"image/png","product":"photo"}`},
+		{textKey(), `{"content_type":"image/png"}`},
+		{image, `{"content_type":"application/pdf","product":"chat"}`},
+	} {
+		if r := w.do("POST", "/v1/uploads", c.key, c.body); r.status != 403 || r.body["error"] != "insufficient_scope" {
+			t.Fatalf("%s: %d %s, want 403 insufficient_scope", c.body, r.status, r.raw)
+		}
+	}
+	r = w.do("POST", "/v1/uploads", image, `{"content_type":"audio/mpeg","product":"photo"}`)
+	if r.status != 400 || r.body["error"] != "unknown_content_type" || len(r.body["accepted"].([]any)) != 3 {
+		t.Fatalf("audio for photo: %d %s", r.status, r.raw)
 	}
 }
