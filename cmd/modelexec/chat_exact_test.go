@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"image"
+	pngenc "image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -394,5 +397,90 @@ func TestSCP07_TextKeysUploadChatFiles(t *testing.T) {
 	r = w.do("POST", "/v1/uploads", image, `{"content_type":"audio/mpeg","product":"photo"}`)
 	if r.status != 400 || r.body["error"] != "unknown_content_type" || len(r.body["accepted"].([]any)) != 3 {
 		t.Fatalf("audio for photo: %d %s", r.status, r.raw)
+	}
+}
+
+// TestSCP07_ChatReadsUploadedImages (issue 28 item 10): a chat call may show the model an image
+// (an upload's read_url, or any http(s) or data: URL) as chat completions' image_url part or the
+// Responses protocol's input_image; it reaches an upstream whose model reads images (the
+// operator's `images` setting) as an image_url part holding the image itself (fetched by the
+// service, so the upstream fetches nothing), counted in the quote; an image that cannot be
+// fetched is the model's refusal, refunded. A model that reads
+// no images (a reference model, an upstream not said to) refuses it with OpenAI's 400 and the
+// message's param, nothing charged.
+func TestSCP07_ChatReadsUploadedImages(t *testing.T) {
+	w := newChatWorldWith(t, nil, func(c *ServeCmd) {
+		c.ReferenceModels = true
+		c.OpenAIUpstream[0] += ",images"
+	})
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	up := w.do("POST", "/v1/uploads", w.key(acct, []auth.Scope{auth.TextWrite}, nil), `{"content_type":"image/png","product":"chat"}`)
+	readURL, _ := up.body["read_url"].(string)
+	if up.status != 201 || readURL == "" {
+		t.Fatalf("upload: %d %s", up.status, up.raw)
+	}
+	var png bytes.Buffer
+	if err := pngenc.Encode(&png, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	link, _ := url.Parse(up.body["upload_url"].(string))
+	req, _ := http.NewRequest("PUT", w.api.URL+link.RequestURI(), bytes.NewReader(png.Bytes()))
+	req.Header.Set("Content-Type", "image/png")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode/100 != 2 {
+		t.Fatalf("PUT: %v %v", res, err)
+	}
+	inlined := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png.Bytes())
+	withImage := `{"model":"kimi","messages":[{"role":"user","content":[{"type":"text","text":"What is in this picture?"},` +
+		`{"type":"image_url","image_url":{"url":"` + readURL + `"}}]}]}`
+	r := w.do("POST", "/compat/v1/chat/completions", key(), withImage)
+	if r.status != 200 {
+		t.Fatalf("image to kimi: %d %s", r.status, r.raw)
+	}
+	var sent struct {
+		Messages []struct {
+			Content []map[string]any `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(w.upstream.body.Load().([]byte), &sent); err != nil || len(sent.Messages) != 1 || len(sent.Messages[0].Content) != 2 {
+		t.Fatalf("upstream got %s (%v)", w.upstream.body.Load(), err)
+	}
+	if img, _ := sent.Messages[0].Content[1]["image_url"].(map[string]any); sent.Messages[0].Content[1]["type"] != "image_url" || img["url"] != inlined {
+		t.Fatalf("upstream image part %v", sent.Messages[0].Content[1])
+	}
+	plain := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"kimi","messages":[{"role":"user","content":"What is in this picture?"}]}`)
+	if q, p := num(w.job(key(), r.header.Get("X-Job-Id"))["credits_quoted"]), num(w.job(key(), plain.header.Get("X-Job-Id"))["credits_quoted"]); q < p+3 {
+		t.Fatalf("an image adds %d credits to the quote (%d, %d), want its 1,000 tokens' 3", q-p, q, p)
+	}
+	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"kimi","input":[{"role":"user","content":[{"type":"input_image","image_url":"`+readURL+`"}]}]}`)
+	sent.Messages = nil
+	_ = json.Unmarshal(w.upstream.body.Load().([]byte), &sent)
+	if r.status != 200 || len(sent.Messages) != 1 || len(sent.Messages[0].Content) != 1 || sent.Messages[0].Content[0]["image_url"].(map[string]any)["url"] != inlined {
+		t.Fatalf("responses input_image: %d %s; upstream got %s", r.status, r.raw, w.upstream.body.Load())
+	}
+
+	before := w.balance(acct)
+	r = w.do("POST", "/compat/v1/chat/completions", key(), strings.Replace(withImage, readURL, "https://127.0.0.1/private.png", 1))
+	if r.status != 422 || w.balance(acct) != before {
+		t.Fatalf("an image that cannot be fetched: %d %s, balance %d → %d", r.status, r.raw, before, w.balance(acct))
+	}
+	for _, c := range []struct{ body, param string }{
+		{strings.Replace(withImage, `"kimi"`, `"qwen"`, 1), "messages[0].content"},
+		{`{"model":"kimi","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"file:///etc/passwd"}}]}]}`, ""},
+		{`{"model":"kimi","messages":[{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"https://x.example/a.png"}}]}]}`, "messages[0].content"},
+	} {
+		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 400 || (c.param != "" && e["param"] != c.param) {
+			t.Fatalf("%s: %d %s, want 400 with param %q", c.body, r.status, r.raw, c.param)
+		}
+	}
+	if w.balance(acct) != before {
+		t.Fatalf("refusals charged: %d → %d", before, w.balance(acct))
+	}
+	plainWorld := newChatWorld(t, nil)
+	r = plainWorld.do("POST", "/compat/v1/chat/completions", plainWorld.key(plainWorld.account(auth.Ultimate, 100), nil, nil), withImage)
+	if e, _ := r.body["error"].(map[string]any); r.status != 400 || e["param"] != "messages[0].content" {
+		t.Fatalf("an upstream not said to read images: %d %s", r.status, r.raw)
 	}
 }

@@ -63,6 +63,7 @@ type UpstreamFile struct {
 	BaseURL   string `json:"base_url"`
 	Model     string `json:"model"` // the upstream's own model name
 	APIKeyEnv string `json:"api_key_env,omitempty"`
+	Images    bool   `json:"images,omitempty"` // the upstream's model reads images
 }
 
 // Language is a built language model.
@@ -170,7 +171,14 @@ func (c *Catalog) LanguageSlugs(kind string) []string {
 type Message struct {
 	Role    string `json:"role"` // system, user, assistant
 	Content string `json:"content"`
+	// Images are the URLs (http(s) or data:) of images a user message shows, read by a model
+	// whose runner takes images; each counts TokensPerImage in the quote.
+	Images []string `json:"images,omitempty"`
 }
+
+// TokensPerImage is what an image counts toward a prompt's quote: the upstream's own count
+// settles the charge, never above the quote.
+const TokensPerImage = 1000
 
 // ChatInput is a chat job's input as the runner receives it.
 type ChatInput struct {
@@ -206,7 +214,7 @@ type Usage struct {
 func PromptTokens(msgs []Message) int {
 	n := tokensPerPrompt
 	for _, m := range msgs {
-		n += tokensPerMessage + tokens.Count(m.Content)
+		n += tokensPerMessage + tokens.Count(m.Content) + len(m.Images)*TokensPerImage
 	}
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -71,18 +72,27 @@ func (s *Service) Ready(kind string) error {
 }
 
 // honoured refuses a chat setting the model's runner cannot honour (OpenAI's 400 with its
-// param), before anything is charged: a reference model writes prose, not JSON.
+// param), before anything is charged: a reference model writes prose, not JSON, and reads no
+// images; an upstream reads images only when the operator said its model does.
 func (s *Service) honoured(m *catalog.Model, input any) error {
 	in, ok := input.(catalog.ChatInput)
-	if !ok || len(in.ResponseFormat) == 0 {
+	if !ok {
 		return nil
 	}
 	rn, _ := s.Runners.For(m.Slug)
-	if h, ok := rn.(interface{ Honours(string) bool }); ok && h.Honours("response_format") {
-		return nil
+	h, _ := rn.(interface{ Honours(string) bool })
+	honours := func(setting string) bool { return h != nil && h.Honours(setting) }
+	if len(in.ResponseFormat) > 0 && !honours("response_format") {
+		return apierr.Newf(apierr.InvalidBody, "response_format is not supported by model %s on this deployment; ask for text.", m.Slug).
+			With("param", "response_format")
 	}
-	return apierr.Newf(apierr.InvalidBody, "response_format is not supported by model %s on this deployment; ask for text.", m.Slug).
-		With("param", "response_format")
+	for i, msg := range in.Messages {
+		if len(msg.Images) > 0 && !honours("images") {
+			return apierr.Newf(apierr.InvalidBody, "Model %s does not read images on this deployment; send text.", m.Slug).
+				With("param", fmt.Sprintf("messages[%d].content", i))
+		}
+	}
+	return nil
 }
 
 // Call is a submitted call: its job, and the text it writes when it streams.

@@ -20,41 +20,67 @@ import (
 // MaxMessageChars is the longest message a chat call carries (spec 02 "Limits").
 const MaxMessageChars = 24000
 
-// content is a message content: a string, or a list of parts of which text parts count.
-type content string
+// content is a message content: a string, or a list of parts: text parts, and image parts
+// (chat completions' image_url, the Responses protocol's input_image) naming an http(s) URL, an
+// upload's read_url say, or a data: URL.
+type content struct {
+	text   string
+	images []string
+}
+
+// contentPart is one part of a content list.
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"` // {"url": …} in chat completions, a string in Responses
+}
 
 func (c *content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	*c = content{}
 	if bytes.Equal(b, []byte("null")) {
-		*c = ""
 		return nil
 	}
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*c = content(s)
-		return nil
+		return json.Unmarshal(b, &c.text)
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return shapeRefusal("content must be a string or a list of text parts.")
+		return shapeRefusal("content must be a string or a list of text and image parts.")
 	}
 	var sb strings.Builder
 	for _, p := range parts {
 		switch p.Type {
 		case "text", "input_text", "output_text":
 			sb.WriteString(p.Text)
+		case "image_url", "input_image":
+			u, err := imageURL(p.ImageURL)
+			if err != nil {
+				return err
+			}
+			c.images = append(c.images, u)
 		default:
-			return shapeRefusal(fmt.Sprintf("content part type %q is not offered; send text.", apierr.Excerpt(p.Type)))
+			return shapeRefusal(fmt.Sprintf("content part type %q is not offered; send text or images.", apierr.Excerpt(p.Type)))
 		}
 	}
-	*c = content(sb.String())
+	c.text = sb.String()
 	return nil
+}
+
+// imageURL reads an image part's URL: an http(s) URL or a data: URL of an image.
+func imageURL(raw json.RawMessage) (string, error) {
+	var u string
+	if json.Unmarshal(raw, &u) != nil {
+		var obj struct {
+			URL string `json:"url"`
+		}
+		_ = json.Unmarshal(raw, &obj)
+		u = obj.URL
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "data:image/") {
+		return "", shapeRefusal("an image part needs image_url: an http(s) URL (an upload's read_url, say) or a data:image/ URL.")
+	}
+	return u, nil
 }
 
 // shapeRefusal is a field's own refusal of its value while the body is decoded, written for a
@@ -276,17 +302,20 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	in := catalog.ChatInput{Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
 		FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, ResponseFormat: format}
 	for i, m := range req.Messages {
-		if m.Content == "" && m.Role != "assistant" {
+		if m.Content.text == "" && len(m.Content.images) == 0 && m.Role != "assistant" {
 			return in, apierr.Newf(apierr.InvalidBody, "messages[%d].content is required.", i).With("param", fmt.Sprintf("messages[%d].content", i))
 		}
-		if err := checkMessage(i, string(m.Content)); err != nil {
+		if err := checkMessage(i, m.Content.text); err != nil {
 			return in, err
 		}
 		role := m.Role
 		if role == "developer" {
 			role = "system"
 		}
-		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: string(m.Content)})
+		if len(m.Content.images) > 0 && role != "user" {
+			return in, apierr.Newf(apierr.InvalidBody, "messages[%d]: only a user message may hold images.", i).With("param", fmt.Sprintf("messages[%d].content", i))
+		}
+		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: m.Content.text, Images: m.Content.images})
 	}
 	if req.MaxCompletionTokens != nil {
 		in.MaxTokens = *req.MaxCompletionTokens

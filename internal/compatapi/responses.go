@@ -210,7 +210,10 @@ func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
 		if role == "developer" {
 			role = "system"
 		}
-		out = append(out, catalog.Message{Role: role, Content: string(it.Content)})
+		if len(it.Content.images) > 0 && role != "user" {
+			return nil, apierr.Newf(apierr.InputInvalid, "input[%d]: only a user message may hold images.", i)
+		}
+		out = append(out, catalog.Message{Role: role, Content: it.Content.text, Images: it.Content.images})
 	}
 	if len(out) == 0 {
 		return nil, apierr.Newf(apierr.InputRequired, "input holds no message.")

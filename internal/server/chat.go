@@ -18,8 +18,8 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// ParseUpstream reads one --openai-upstream: model=URL[,key=...][,name=...] (name defaults
-// to the model's slug).
+// ParseUpstream reads one --openai-upstream: model=URL[,key=...][,name=...][,images] (name
+// defaults to the model's slug; images: the upstream's model reads images).
 func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 	slug, rest, ok := strings.Cut(s, "=")
 	if !ok || slug == "" {
@@ -34,8 +34,10 @@ func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 			cfg.APIKey = v
 		case "name":
 			cfg.Model = v
+		case "images":
+			cfg.Images = v == "" || v == "true"
 		default:
-			return "", cfg, fmt.Errorf("--openai-upstream %s: unknown setting %q (key, name)", slug, k)
+			return "", cfg, fmt.Errorf("--openai-upstream %s: unknown setting %q (key, name, images)", slug, k)
 		}
 	}
 	return slug, cfg, nil
@@ -61,7 +63,8 @@ func (s *Server) wireChat(cat *catalog.Catalog, reg runners.Registry, db *sqlsto
 				langs[m.Slug] = builtin.ChatRunner{}
 			}
 		case catalog.RunnerOpenAI:
-			rn, err := openai.New(openai.Config{BaseURL: l.Upstream.BaseURL, Model: l.Upstream.Model, Kind: l.Kind, APIKey: os.Getenv(l.Upstream.APIKeyEnv)})
+			rn, err := openai.New(openai.Config{BaseURL: l.Upstream.BaseURL, Model: l.Upstream.Model, Kind: l.Kind,
+				APIKey: os.Getenv(l.Upstream.APIKeyEnv), Images: l.Upstream.Images})
 			if err != nil {
 				return nil, fmt.Errorf("catalogue %s: %w", m.Slug, err)
 			}

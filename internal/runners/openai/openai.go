@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ type Config struct {
 	APIKey  string // sent as Authorization: Bearer; empty sends none
 	Model   string // the upstream's model name
 	Kind    string // catalog.KindChat or catalog.KindEmbeddings
+	Images  bool   // the upstream model reads images (chat completions' image_url parts)
 	Client  *http.Client
 }
 
@@ -60,23 +62,85 @@ func (u *Runner) Run(ctx context.Context, job runners.Job, env runners.Env) (run
 }
 
 type chatRequest struct {
-	Model            string            `json:"model"`
-	Messages         []catalog.Message `json:"messages"`
-	MaxTokens        int               `json:"max_tokens"`
-	Temperature      *float64          `json:"temperature,omitempty"`
-	TopP             *float64          `json:"top_p,omitempty"`
-	Stop             []string          `json:"stop,omitempty"`
-	Seed             *int64            `json:"seed,omitempty"`
-	FrequencyPenalty *float64          `json:"frequency_penalty,omitempty"`
-	PresencePenalty  *float64          `json:"presence_penalty,omitempty"`
-	ResponseFormat   json.RawMessage   `json:"response_format,omitempty"`
-	Stream           bool              `json:"stream"`
-	StreamOptions    *streamOptions    `json:"stream_options,omitempty"`
+	Model            string          `json:"model"`
+	Messages         []message       `json:"messages"`
+	MaxTokens        int             `json:"max_tokens"`
+	Temperature      *float64        `json:"temperature,omitempty"`
+	TopP             *float64        `json:"top_p,omitempty"`
+	Stop             []string        `json:"stop,omitempty"`
+	Seed             *int64          `json:"seed,omitempty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *streamOptions  `json:"stream_options,omitempty"`
 }
 
 // Honours reports the settings beyond sampling that this runner passes on: an
-// OpenAI-compatible server takes response_format (JSON mode and JSON schemas).
-func (u *Runner) Honours(setting string) bool { return setting == "response_format" }
+// OpenAI-compatible server takes response_format (JSON mode and JSON schemas), and images
+// when the operator said its model reads them.
+func (u *Runner) Honours(setting string) bool {
+	return setting == "response_format" || setting == "images" && u.cfg.Images
+}
+
+// message is one chat message as the upstream reads it: content a string, or text and
+// image_url parts when the message shows images.
+type message struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+// inlineImages fetches each image a message names by an http(s) URL through the service's
+// fetcher (which refuses private addresses and reads the account's uploads) and sends it as a
+// data: URL, so the upstream fetches nothing on a caller's behalf. An image that cannot be
+// fetched, or is not an image, is the model's refusal of the request as written.
+func inlineImages(ctx context.Context, env runners.Env, msgs []catalog.Message) error {
+	for i, m := range msgs {
+		for k, u := range m.Images {
+			if strings.HasPrefix(u, "data:") {
+				continue
+			}
+			refuse := func(msg string) error {
+				return &runners.Refusal{Code: "invalid_input", Detail: []runners.Violation{{Loc: []string{"body", "messages", fmt.Sprint(i), "content"},
+					Msg: fmt.Sprintf("The image %d of messages[%d] %s.", k, i, msg), Type: "invalid_input"}}}
+			}
+			if env.Inputs == nil {
+				return &runners.Failure{Code: "run_failed", Message: "No fetcher is configured for images."}
+			}
+			data, ct, err := env.Inputs.Fetch(ctx, u)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				return refuse("could not be fetched")
+			}
+			if !strings.HasPrefix(ct, "image/") {
+				return refuse("is not an image")
+			}
+			m.Images[k] = "data:" + ct + ";base64," + base64.StdEncoding.EncodeToString(data)
+		}
+	}
+	return nil
+}
+
+func messages(msgs []catalog.Message) []message {
+	out := make([]message, len(msgs))
+	for i, m := range msgs {
+		out[i] = message{Role: m.Role, Content: m.Content}
+		if len(m.Images) == 0 {
+			continue
+		}
+		parts := []any{}
+		if m.Content != "" {
+			parts = append(parts, map[string]any{"type": "text", "text": m.Content})
+		}
+		for _, u := range m.Images {
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": u}})
+		}
+		out[i].Content = parts
+	}
+	return out
+}
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
@@ -136,7 +200,10 @@ func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (ru
 	if err := json.Unmarshal(job.Input, &in); err != nil {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "chat input: " + err.Error()}
 	}
-	req := chatRequest{Model: u.cfg.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP,
+	if err := inlineImages(ctx, env, in.Messages); err != nil {
+		return runners.Result{}, err
+	}
+	req := chatRequest{Model: u.cfg.Model, Messages: messages(in.Messages), MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP,
 		Stop: in.Stop, Seed: in.Seed, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, ResponseFormat: in.ResponseFormat}
 	if env.Text != nil {
 		req.Stream, req.StreamOptions = true, &streamOptions{IncludeUsage: true}
