@@ -198,7 +198,7 @@ type answer struct {
 func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.ChatInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "chat input: " + err.Error()}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
 	}
 	if err := inlineImages(ctx, env, in.Messages); err != nil {
 		return runners.Result{}, err
@@ -348,7 +348,7 @@ func readStream(r io.Reader, text func(string), a *answer) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &runners.Failure{Code: "run_failed", Message: "upstream stream broke: " + err.Error(), Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's stream broke off.", Retryable: true, Cause: err}
 	}
 	if events == 0 {
 		return protocolError("answered neither a chat completion nor a stream of one")
@@ -356,7 +356,7 @@ func readStream(r io.Reader, text func(string), a *answer) error {
 	if !done && a.finish == "" {
 		// Neither the closing [DONE] nor a finish reason: the answer was cut short, or was
 		// never a stream of this protocol.
-		return &runners.Failure{Code: "run_failed", Message: "upstream stream ended before the answer did", Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's stream ended before the answer did.", Retryable: true}
 	}
 	return nil
 }
@@ -387,7 +387,7 @@ func partial(content string, in catalog.ChatInput, got *usage) runners.Result {
 func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, error) {
 	var in catalog.EmbeddingsInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "embeddings input: " + err.Error()}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
 	}
 	body, _ := json.Marshal(map[string]any{"model": u.cfg.Model, "input": in.Input, "encoding_format": "float"})
 	resp, err := u.post(ctx, "/embeddings", body)
@@ -403,7 +403,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 		Usage *usage `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&out); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "upstream sent an unreadable answer: " + err.Error()}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server answered outside the embeddings protocol.", Cause: err}
 	}
 	if len(out.Data) != len(in.Input) {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream answered %d vectors for %d inputs", len(out.Data), len(in.Input))}
@@ -411,7 +411,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 	vecs := make([]any, len(out.Data))
 	for _, d := range out.Data {
 		if d.Index < 0 || d.Index >= len(vecs) {
-			return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "upstream answered a vector out of range"}
+			return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server answered a vector out of range."}
 		}
 		vecs[d.Index] = d.Embedding
 	}
