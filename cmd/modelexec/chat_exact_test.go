@@ -484,3 +484,109 @@ func TestSCP07_ChatReadsUploadedImages(t *testing.T) {
 		t.Fatalf("an upstream not said to read images: %d %s", r.status, r.raw)
 	}
 }
+
+// TestCHAT_ToolsPassedToUpstream (issue 28 item 5): function tools reach an upstream whose
+// model calls them (the operator's `tools` setting); its calls come back as the protocol's
+// tool_calls (content null, finish_reason tool_calls), whole or streamed (pieces put together,
+// sent in one delta); the tool's answer goes back to the upstream with the assistant's calls
+// and the tool_call_id. A model that calls no tools refuses them with OpenAI's 400 and param,
+// nothing charged; tool messages without their call are refused too.
+func TestCHAT_ToolsPassedToUpstream(t *testing.T) {
+	w := newChatWorldWith(t, nil, func(c *ServeCmd) {
+		c.ReferenceModels = true
+		c.OpenAIUpstream[0] += ",tools"
+	})
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	ask := `{"model":"kimi","messages":[{"role":"user","content":"Please call a tool for Paris"}],` + tools + `,"tool_choice":"auto"`
+	wantCall := func(calls any) {
+		t.Helper()
+		list, _ := calls.([]any)
+		c, _ := list[0].(map[string]any)
+		fn, _ := c["function"].(map[string]any)
+		if len(list) != 1 || c["id"] != "call_1" || fn["name"] != "get_weather" || fn["arguments"] != `{"city":"Paris"}` {
+			t.Fatalf("tool calls %v", calls)
+		}
+	}
+	r := w.do("POST", "/compat/v1/chat/completions", key(), ask+`}`)
+	choice, _ := r.body["choices"].([]any)
+	if r.status != 200 || len(choice) != 1 {
+		t.Fatalf("tool call: %d %s", r.status, r.raw)
+	}
+	msg := choice[0].(map[string]any)["message"].(map[string]any)
+	if choice[0].(map[string]any)["finish_reason"] != "tool_calls" || msg["content"] != nil {
+		t.Fatalf("tool call answer %s", r.raw)
+	}
+	wantCall(msg["tool_calls"])
+	var sent map[string]any
+	_ = json.Unmarshal(w.upstream.body.Load().([]byte), &sent)
+	if tl, _ := sent["tools"].([]any); len(tl) != 1 || sent["tool_choice"] != "auto" {
+		t.Fatalf("upstream got tools %v, tool_choice %v", sent["tools"], sent["tool_choice"])
+	}
+
+	r = w.do("POST", "/compat/v1/chat/completions", key(), ask+`,"stream":true}`)
+	var streamed any
+	finish := ""
+	for _, d := range sseData(r.raw) {
+		var c map[string]any
+		if json.Unmarshal([]byte(d), &c) != nil {
+			continue
+		}
+		for _, ch := range c["choices"].([]any) {
+			ch := ch.(map[string]any)
+			if tc, ok := ch["delta"].(map[string]any)["tool_calls"]; ok {
+				streamed = tc
+			}
+			if f, ok := ch["finish_reason"].(string); ok {
+				finish = f
+			}
+		}
+	}
+	if r.status != 200 || finish != "tool_calls" || !strings.HasSuffix(r.raw, "data: [DONE]\n\n") {
+		t.Fatalf("streamed tool call: %d %s", r.status, r.raw)
+	}
+	wantCall(streamed)
+	if streamed.([]any)[0].(map[string]any)["index"] != 0.0 {
+		t.Fatalf("streamed tool call without its index: %v", streamed)
+	}
+
+	follow := `{"model":"kimi",` + tools + `,"messages":[{"role":"user","content":"Please call a tool for Paris"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"18 degrees, sunny"}]}`
+	r = w.do("POST", "/compat/v1/chat/completions", key(), follow)
+	if r.status != 200 {
+		t.Fatalf("tool answer: %d %s", r.status, r.raw)
+	}
+	var back struct {
+		Messages []struct {
+			Role       string          `json:"role"`
+			Content    any             `json:"content"`
+			ToolCalls  json.RawMessage `json:"tool_calls"`
+			ToolCallID string          `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(w.upstream.body.Load().([]byte), &back)
+	if len(back.Messages) != 3 || back.Messages[1].Content != nil || !strings.Contains(string(back.Messages[1].ToolCalls), "call_1") ||
+		back.Messages[2].Role != "tool" || back.Messages[2].ToolCallID != "call_1" || back.Messages[2].Content != "18 degrees, sunny" {
+		t.Fatalf("upstream got %s", w.upstream.body.Load())
+	}
+
+	before := w.balance(acct)
+	for _, c := range []struct{ body, param string }{
+		{strings.Replace(ask, `"kimi"`, `"qwen"`, 1) + `}`, "tools"},
+		{`{"model":"kimi","messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, "tool_choice"},
+		{`{"model":"kimi","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{}}]}`, "tools[0]"},
+		{`{"model":"kimi","messages":[{"role":"user","content":"hi"},{"role":"tool","content":"x"}]}`, "messages[1].tool_call_id"},
+		{`{"model":"kimi","messages":[{"role":"user","content":"hi","tool_calls":[]},{"role":"user","content":"x","tool_calls":[{}]}]}`, "messages[1].tool_calls"},
+	} {
+		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 400 || e["param"] != c.param {
+			t.Fatalf("%s: %d %s, want 400 with param %s", c.body, r.status, r.raw, c.param)
+		}
+	}
+	if w.balance(acct) != before {
+		t.Fatalf("refusals charged: %d → %d", before, w.balance(acct))
+	}
+}

@@ -78,6 +78,9 @@ func newMockUpstream(t *testing.T) *mockUpstream {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<html><body>502 Bad Gateway</body></html>")
 			return
+		case strings.Contains(last, "call a tool"):
+			writeToolCall(w, req.Stream)
+			return
 		}
 		if !req.Stream || strings.Contains(last, "whole") {
 			w.Header().Set("Content-Type", "application/json")
@@ -97,6 +100,28 @@ func newMockUpstream(t *testing.T) *mockUpstream {
 }
 
 func (m *mockUpstream) Release() { m.once.Do(func() { close(m.release) }) }
+
+// writeToolCall answers a call of get_weather({"city":"Paris"}): one chat.completion, or a
+// stream giving the call in pieces (its arguments split across chunks) as servers do.
+func writeToolCall(w http.ResponseWriter, stream bool) {
+	if !stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",`+
+			`"function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":9}}`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, d := range []string{
+		`{"choices":[{"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":9}}`,
+	} {
+		fmt.Fprintf(w, "data: %s\n\n", d)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
 
 // newChatWorld serves the API with the shipped catalogue, the reference models on, kimi on the
 // mock upstream, and edit applied to the catalogue file first (nil: as shipped).

@@ -72,8 +72,9 @@ func (s *Service) Ready(kind string) error {
 }
 
 // honoured refuses a chat setting the model's runner cannot honour (OpenAI's 400 with its
-// param), before anything is charged: a reference model writes prose, not JSON, and reads no
-// images; an upstream reads images only when the operator said its model does.
+// param), before anything is charged: a reference model writes prose, not JSON, reads no
+// images and calls no tools; an upstream reads images and calls tools only when the operator
+// said its model does.
 func (s *Service) honoured(m *catalog.Model, input any) error {
 	in, ok := input.(catalog.ChatInput)
 	if !ok {
@@ -85,6 +86,13 @@ func (s *Service) honoured(m *catalog.Model, input any) error {
 	if len(in.ResponseFormat) > 0 && !honours("response_format") {
 		return apierr.Newf(apierr.InvalidBody, "response_format is not supported by model %s on this deployment; ask for text.", m.Slug).
 			With("param", "response_format")
+	}
+	usesTools := len(in.Tools) > 0
+	for _, msg := range in.Messages {
+		usesTools = usesTools || len(msg.ToolCalls) > 0 || msg.Role == "tool"
+	}
+	if usesTools && !honours("tools") {
+		return apierr.Newf(apierr.InvalidBody, "Model %s does not call tools on this deployment; send no tools.", m.Slug).With("param", "tools")
 	}
 	for i, msg := range in.Messages {
 		if len(msg.Images) > 0 && !honours("images") {
@@ -218,6 +226,7 @@ func (c *Call) settled(ctx context.Context) (bool, error) {
 type Outcome struct {
 	Job          jobs.Job
 	Content      string
+	ToolCalls    []any // the calls the model made (the protocol's tool_calls), finish reason tool_calls
 	FinishReason string
 	Embeddings   [][]float64
 	Usage        catalog.Usage
@@ -253,6 +262,7 @@ func OutcomeOf(j jobs.Job) (Outcome, error) {
 	}
 	d := j.Result.Document
 	o.Content, _ = d["content"].(string)
+	o.ToolCalls, _ = d["tool_calls"].([]any)
 	if f, ok := d["finish_reason"].(string); ok {
 		o.FinishReason = f
 	}

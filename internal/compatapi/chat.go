@@ -109,8 +109,10 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 type chatRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string  `json:"role"`
-		Content content `json:"content"`
+		Role       string          `json:"role"`
+		Content    content         `json:"content"`
+		ToolCalls  json.RawMessage `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
 	} `json:"messages"`
 	MaxTokens           *int     `json:"max_tokens"`
 	MaxCompletionTokens *int     `json:"max_completion_tokens"`
@@ -129,9 +131,10 @@ type chatRequest struct {
 	User json.RawMessage `json:"user"`
 	// response_format: text asks for nothing; JSON goes to a model that honours it.
 	ResponseFormat json.RawMessage `json:"response_format"`
+	// Function tools: passed to a model that honours them (chat.Service refuses them otherwise).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 	// Settings of the protocol that no model here honours: refused with their param.
-	Tools        json.RawMessage `json:"tools"`
-	ToolChoice   json.RawMessage `json:"tool_choice"`
 	Functions    json.RawMessage `json:"functions"`
 	FunctionCall json.RawMessage `json:"function_call"`
 	Logprobs     json.RawMessage `json:"logprobs"`
@@ -187,6 +190,58 @@ func responseFormat(raw json.RawMessage) (json.RawMessage, error) {
 	return nil, apierr.Newf(apierr.InvalidBody, "response_format.type must be text, json_object or json_schema.").With("param", "response_format.type")
 }
 
+// toolsOf reads tools and tool_choice: nil for none, else the function tools and the choice
+// as sent, passed to a model that honours tools.
+func toolsOf(rawTools, rawChoice json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+	choice := compact(rawChoice)
+	if t := compact(rawTools); t == "" || t == "null" || t == "[]" {
+		if choice != "" && choice != "null" && choice != `"none"` && choice != `"auto"` {
+			return nil, nil, apierr.Newf(apierr.InvalidBody, "tool_choice asks for a tool, but no tools were sent.").With("param", "tool_choice")
+		}
+		return nil, nil, nil
+	}
+	var tools []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(rawTools, &tools) != nil {
+		return nil, nil, apierr.Newf(apierr.InvalidBody, "tools must be a list of function tools.").With("param", "tools")
+	}
+	for i, t := range tools {
+		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
+			return nil, nil, apierr.Newf(apierr.InvalidBody, "tools[%d] must be a function tool with a name.", i).With("param", fmt.Sprintf("tools[%d]", i))
+		}
+	}
+	var out json.RawMessage
+	if choice != "" && choice != "null" {
+		out = json.RawMessage(choice)
+	}
+	return json.RawMessage(compact(rawTools)), out, nil
+}
+
+// toolMessage checks a message's part in a tool exchange: only an assistant message carries
+// tool_calls (answered as sent), and a tool message names the call it answers.
+func toolMessage(i int, role string, rawCalls json.RawMessage, callID string) (json.RawMessage, error) {
+	calls := compact(rawCalls)
+	if calls == "null" || calls == "[]" {
+		calls = ""
+	}
+	switch {
+	case calls != "" && role != "assistant":
+		return nil, apierr.Newf(apierr.InvalidBody, "messages[%d]: only an assistant message carries tool_calls.", i).With("param", fmt.Sprintf("messages[%d].tool_calls", i))
+	case calls != "" && calls[0] != '[':
+		return nil, apierr.Newf(apierr.InvalidBody, "messages[%d].tool_calls must be a list.", i).With("param", fmt.Sprintf("messages[%d].tool_calls", i))
+	case role == "tool" && callID == "":
+		return nil, apierr.Newf(apierr.InvalidBody, "messages[%d].tool_call_id is required: name the call this message answers.", i).With("param", fmt.Sprintf("messages[%d].tool_call_id", i))
+	}
+	if calls == "" {
+		return nil, nil
+	}
+	return json.RawMessage(calls), nil
+}
+
 // setting is a protocol setting no model here honours, and the values that ask for nothing.
 type setting struct {
 	param string
@@ -211,8 +266,6 @@ func refuseUnoffered(settings []setting) error {
 // unoffered answers the first setting of req that no model here honours.
 func (req chatRequest) unoffered() error {
 	if err := refuseUnoffered([]setting{
-		{"tools", req.Tools, []string{"null", "[]"}},
-		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
 		{"functions", req.Functions, []string{"null", "[]"}},
 		{"function_call", req.FunctionCall, []string{"null", `"none"`, `"auto"`}},
 		{"logprobs", req.Logprobs, []string{"null", "false"}},
@@ -299,9 +352,17 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	if err != nil {
 		return catalog.ChatInput{}, err
 	}
+	tools, choice, err := toolsOf(req.Tools, req.ToolChoice)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
 	in := catalog.ChatInput{Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
-		FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, ResponseFormat: format}
+		FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, ResponseFormat: format, Tools: tools, ToolChoice: choice}
 	for i, m := range req.Messages {
+		calls, err := toolMessage(i, m.Role, m.ToolCalls, m.ToolCallID)
+		if err != nil {
+			return in, err
+		}
 		if m.Content.text == "" && len(m.Content.images) == 0 && m.Role != "assistant" {
 			return in, apierr.Newf(apierr.InvalidBody, "messages[%d].content is required.", i).With("param", fmt.Sprintf("messages[%d].content", i))
 		}
@@ -315,7 +376,8 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 		if len(m.Content.images) > 0 && role != "user" {
 			return in, apierr.Newf(apierr.InvalidBody, "messages[%d]: only a user message may hold images.", i).With("param", fmt.Sprintf("messages[%d].content", i))
 		}
-		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: m.Content.text, Images: m.Content.images})
+		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: m.Content.text, Images: m.Content.images,
+			ToolCalls: calls, ToolCallID: m.ToolCallID})
 	}
 	if req.MaxCompletionTokens != nil {
 		in.MaxTokens = *req.MaxCompletionTokens
@@ -359,7 +421,7 @@ func (h *Handler) chatCompletions() handlerFunc {
 		}
 		setCallHeaders(w, call)
 		httpapi.WriteJSON(w, r, http.StatusOK, chatCompletion{ID: id, Object: "chat.completion", Created: created(call.Job), Model: req.Model,
-			Choices: []chatChoice{{Message: chatMessage{Role: "assistant", Content: out.Content}, FinishReason: finishReason(out.FinishReason)}},
+			Choices: []chatChoice{{Message: assistantMessage(out), FinishReason: finishReason(out.FinishReason)}},
 			Usage:   usageOf(out.Usage)})
 		return nil
 	}
@@ -384,9 +446,19 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string  `json:"role"`
+	Content   *string `json:"content"` // null for a message that only called tools
+	Refusal   *string `json:"refusal"`
+	ToolCalls []any   `json:"tool_calls,omitempty"`
+}
+
+// assistantMessage is the model's answer: its text, and the tools it called.
+func assistantMessage(out chat.Outcome) chatMessage {
+	m := chatMessage{Role: "assistant", Content: &out.Content, ToolCalls: out.ToolCalls}
+	if out.Content == "" && len(out.ToolCalls) > 0 {
+		m.Content = nil
+	}
+	return m
 }
 
 type usage struct {
@@ -398,7 +470,7 @@ type usage struct {
 // finishReason keeps to the protocol's values.
 func finishReason(f string) string {
 	switch f {
-	case "length", "content_filter", "stop":
+	case "length", "content_filter", "stop", "tool_calls":
 		return f
 	}
 	return "stop"

@@ -14,6 +14,7 @@ type chunker interface {
 	delta(text string) any                    // one piece of text
 	last(finish string) any                   // closes the choice
 	usage(u catalog.Usage, finish string) any // the usage chunk of stream_options.include_usage
+	tools(calls []any) any                    // the tool calls the model made (nil: none offered)
 }
 
 type chatChunks struct {
@@ -32,6 +33,20 @@ func (c chatChunks) first() any {
 
 func (c chatChunks) delta(t string) any {
 	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"content": t}, "logprobs": nil, "finish_reason": nil}})
+}
+
+// tools sends the model's tool calls whole, in one delta, each with its index.
+func (c chatChunks) tools(calls []any) any {
+	indexed := make([]any, len(calls))
+	for i, call := range calls {
+		m, _ := call.(map[string]any)
+		withIndex := map[string]any{"index": i}
+		for k, v := range m {
+			withIndex[k] = v
+		}
+		indexed[i] = withIndex
+	}
+	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": indexed}, "logprobs": nil, "finish_reason": nil}})
 }
 
 func (c chatChunks) last(f string) any {
@@ -59,6 +74,8 @@ func (c textChunks) delta(t string) any {
 	return c.chunk([]any{map[string]any{"text": t, "index": 0, "logprobs": nil, "finish_reason": nil}})
 }
 
+func (c textChunks) tools([]any) any { return nil }
+
 func (c textChunks) last(f string) any {
 	return c.chunk([]any{map[string]any{"text": "", "index": 0, "logprobs": nil, "finish_reason": finishReason(f)}})
 }
@@ -84,6 +101,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call
 			send(streamedError(err))
 		}
 		return nil // a client that went away: the call settles on its own
+	}
+	if len(out.ToolCalls) > 0 {
+		send(c.tools(out.ToolCalls))
 	}
 	send(c.last(out.FinishReason))
 	if withUsage {

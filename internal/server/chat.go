@@ -18,8 +18,9 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// ParseUpstream reads one --openai-upstream: model=URL[,key=...][,name=...][,images] (name
-// defaults to the model's slug; images: the upstream's model reads images).
+// ParseUpstream reads one --openai-upstream: model=URL[,key=...][,name=...][,images][,tools]
+// (name defaults to the model's slug; images: the upstream's model reads images; tools: it
+// calls function tools).
 func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 	slug, rest, ok := strings.Cut(s, "=")
 	if !ok || slug == "" {
@@ -36,8 +37,10 @@ func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 			cfg.Model = v
 		case "images":
 			cfg.Images = v == "" || v == "true"
+		case "tools":
+			cfg.Tools = v == "" || v == "true"
 		default:
-			return "", cfg, fmt.Errorf("--openai-upstream %s: unknown setting %q (key, name, images)", slug, k)
+			return "", cfg, fmt.Errorf("--openai-upstream %s: unknown setting %q (key, name, images, tools)", slug, k)
 		}
 	}
 	return slug, cfg, nil
@@ -64,7 +67,7 @@ func (s *Server) wireChat(cat *catalog.Catalog, reg runners.Registry, db *sqlsto
 			}
 		case catalog.RunnerOpenAI:
 			rn, err := openai.New(openai.Config{BaseURL: l.Upstream.BaseURL, Model: l.Upstream.Model, Kind: l.Kind,
-				APIKey: os.Getenv(l.Upstream.APIKeyEnv), Images: l.Upstream.Images})
+				APIKey: os.Getenv(l.Upstream.APIKeyEnv), Images: l.Upstream.Images, Tools: l.Upstream.Tools})
 			if err != nil {
 				return nil, fmt.Errorf("catalogue %s: %w", m.Slug, err)
 			}

@@ -25,6 +25,7 @@ type Config struct {
 	Model   string // the upstream's model name
 	Kind    string // catalog.KindChat or catalog.KindEmbeddings
 	Images  bool   // the upstream model reads images (chat completions' image_url parts)
+	Tools   bool   // the upstream model calls function tools
 	Client  *http.Client
 }
 
@@ -72,6 +73,8 @@ type chatRequest struct {
 	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
 	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
 	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
+	Tools            json.RawMessage `json:"tools,omitempty"`
+	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
 	Stream           bool            `json:"stream"`
 	StreamOptions    *streamOptions  `json:"stream_options,omitempty"`
 }
@@ -80,14 +83,16 @@ type chatRequest struct {
 // OpenAI-compatible server takes response_format (JSON mode and JSON schemas), and images
 // when the operator said its model reads them.
 func (u *Runner) Honours(setting string) bool {
-	return setting == "response_format" || setting == "images" && u.cfg.Images
+	return setting == "response_format" || setting == "images" && u.cfg.Images || setting == "tools" && u.cfg.Tools
 }
 
 // message is one chat message as the upstream reads it: content a string, or text and
 // image_url parts when the message shows images.
 type message struct {
-	Role    string `json:"role"`
-	Content any    `json:"content"`
+	Role       string          `json:"role"`
+	Content    any             `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
 // inlineImages fetches each image a message names by an http(s) URL through the service's
@@ -126,7 +131,10 @@ func inlineImages(ctx context.Context, env runners.Env, msgs []catalog.Message) 
 func messages(msgs []catalog.Message) []message {
 	out := make([]message, len(msgs))
 	for i, m := range msgs {
-		out[i] = message{Role: m.Role, Content: m.Content}
+		out[i] = message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+		if m.Content == "" && len(m.ToolCalls) > 0 {
+			out[i].Content = nil // an assistant message that only called tools
+		}
 		if len(m.Images) == 0 {
 			continue
 		}
@@ -161,8 +169,9 @@ type upstreamError struct {
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content string `json:"content"`
-			Refusal string `json:"refusal"`
+			Content   string          `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []toolCallPiece `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -174,8 +183,9 @@ type chunk struct {
 type completion struct {
 	Choices []struct {
 		Message *struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []any   `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -186,8 +196,52 @@ type completion struct {
 // answer is what the upstream wrote, from either kind of answer.
 type answer struct {
 	content, refusal strings.Builder
+	toolCalls        []any
+	pieces           []*toolCall // a stream's tool calls, put together by index
 	finish           string
 	usage            *usage
+}
+
+// toolCallPiece is one streamed piece of a tool call: its index, then its id, name and the
+// arguments' text in pieces.
+type toolCallPiece struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type toolCall struct {
+	id, name  string
+	arguments strings.Builder
+}
+
+// addPiece adds a streamed piece to the call at its index.
+func (a *answer) addPiece(p toolCallPiece) error {
+	if p.Index < 0 || p.Index > 127 {
+		return protocolError("sent a tool call at index %d", p.Index)
+	}
+	for len(a.pieces) <= p.Index {
+		a.pieces = append(a.pieces, &toolCall{})
+	}
+	c := a.pieces[p.Index]
+	c.id += p.ID
+	c.name += p.Function.Name
+	c.arguments.WriteString(p.Function.Arguments)
+	return nil
+}
+
+// calls answers the tool calls the upstream made, whole or put together from a stream.
+func (a *answer) calls() []any {
+	out := a.toolCalls
+	for _, c := range a.pieces {
+		out = append(out, map[string]any{"id": c.id, "type": "function",
+			"function": map[string]any{"name": c.name, "arguments": c.arguments.String()}})
+	}
+	return out
 }
 
 // chat asks the upstream for one answer: streamed when someone reads the text as it is written
@@ -204,7 +258,8 @@ func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (ru
 		return runners.Result{}, err
 	}
 	req := chatRequest{Model: u.cfg.Model, Messages: messages(in.Messages), MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP,
-		Stop: in.Stop, Seed: in.Seed, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, ResponseFormat: in.ResponseFormat}
+		Stop: in.Stop, Seed: in.Seed, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, ResponseFormat: in.ResponseFormat,
+		Tools: in.Tools, ToolChoice: in.ToolChoice}
 	if env.Text != nil {
 		req.Stream, req.StreamOptions = true, &streamOptions{IncludeUsage: true}
 	}
@@ -239,6 +294,9 @@ func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (ru
 	}
 	res := partial(a.content.String(), in, a.usage)
 	res.Document["finish_reason"] = a.finish
+	if calls := a.calls(); len(calls) > 0 {
+		res.Document["tool_calls"] = calls
+	}
 	return res, nil
 }
 
@@ -300,6 +358,7 @@ func readWhole(r io.Reader, text func(string), a *answer) error {
 	if ch.Message.Refusal != nil {
 		a.refusal.WriteString(*ch.Message.Refusal)
 	}
+	a.toolCalls = ch.Message.ToolCalls
 	if ch.FinishReason != nil {
 		a.finish = *ch.FinishReason
 	}
@@ -342,6 +401,11 @@ func readStream(r io.Reader, text func(string), a *answer) error {
 				}
 			}
 			a.refusal.WriteString(ch.Delta.Refusal)
+			for _, p := range ch.Delta.ToolCalls {
+				if err := a.addPiece(p); err != nil {
+					return err
+				}
+			}
 			if ch.FinishReason != nil {
 				a.finish = *ch.FinishReason
 			}
