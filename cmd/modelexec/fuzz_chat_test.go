@@ -48,6 +48,8 @@ func FuzzChatSurfaces(f *testing.F) {
 		{0, "k1", `{"model":"kimi","messages":[{"role":"system","content":"x"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":20}`},
 		{0, "", `{"model":"qwen","messages":"hi"}`},
 		{0, "", `{"model":"qwen","messages":[{"role":"user","content":[{"type":"image_url"}]}],"temperature":9,"stop":5}`},
+		{0, "", `{"model":"kimi","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}],"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`},
+		{0, "", `{"model":"kimi","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c"}]},{"role":"tool","tool_call_id":"c","content":"1"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`},
 		{1, "", `{"model":"qwen","prompt":["a"],"stream":true}`},
 		{2, "r-1", `{"model":"qwen","input":[{"role":"user","content":[{"type":"input_text","text":"go"}]}],"stream":true,"max_output_tokens":4}`},
 		{2, "", `{"model":"qwen","input":[{"type":"function_call"}],"tools":[{"type":"function"}]}`},
