@@ -269,7 +269,7 @@ func TestCHAT_SettingsPassedToUpstream(t *testing.T) {
 		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"top_p":1.5}`, "top_p"},
 		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"presence_penalty":-3}`, "presence_penalty"},
 		{"/compat/v1/chat/completions", `{"model":"kimi",` + msg + `,"seed":1.5}`, "seed"},
-		{"/compat/v1/responses", `{"model":"kimi","input":"x","tools":[{"type":"web_search"}]}`, "tools"},
+		{"/compat/v1/responses", `{"model":"kimi","input":"x","tools":[{"type":"web_search"}]}`, "tools[0]"},
 		{"/compat/v1/responses", `{"model":"kimi","input":"x","previous_response_id":"resp_1"}`, "previous_response_id"},
 	} {
 		r := w.do("POST", c.path, key(), c.body)
@@ -588,5 +588,82 @@ func TestCHAT_ToolsPassedToUpstream(t *testing.T) {
 	}
 	if w.balance(acct) != before {
 		t.Fatalf("refusals charged: %d → %d", before, w.balance(acct))
+	}
+}
+
+// TestCHAT_ResponsesTools (issue 28 item 5): the Responses protocol's function tools reach an
+// upstream that calls them, in chat completions' form; its calls answer as function_call output
+// items, whole or streamed as their events (output_item.added, function_call_arguments.delta
+// and .done, output_item.done); function_call and function_call_output input items go back to
+// the upstream as the assistant's tool_calls and a tool message.
+func TestCHAT_ResponsesTools(t *testing.T) {
+	w := newChatWorldWith(t, nil, func(c *ServeCmd) {
+		c.ReferenceModels = true
+		c.OpenAIUpstream[0] += ",tools"
+	})
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	ask := `{"model":"kimi","input":"Please call a tool for Paris",` + tools
+	wantCall := func(item map[string]any) {
+		t.Helper()
+		if item["type"] != "function_call" || item["call_id"] != "call_1" || item["name"] != "get_weather" || item["arguments"] != `{"city":"Paris"}` {
+			t.Fatalf("function call item %v", item)
+		}
+	}
+	r := w.do("POST", "/compat/v1/responses", key(), ask+`}`)
+	out, _ := r.body["output"].([]any)
+	if r.status != 200 || len(out) != 1 {
+		t.Fatalf("responses tool call: %d %s", r.status, r.raw)
+	}
+	wantCall(out[0].(map[string]any))
+	var sent struct {
+		Tools []struct {
+			Type     string         `json:"type"`
+			Function map[string]any `json:"function"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(w.upstream.body.Load().([]byte), &sent)
+	if len(sent.Tools) != 1 || sent.Tools[0].Type != "function" || sent.Tools[0].Function["name"] != "get_weather" || sent.Tools[0].Function["parameters"] == nil {
+		t.Fatalf("upstream got %s", w.upstream.body.Load())
+	}
+
+	r = w.do("POST", "/compat/v1/responses", key(), ask+`,"stream":true}`)
+	names, data := sseEvents(t, r.raw)
+	i := slices.Index(names, "response.function_call_arguments.delta")
+	if r.status != 200 || i < 1 || names[i-1] != "response.output_item.added" || names[i+1] != "response.function_call_arguments.done" ||
+		names[i+2] != "response.output_item.done" || names[len(names)-1] != "response.completed" {
+		t.Fatalf("streamed tool call events %v", names)
+	}
+	wantCall(data[i+2]["item"].(map[string]any))
+	final := data[len(data)-1]["response"].(map[string]any)["output"].([]any)
+	if len(final) != 2 || data[i]["delta"] != `{"city":"Paris"}` || num(data[i]["output_index"]) != 1 {
+		t.Fatalf("streamed: delta %v, final output %v", data[i], final)
+	}
+	wantCall(final[1].(map[string]any))
+
+	follow := `{"model":"kimi",` + tools + `,"input":[{"role":"user","content":"Please call a tool for Paris"},` +
+		`{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},` +
+		`{"type":"function_call_output","call_id":"call_1","output":"18 degrees, sunny"}]}`
+	r = w.do("POST", "/compat/v1/responses", key(), follow)
+	var back struct {
+		Messages []struct {
+			Role       string           `json:"role"`
+			Content    any              `json:"content"`
+			ToolCalls  []map[string]any `json:"tool_calls"`
+			ToolCallID string           `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(w.upstream.body.Load().([]byte), &back)
+	if r.status != 200 || len(back.Messages) != 3 || len(back.Messages[1].ToolCalls) != 1 || back.Messages[1].ToolCalls[0]["id"] != "call_1" ||
+		back.Messages[2].Role != "tool" || back.Messages[2].ToolCallID != "call_1" || back.Messages[2].Content != "18 degrees, sunny" {
+		t.Fatalf("follow-up: %d %s; upstream got %s", r.status, r.raw, w.upstream.body.Load())
+	}
+	before := w.balance(acct)
+	if r := w.do("POST", "/compat/v1/responses", key(), strings.Replace(ask, `"kimi"`, `"qwen"`, 1)+`}`); r.status != 400 || r.body["error"].(map[string]any)["param"] != "tools" {
+		t.Fatalf("tools on a reference model: %d %s", r.status, r.raw)
+	}
+	if w.balance(acct) != before {
+		t.Fatal("a refusal charged")
 	}
 }

@@ -25,9 +25,10 @@ type responsesRequest struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
 	User json.RawMessage `json:"user"`
+	// Function tools, in the Responses protocol's flat form (responsesTools).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 	// Settings of the protocol that no model here honours: refused with their param.
-	Tools              json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
 	Text               json.RawMessage `json:"text"`
 	PreviousResponseID json.RawMessage `json:"previous_response_id"`
 	Conversation       json.RawMessage `json:"conversation"`
@@ -38,8 +39,6 @@ type responsesRequest struct {
 // input checks the request and builds the chat input it asks for.
 func (req responsesRequest) input() (catalog.ChatInput, error) {
 	if err := refuseUnoffered([]setting{
-		{"tools", req.Tools, []string{"null", "[]"}},
-		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
 		{"previous_response_id", req.PreviousResponseID, []string{"null"}},
 		{"conversation", req.Conversation, []string{"null"}},
 		{"background", req.Background, []string{"null", "false"}},
@@ -51,8 +50,12 @@ func (req responsesRequest) input() (catalog.ChatInput, error) {
 	if err != nil {
 		return catalog.ChatInput{}, err
 	}
+	tools, choice, err := responsesTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
 	cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, User: req.User,
-		ResponseFormat: format}
+		ResponseFormat: format, Tools: tools, ToolChoice: choice}
 	if req.Reasoning != nil {
 		cr.ReasoningEffort = req.Reasoning.Effort
 	}
@@ -102,19 +105,21 @@ func (h *Handler) responses() handlerFunc {
 			return err
 		}
 		setCallHeaders(w, call)
-		httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out))
+		httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out, false))
 		return nil
 	}
 }
 
 // responseObject is the protocol's response object of a call: in progress while out is nil,
-// else settled (completed, or incomplete when the output budget ran out).
-func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome) map[string]any {
+// else settled (completed, or incomplete when the output budget ran out). Its output is the
+// message, left out when the model only called tools (unless streamed, which opened it), then
+// a function_call item per call.
+func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome, streamed bool) map[string]any {
 	o := map[string]any{
 		"id": "resp_" + j.ID, "object": "response", "created_at": created(j), "status": "in_progress",
 		"incomplete_details": nil, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
 		"max_output_tokens": req.MaxOutputTokens, "temperature": req.Temperature, "top_p": req.TopP,
-		"parallel_tool_calls": false, "tool_choice": "none", "tools": []any{}, "output": []any{}, "usage": nil,
+		"parallel_tool_calls": false, "tool_choice": "auto", "tools": echoTools(req.Tools), "output": []any{}, "usage": nil,
 	}
 	if out == nil {
 		return o
@@ -123,7 +128,14 @@ func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome) map[str
 	if out.FinishReason == "length" {
 		o["status"], o["incomplete_details"] = "incomplete", map[string]any{"reason": "max_output_tokens"}
 	}
-	o["output"] = []any{messageItem(j, o["status"].(string), out.Content)}
+	output := []any{}
+	if out.Content != "" || len(out.ToolCalls) == 0 || streamed {
+		output = append(output, messageItem(j, o["status"].(string), out.Content))
+	}
+	for k, c := range out.ToolCalls {
+		output = append(output, functionCallItem(j, k, c, "completed"))
+	}
+	o["output"] = output
 	o["usage"] = map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens,
 		"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
 		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
@@ -189,11 +201,7 @@ func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return []catalog.Message{{Role: "user", Content: s}}, nil
 	}
-	var items []struct {
-		Type    string  `json:"type"`
-		Role    string  `json:"role"`
-		Content content `json:"content"`
-	}
+	var items []inputItem
 	if err := json.Unmarshal(raw, &items); err != nil {
 		var own shapeRefusal
 		if errors.As(err, &own) {
@@ -203,8 +211,15 @@ func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
 	}
 	var out []catalog.Message
 	for i, it := range items {
+		if it.Type == "function_call" || it.Type == "function_call_output" {
+			var err error
+			if out, err = toolItem(out, i, it); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if it.Type != "" && it.Type != "message" {
-			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages.", i, apierr.Excerpt(it.Type))
+			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages and function call items.", i, apierr.Excerpt(it.Type))
 		}
 		role := it.Role
 		if role == "developer" {
