@@ -80,7 +80,7 @@ fi
 echo "interop: starting modelexec (api :$api_port, queue :$queue_port, sync :$sync_port)"
 "${tls_env[@]}" "$bin" serve --data "$data" --secret "$secret" --log-level info --log-format json "${allow_private[@]}" \
   --api-addr "127.0.0.1:$api_port" --queue-addr "127.0.0.1:$queue_port" --sync-addr "127.0.0.1:$sync_port" \
-  --metrics-addr "127.0.0.1:$metrics_port" >"$tmp/server.log" 2>&1 &
+  --metrics-addr "127.0.0.1:$metrics_port" --reference-models >"$tmp/server.log" 2>&1 &
 server_pid=$!
 
 # What the node tests read (INTEROP_*, so none of it is taken for a modelexec flag: the binary

@@ -99,7 +99,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
-		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate,
+		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, ReferenceModels: c.ReferenceModels || c.Dev, WebhookAllowPrivate: c.WebhookAllowPrivate,
 		UsageExportRows: c.UsageExportRows}, nil
 }
 

@@ -25,11 +25,22 @@ func (h *Handler) chatRoutes(mux *http.ServeMux) {
 	}
 	text := needAny(auth.TextWrite, auth.ChatWrite)
 	threads := need(auth.ChatRead)
-	mux.Handle("POST /v1/chat/conversations", h.chatGate(httpapi.Route{Bucket: ratelimit.Write, Scope: text}, h.openConversation()))
+	mux.Handle("POST /v1/chat/conversations", h.chatGate(httpapi.Route{Bucket: ratelimit.Write, Scope: text}, h.ready(catalog.KindChat, h.openConversation())))
 	mux.Handle("GET /v1/chat/conversations", h.chatGate(httpapi.Route{Bucket: ratelimit.Read, Scope: threads}, h.listConversations()))
 	mux.Handle("GET /v1/chat/conversations/{id}", h.chatGate(httpapi.Route{Bucket: ratelimit.Read, Scope: threads}, h.getConversation()))
-	mux.Handle("POST /v1/chat", h.chatGate(httpapi.Route{Bucket: ratelimit.Interactive, Scope: text}, h.sendTurn()))
-	mux.Handle("POST /v1/embeddings", h.chatGate(httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.EmbeddingsWrite)}, h.embed()))
+	mux.Handle("POST /v1/chat", h.chatGate(httpapi.Route{Bucket: ratelimit.Interactive, Scope: text}, h.ready(catalog.KindChat, h.sendTurn())))
+	mux.Handle("POST /v1/embeddings", h.chatGate(httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.EmbeddingsWrite)}, h.ready(catalog.KindEmbeddings, h.embed())))
+}
+
+// ready refuses a route whose kind of model answers nowhere on this deployment
+// (chat_not_configured), before its body is read.
+func (h *Handler) ready(kind string, fn chatHandler) chatHandler {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		if err := h.Chat.Ready(kind); err != nil {
+			return err
+		}
+		return fn(w, r, p)
+	}
 }
 
 // needAny names a scope and the older names that reach the same routes.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -283,7 +284,7 @@ func TestACC07_ACC08_JobListPaging(t *testing.T) {
 		e := newAccEnv(t, db)
 		key := e.account("acct_list")
 		other := e.account("acct_other")
-		e.settle(e.submit(other, "image-lite", `{"positivePrompt":"other account"}`, "o1"))
+		otherJob := e.settle(e.submit(other, "image-lite", `{"positivePrompt":"other account"}`, "o1"))
 		const n = 5
 		var ids []string
 		for i := range n {
@@ -355,7 +356,7 @@ func TestACC07_ACC08_JobListPaging(t *testing.T) {
 		}
 		// A key without jobs:read cannot exist (always on), so the scope is shown through the
 		// other account: it sees only its own job.
-		if a := e.get("/v1/jobs", other); len(items(a)) != 1 || items(a)[0]["id"] != "photo_o1" {
+		if a := e.get("/v1/jobs", other); len(items(a)) != 1 || items(a)[0]["id"] != otherJob.ID {
 			t.Fatalf("other account list = %s", a.raw)
 		}
 	})
@@ -381,7 +382,7 @@ func TestACC09_ACC10_JobRead(t *testing.T) {
 		j := e.settle(running)
 		a = e.get("/v1/jobs/"+j.ID, key)
 		e.want(a, 200, "")
-		for k, v := range map[string]any{"id": "photo_run1", "product": "photo", "status": "succeeded", "error_code": nil,
+		for k, v := range map[string]any{"id": running.ID, "idempotency_key": "run1", "product": "photo", "status": "succeeded", "error_code": nil,
 			"credits_charged": float64(j.Charged), "credits_reserved": float64(j.Reserved), "poll_after_seconds": float64(0), "coverage": nil} {
 			if got, ok := a.body[k]; !ok || got != v {
 				t.Fatalf("%s = %v, want %v (%s)", k, got, v, a.raw)
@@ -501,11 +502,16 @@ func TestACC08_PagingAcrossTies(t *testing.T) {
 		key := e.account("acct_ties")
 		// Times: one job, then three in one microsecond, then two in another.
 		n := 0
+		var want []string
 		for _, group := range []int{1, 3, 2} {
+			var ids []string
 			for range group {
-				e.settle(e.submit(key, "image-lite", `{"positivePrompt":"tied job"}`, fmt.Sprintf("t%d", n)))
+				ids = append(ids, e.settle(e.submit(key, "image-lite", `{"positivePrompt":"tied job"}`, fmt.Sprintf("t%d", n))).ID)
 				n++
 			}
+			slices.Sort(ids)
+			slices.Reverse(ids)
+			want = append(ids, want...)
 			e.clock.Add(time.Millisecond)
 		}
 		// Newest first; within a microsecond by id, descending.
@@ -514,8 +520,8 @@ func TestACC08_PagingAcrossTies(t *testing.T) {
 		for _, it := range items(all) {
 			ref = append(ref, it["id"].(string))
 		}
-		if strings.Join(ref, ",") != "photo_t5,photo_t4,photo_t3,photo_t2,photo_t1,photo_t0" {
-			t.Fatalf("list = %v", ref)
+		if !slices.Equal(ref, want) {
+			t.Fatalf("list = %v, want %v", ref, want)
 		}
 		for _, limit := range []int{1, 2, 3, 4} {
 			var seen []string

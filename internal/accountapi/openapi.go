@@ -176,7 +176,7 @@ func oaAccountPaths(cat *catalog.Catalog) map[string]any {
 	}
 	address := oaPathParam("address", "The model address, svc-serverless/<model_slug>; the slash is written as is.",
 		map[string]any{"type": "string", "enum": oaAnys(addresses)})
-	jobID := oaPathParam("id", "Job id (<product>_<idempotency_key>).", oaStr())
+	jobID := oaPathParam("id", "Job id (<product>_<minted reference>, unique across accounts).", oaStr())
 	webhookID := oaPathParam("id", "Webhook endpoint id.", oaStr())
 	getModels := oaOperation("listModels", "catalogue", "Model rows; any valid key, no scope.", oaBearer, []any{
 		oaQueryParam("category", "Only the models of this task; an unknown one is 400 invalid_category (carrying category and categories).", oaEnum(cat.Categories()...)),
@@ -328,7 +328,7 @@ func oaAccountSchemas(cat *catalog.Catalog) map[string]any {
 			"object": oaEnum("list"), "data": oaArrayOf(oaSchemaRef("ModelRow")), "request_id": oaStr(),
 		}),
 		"Job": oaObject([]string{"id", "object", "product", "status", "credits_charged", "credits_reserved"}, map[string]any{
-			"id": oaDescribed(oaStr(), "<product>_<idempotency_key>."), "object": oaEnum("job"), "product": oaStr(),
+			"id": oaDescribed(oaStr(), "<product>_<minted reference>, unique across accounts; a replay answers the first request's id."), "object": oaEnum("job"), "product": oaStr(),
 			"status":     oaEnum("queued", "running", "succeeded", "failed", "cancelled"),
 			"error_code": oaNullable("string"), "credits_charged": oaDescribed(oaInteger(), "After any refund."),
 			"credits_reserved": oaDescribed(oaInteger(), "Taken at charge."), "credits_quoted": oaInteger(),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
@@ -18,7 +19,7 @@ import (
 
 // UploadProducts are the products an upload may be for (spec 01 "Job status document":
 // product); the upload takes that product's write scope. The default is photo.
-var UploadProducts = []string{"photo", "music", "threed", "video", "external"}
+var UploadProducts = []string{"photo", "music", "threed", "video", "external", blobs.ChatUploadProduct}
 
 // DefaultUploadProduct is the product of an upload that names none.
 const DefaultUploadProduct = "photo"
@@ -57,7 +58,7 @@ func uploadScope(r *http.Request) (auth.Requirement, error) {
 		}
 	}
 	if !slices.Contains(UploadProducts, product) {
-		return auth.Requirement{}, apierr.Newf(apierr.UnknownProduct, "Unknown product %q.", product).
+		return auth.Requirement{}, apierr.Newf(apierr.UnknownProduct, "Unknown product %q.", apierr.Excerpt(product)).
 			With("allowed", UploadProducts).With("products", UploadProducts)
 	}
 	switch product {
@@ -67,6 +68,9 @@ func uploadScope(r *http.Request) (auth.Requirement, error) {
 		return auth.Need(auth.ExternalWrite), nil
 	case "video":
 		return auth.Need(auth.SvcVideoWrite), nil
+	case blobs.ChatUploadProduct:
+		// Files for chat: text:write's images, audio, video and documents (spec 02 Scopes).
+		return auth.Need(auth.TextWrite), nil
 	}
 	return auth.ProductRequirement(product), nil
 }
@@ -75,6 +79,7 @@ func uploadScope(r *http.Request) (auth.Requirement, error) {
 //
 // Request: {"content_type": "image/png", "filename": "cat.png", "product": "photo"}
 // (content_type required: image/png, image/jpeg or image/webp; product defaults to photo).
+// A chat upload (product "chat", text:write) may also hold audio, video and documents.
 // Response 201: blobs.Upload — the signed PUT link (upload_url, method, headers to send),
 // the `path`, and read_url, a signed GET link that any `url` input accepts once the bytes
 // are PUT. Both links are valid 15 minutes.
@@ -108,7 +113,7 @@ func (h *Handler) createUpload() http.Handler {
 		if err != nil {
 			var ct *blobs.UnknownContentTypeError
 			if errors.As(err, &ct) {
-				return apierr.Newf(apierr.UnknownContentType, "content_type must be one of image/png, image/jpeg, image/webp.").
+				return apierr.Newf(apierr.UnknownContentType, "content_type must be one of %s for a %s upload.", strings.Join(ct.Accepted, ", "), req.Product).
 					With("accepted", ct.Accepted).With("content_type", ct.ContentType)
 			}
 			return err

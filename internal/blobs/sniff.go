@@ -3,6 +3,7 @@ package blobs
 import (
 	"bytes"
 	"strings"
+	"unicode/utf8"
 )
 
 // SniffLen is how many leading bytes BytesMatchType needs to decide.
@@ -28,8 +29,27 @@ var magic = map[string]func(b []byte) bool{
 		// An ID3 tag, or an MPEG audio frame sync (11 set bits).
 		return bytes.HasPrefix(b, []byte("ID3")) || len(b) >= 2 && b[0] == 0xFF && b[1]&0xE0 == 0xE0
 	},
-	"audio/mp4": func(b []byte) bool { return len(b) >= 8 && string(b[4:8]) == "ftyp" },
-	"video/mp4": func(b []byte) bool { return len(b) >= 8 && string(b[4:8]) == "ftyp" },
+	"audio/mp4":       func(b []byte) bool { return len(b) >= 8 && string(b[4:8]) == "ftyp" },
+	"video/mp4":       func(b []byte) bool { return len(b) >= 8 && string(b[4:8]) == "ftyp" },
+	"video/webm":      func(b []byte) bool { return bytes.HasPrefix(b, []byte{0x1A, 0x45, 0xDF, 0xA3}) },
+	"application/pdf": func(b []byte) bool { return bytes.HasPrefix(b, []byte("%PDF-")) },
+	"text/plain":      isText,
+	"text/markdown":   isText,
+}
+
+// isText reports whether head reads as UTF-8 text without NUL characters (a rune cut by the
+// end of head is allowed): a text document, not a binary file under a text type.
+func isText(b []byte) bool {
+	if len(b) == 0 || bytes.IndexByte(b, 0) >= 0 {
+		return false
+	}
+	for cut := 0; cut < utf8.UTFMax && len(b) > 0; cut++ {
+		if utf8.Valid(b) {
+			return true
+		}
+		b = b[:len(b)-1]
+	}
+	return false
 }
 
 func isWAV(b []byte) bool { return riff(b, "WAVE") }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -12,16 +13,39 @@ import (
 // Upload content types accepted by POST /v1/uploads (spec 01, Endpoints), in the order
 // the `accepted` list of unknown_content_type names them, with the file extension each
 // gets in the upload's path.
-var uploadTypes = []struct{ ContentType, Ext string }{
+var uploadTypes = []uploadType{
 	{"image/png", "png"},
 	{"image/jpeg", "jpg"},
 	{"image/webp", "webp"},
 }
 
-// AcceptedUploadTypes lists the content types an upload may have.
-func AcceptedUploadTypes() []string {
-	out := make([]string, len(uploadTypes))
-	for i, t := range uploadTypes {
+// ChatUploadProduct is the upload bucket of text:write keys (spec 02 Scopes): files for chat,
+// of the wider set chatUploadTypes.
+const ChatUploadProduct = "chat"
+
+// chatUploadTypes are what a chat upload may hold: images, audio, video and documents, each
+// checked against its bytes when it is PUT (BytesMatchType).
+var chatUploadTypes = append(slices.Clone(uploadTypes), []uploadType{
+	{"audio/mpeg", "mp3"}, {"audio/wav", "wav"}, {"audio/flac", "flac"}, {"audio/ogg", "ogg"},
+	{"video/mp4", "mp4"}, {"video/webm", "webm"},
+	{"application/pdf", "pdf"}, {"text/plain", "txt"}, {"text/markdown", "md"},
+}...)
+
+type uploadType struct{ ContentType, Ext string }
+
+// typesFor answers the content types an upload for product may have.
+func typesFor(product string) []uploadType {
+	if product == ChatUploadProduct {
+		return chatUploadTypes
+	}
+	return uploadTypes
+}
+
+// AcceptedUploadTypes lists the content types an upload for product may have.
+func AcceptedUploadTypes(product string) []string {
+	types := typesFor(product)
+	out := make([]string, len(types))
+	for i, t := range types {
 		out[i] = t.ContentType
 	}
 	return out
@@ -94,13 +118,13 @@ func UploadPrefix(account string) string { return "uploads/" + account + "/" }
 func (u *Uploader) Create(ctx context.Context, account string, req UploadRequest) (Upload, error) {
 	ct := strings.ToLower(strings.TrimSpace(req.ContentType))
 	ext := ""
-	for _, t := range uploadTypes {
+	for _, t := range typesFor(req.Product) {
 		if t.ContentType == ct {
 			ext = t.Ext
 		}
 	}
 	if ext == "" {
-		return Upload{}, &UnknownContentTypeError{ContentType: req.ContentType, Accepted: AcceptedUploadTypes()}
+		return Upload{}, &UnknownContentTypeError{ContentType: req.ContentType, Accepted: AcceptedUploadTypes(req.Product)}
 	}
 	maxBytes := u.MaxBytes
 	if maxBytes <= 0 {

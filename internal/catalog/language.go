@@ -63,6 +63,8 @@ type UpstreamFile struct {
 	BaseURL   string `json:"base_url"`
 	Model     string `json:"model"` // the upstream's own model name
 	APIKeyEnv string `json:"api_key_env,omitempty"`
+	Images    bool   `json:"images,omitempty"` // the upstream's model reads images
+	Tools     bool   `json:"tools,omitempty"`  // the upstream's model calls function tools
 }
 
 // Language is a built language model.
@@ -170,7 +172,18 @@ func (c *Catalog) LanguageSlugs(kind string) []string {
 type Message struct {
 	Role    string `json:"role"` // system, user, assistant
 	Content string `json:"content"`
+	// Images are the URLs (http(s) or data:) of images a user message shows, read by a model
+	// whose runner takes images; each counts TokensPerImage in the quote.
+	Images []string `json:"images,omitempty"`
+	// ToolCalls are the calls an assistant message made (the protocol's tool_calls, as sent);
+	// ToolCallID names the call a tool message answers.
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
+
+// TokensPerImage is what an image counts toward a prompt's quote: the upstream's own count
+// settles the charge, never above the quote.
+const TokensPerImage = 1000
 
 // ChatInput is a chat job's input as the runner receives it.
 type ChatInput struct {
@@ -178,7 +191,16 @@ type ChatInput struct {
 	MaxTokens   int       `json:"max_tokens"` // filled: the request's, or what the window leaves
 	Effort      string    `json:"effort,omitempty"`
 	Temperature *float64  `json:"temperature,omitempty"`
+	TopP        *float64  `json:"top_p,omitempty"`
 	Stop        []string  `json:"stop,omitempty"`
+	// Settings passed to a model that honours them (an upstream); a runner that cannot refuses
+	// them before any charge (chat.Service.Start).
+	Seed             *int64          `json:"seed,omitempty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	ResponseFormat   json.RawMessage `json:"response_format,omitempty"` // chat completions' form
+	Tools            json.RawMessage `json:"tools,omitempty"`           // function tools, as sent
+	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
 	// PromptTokens is the reference tokenizer's count of Messages, the quote's input side.
 	PromptTokens int `json:"prompt_tokens"`
 }
@@ -199,12 +221,12 @@ type Usage struct {
 func PromptTokens(msgs []Message) int {
 	n := tokensPerPrompt
 	for _, m := range msgs {
-		n += tokensPerMessage + tokens.Count(m.Content)
+		n += tokensPerMessage + tokens.Count(m.Content) + len(m.Images)*TokensPerImage + tokens.Count(string(m.ToolCalls))
 	}
 	return n
 }
 
-var roles = []string{"system", "user", "assistant", "developer"}
+var roles = []string{"system", "user", "assistant", "developer", "tool"}
 
 // validateLanguage checks a language job's input and fills it: the chat output budget, the
 // token counts. Refusals are catalogued errors, decided before any charge.
@@ -222,13 +244,13 @@ func (m *Model) validateLanguage(raw []byte) (Input, error) {
 		}
 		for i, msg := range in.Messages {
 			if !slices.Contains(roles, msg.Role) {
-				return Input{}, apierr.Newf(apierr.InvalidBody, "messages[%d].role must be one of system, user, assistant, developer.", i)
+				return Input{}, apierr.Newf(apierr.InvalidBody, "messages[%d].role must be one of system, user, assistant, developer, tool.", i)
 			}
 		}
 		if in.Effort != "" && !slices.Contains(Efforts, in.Effort) {
 			return Input{}, apierr.New(apierr.UnknownEffort, "allowed", Efforts)
 		}
-		in.PromptTokens = PromptTokens(in.Messages)
+		in.PromptTokens = PromptTokens(in.Messages) + tokens.Count(string(in.Tools))
 		room := l.ContextWindow - in.PromptTokens
 		if room <= 0 {
 			return Input{}, apierr.Newf(apierr.InputTooLong, "The conversation is %d tokens; the model reads at most %d.", in.PromptTokens, l.ContextWindow).

@@ -18,6 +18,13 @@ type Meter struct {
 	Hub   *Hub
 }
 
+// Honours reports whether the inner runner honours setting (a chat input's response_format,
+// say); a runner that does not say honours none.
+func (m Meter) Honours(setting string) bool {
+	h, ok := m.Inner.(interface{ Honours(string) bool })
+	return ok && h.Honours(setting)
+}
+
 // Run runs the inner runner and settles Done from its usage.
 func (m Meter) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	l := m.Model.Language()

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -32,6 +34,7 @@ type CallRequest struct {
 	Model          string
 	Input          any    // catalog.ChatInput or catalog.EmbeddingsInput
 	IdempotencyKey string // empty: minted
+	JobID          string // empty: minted (jobs.NewJobID)
 	Stream         bool   // collect the text as it is written
 }
 
@@ -44,9 +47,60 @@ func (s *Service) Model(kind, slug string) (*catalog.Model, error) {
 			With("allowed", s.Catalog.LanguageSlugs(kind))
 	}
 	if _, err := s.Runners.For(slug); err != nil {
-		return nil, apierr.Newf(apierr.ChatNotConfigured, "Model %s has no runner configured on this deployment.", slug)
+		return nil, apierr.Newf(apierr.ChatNotConfigured, "Model %s is not configured on this deployment: the operator has not connected it to a model server.", slug)
 	}
 	return m, nil
+}
+
+// Ready answers chat_not_configured (503) when no language model of kind ("": any kind) has a
+// runner on this deployment (DESIGN 36): the routes of that kind refuse before reading the
+// request, charging nothing.
+func (s *Service) Ready(kind string) error {
+	for _, m := range s.Catalog.LanguageModels(kind) {
+		if _, err := s.Runners.For(m.Slug); err == nil {
+			return nil
+		}
+	}
+	what := "Language models are"
+	switch kind {
+	case catalog.KindChat:
+		what = "Chat models are"
+	case catalog.KindEmbeddings:
+		what = "Embeddings models are"
+	}
+	return apierr.Newf(apierr.ChatNotConfigured, "%s not configured on this deployment: the operator has not connected them to a model server.", what)
+}
+
+// honoured refuses a chat setting the model's runner cannot honour (OpenAI's 400 with its
+// param), before anything is charged: a reference model writes prose, not JSON, reads no
+// images and calls no tools; an upstream reads images and calls tools only when the operator
+// said its model does.
+func (s *Service) honoured(m *catalog.Model, input any) error {
+	in, ok := input.(catalog.ChatInput)
+	if !ok {
+		return nil
+	}
+	rn, _ := s.Runners.For(m.Slug)
+	h, _ := rn.(interface{ Honours(string) bool })
+	honours := func(setting string) bool { return h != nil && h.Honours(setting) }
+	if len(in.ResponseFormat) > 0 && !honours("response_format") {
+		return apierr.Newf(apierr.InvalidBody, "response_format is not supported by model %s on this deployment; ask for text.", m.Slug).
+			With("param", "response_format")
+	}
+	usesTools := len(in.Tools) > 0
+	for _, msg := range in.Messages {
+		usesTools = usesTools || len(msg.ToolCalls) > 0 || msg.Role == "tool"
+	}
+	if usesTools && !honours("tools") {
+		return apierr.Newf(apierr.InvalidBody, "Model %s does not call tools on this deployment; send no tools.", m.Slug).With("param", "tools")
+	}
+	for i, msg := range in.Messages {
+		if len(msg.Images) > 0 && !honours("images") {
+			return apierr.Newf(apierr.InvalidBody, "Model %s does not read images on this deployment; send text.", m.Slug).
+				With("param", fmt.Sprintf("messages[%d].content", i))
+		}
+	}
+	return nil
 }
 
 // Call is a submitted call: its job, and the text it writes when it streams.
@@ -70,23 +124,24 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 	if err != nil {
 		return nil, err
 	}
+	if err := s.honoured(m, r.Input); err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(r.Input)
 	if err != nil {
 		return nil, err
 	}
-	key := r.IdempotencyKey
+	jobID := r.JobID
+	if jobID == "" {
+		jobID = jobs.NewJobID(m.Product)
+	}
 	c := &Call{Model: m, svc: s}
 	if r.Stream {
 		// The text is collected from the first piece the model writes: the subscription, by
-		// the job's id, is made before the submit, so a stream that sent no key gets one here.
-		// A call that does not stream and sent none leaves the key to the engine, which then
-		// reads nothing to know that it is new.
-		if key == "" {
-			key = MintKey()
-		}
-		c.sub = s.Hub.Subscribe(m.Product + "_" + key)
+		// the job's id, is made before the submit.
+		c.sub = s.Hub.Subscribe(jobID)
 	}
-	res, err := s.Jobs.Submit(ctx, jobs.SubmitRequest{Principal: r.Principal, Model: m, Body: body, IdempotencyKey: key})
+	res, err := s.Jobs.Submit(ctx, jobs.SubmitRequest{Principal: r.Principal, Model: m, Body: body, IdempotencyKey: r.IdempotencyKey, JobID: jobID})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -96,6 +151,12 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 		// The process is stopping: the charge stands and the turn runs again when its lease
 		// runs out; the same key reads it back.
 		return nil, apierr.New(apierr.DispatchUnresolved)
+	}
+	if c.sub != nil && res.Job.ID != jobID {
+		// A replay: the first call's job may have written part of its text already, so the
+		// answer is read whole once that job settles.
+		c.sub.Close()
+		c.sub = nil
 	}
 	c.Job, c.Replayed, c.Balance = res.Job, res.Replayed, res.Balance
 	if c.sub != nil {
@@ -165,6 +226,7 @@ func (c *Call) settled(ctx context.Context) (bool, error) {
 type Outcome struct {
 	Job          jobs.Job
 	Content      string
+	ToolCalls    []any // the calls the model made (the protocol's tool_calls), finish reason tool_calls
 	FinishReason string
 	Embeddings   [][]float64
 	Usage        catalog.Usage
@@ -200,6 +262,7 @@ func OutcomeOf(j jobs.Job) (Outcome, error) {
 	}
 	d := j.Result.Document
 	o.Content, _ = d["content"].(string)
+	o.ToolCalls, _ = d["tool_calls"].([]any)
 	if f, ok := d["finish_reason"].(string); ok {
 		o.FinishReason = f
 	}
@@ -249,7 +312,7 @@ func FailureError(j jobs.Job) error {
 	}
 	msg := "The model failed before answering; the charge was reversed."
 	if j.ErrorMessage != "" {
-		msg = "The model failed before answering (" + j.ErrorMessage + "); the charge was reversed."
+		msg = "The model failed before answering: " + strings.TrimSuffix(j.ErrorMessage, ".") + ". The charge was reversed."
 	}
 	return apierr.Newf(apierr.ChatStartFailed, "%s", msg).With("job_id", j.ID)
 }

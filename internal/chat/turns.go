@@ -144,10 +144,10 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 	key := r.IdempotencyKey
 	if key == "" {
 		key = MintKey() // new: no turn and no job holds it, nothing to read
-	} else if err := s.keyFree(ctx, accountID, m.Product, key); err != nil {
+	} else if err := s.keyFree(ctx, accountID, key); err != nil {
 		return nil, err
 	}
-	jobID := m.Product + "_" + key
+	jobID := jobs.NewJobID(m.Product)
 	in := catalog.ChatInput{Effort: r.Effort, MaxTokens: r.MaxTokens}
 	for i := 0; i+1 < len(history); i++ {
 		u, a := history[i], history[i+1]
@@ -171,7 +171,7 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 		}
 		return nil, apierr.New(apierr.ChatStartFailed).WithCharged(false).Wrap(err)
 	}
-	call, err := s.Start(ctx, catalog.KindChat, CallRequest{Principal: r.Principal, Model: m.Slug, Input: in, IdempotencyKey: key, Stream: r.Stream})
+	call, err := s.Start(ctx, catalog.KindChat, CallRequest{Principal: r.Principal, Model: m.Slug, Input: in, IdempotencyKey: key, JobID: jobID, Stream: r.Stream})
 	if err != nil {
 		_ = s.Store.FinishMessage(ctx, asst.ID, "", StatusFailed)
 		return nil, err
@@ -181,13 +181,13 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 
 // keyFree refuses a key the caller sent before: a turn's (in_flight or key_settled, naming
 // its message), or a job's (DESIGN 31: a key is the account's across products).
-func (s *Service) keyFree(ctx context.Context, accountID, product, key string) error {
+func (s *Service) keyFree(ctx context.Context, accountID, key string) error {
 	if prev, err := s.Store.MessageByKey(ctx, accountID, key); err == nil {
 		return s.keyUsed(ctx, prev)
 	} else if !errors.Is(err, ErrNotFound) {
 		return apierr.New(apierr.JobReadFailed).Wrap(err)
 	}
-	if j, err := s.Jobs.GetByID(ctx, accountID, product+"_"+key); err == nil {
+	if j, err := s.Jobs.GetByKey(ctx, accountID, key); err == nil {
 		code := apierr.KeySettled
 		if !j.Settled() {
 			code = apierr.InFlight

@@ -3,6 +3,7 @@ package compatapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -19,42 +20,74 @@ import (
 // MaxMessageChars is the longest message a chat call carries (spec 02 "Limits").
 const MaxMessageChars = 24000
 
-// content is a message content: a string, or a list of parts of which text parts count.
-type content string
+// content is a message content: a string, or a list of parts: text parts, and image parts
+// (chat completions' image_url, the Responses protocol's input_image) naming an http(s) URL, an
+// upload's read_url say, or a data: URL.
+type content struct {
+	text   string
+	images []string
+}
+
+// contentPart is one part of a content list.
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"` // {"url": …} in chat completions, a string in Responses
+}
 
 func (c *content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	*c = content{}
 	if bytes.Equal(b, []byte("null")) {
-		*c = ""
 		return nil
 	}
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*c = content(s)
-		return nil
+		return json.Unmarshal(b, &c.text)
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return fmt.Errorf("content must be a string or a list of text parts")
+		return shapeRefusal("content must be a string or a list of text and image parts.")
 	}
 	var sb strings.Builder
 	for _, p := range parts {
 		switch p.Type {
 		case "text", "input_text", "output_text":
 			sb.WriteString(p.Text)
+		case "image_url", "input_image":
+			u, err := imageURL(p.ImageURL)
+			if err != nil {
+				return err
+			}
+			c.images = append(c.images, u)
 		default:
-			return fmt.Errorf("content part type %q is not offered; send text", p.Type)
+			return shapeRefusal(fmt.Sprintf("content part type %q is not offered; send text or images.", apierr.Excerpt(p.Type)))
 		}
 	}
-	*c = content(sb.String())
+	c.text = sb.String()
 	return nil
 }
+
+// imageURL reads an image part's URL: an http(s) URL or a data: URL of an image.
+func imageURL(raw json.RawMessage) (string, error) {
+	var u string
+	if json.Unmarshal(raw, &u) != nil {
+		var obj struct {
+			URL string `json:"url"`
+		}
+		_ = json.Unmarshal(raw, &obj)
+		u = obj.URL
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "data:image/") {
+		return "", shapeRefusal("an image part needs image_url: an http(s) URL (an upload's read_url, say) or a data:image/ URL.")
+	}
+	return u, nil
+}
+
+// shapeRefusal is a field's own refusal of its value while the body is decoded, written for a
+// person: it is shown as it stands, where the decoder's own errors are rewritten (ShapeError).
+type shapeRefusal string
+
+func (s shapeRefusal) Error() string { return string(s) }
 
 // stopList is `stop`: a string or a list of strings.
 type stopList []string
@@ -67,7 +100,7 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("stop must be a string or a list of strings")
+		return shapeRefusal("stop must be a string or a list of strings.")
 	}
 	*s = many
 	return nil
@@ -76,12 +109,18 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 type chatRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string  `json:"role"`
-		Content content `json:"content"`
+		Role       string          `json:"role"`
+		Content    content         `json:"content"`
+		ToolCalls  json.RawMessage `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
 	} `json:"messages"`
 	MaxTokens           *int     `json:"max_tokens"`
 	MaxCompletionTokens *int     `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
+	TopP                *float64 `json:"top_p"`
+	Seed                *int64   `json:"seed"`
+	FrequencyPenalty    *float64 `json:"frequency_penalty"`
+	PresencePenalty     *float64 `json:"presence_penalty"`
 	Stop                stopList `json:"stop"`
 	N                   *int     `json:"n"`
 	ReasoningEffort     string   `json:"reasoning_effort"`
@@ -90,37 +129,149 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User json.RawMessage `json:"user"`
-	// Settings of the protocol that no model here honours: refused with their param.
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	Functions      json.RawMessage `json:"functions"`
-	FunctionCall   json.RawMessage `json:"function_call"`
+	// response_format: text asks for nothing; JSON goes to a model that honours it.
 	ResponseFormat json.RawMessage `json:"response_format"`
-	Logprobs       json.RawMessage `json:"logprobs"`
-	LogitBias      json.RawMessage `json:"logit_bias"`
+	// Function tools: passed to a model that honours them (chat.Service refuses them otherwise).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	// Settings of the protocol that no model here honours: refused with their param.
+	Functions    json.RawMessage `json:"functions"`
+	FunctionCall json.RawMessage `json:"function_call"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	LogitBias    json.RawMessage `json:"logit_bias"`
 }
 
-// unoffered answers the first setting of req that no model here honours, as OpenAI's 400 with
-// its param: accepting it without effect would answer something the caller did not ask for.
-func (req chatRequest) unoffered() error {
+// sampling checks the sampling settings' ranges, the protocol's own.
+func (req chatRequest) sampling() error {
 	for _, s := range []struct {
-		param string
-		raw   json.RawMessage
-		idle  []string // values that ask for nothing
+		param    string
+		v        *float64
+		low, top float64
 	}{
-		{"tools", req.Tools, []string{"null", "[]"}},
-		{"tool_choice", req.ToolChoice, []string{"null", `"none"`, `"auto"`}},
-		{"functions", req.Functions, []string{"null", "[]"}},
-		{"function_call", req.FunctionCall, []string{"null", `"none"`, `"auto"`}},
-		{"response_format", req.ResponseFormat, []string{"null", `{"type":"text"}`}},
-		{"logprobs", req.Logprobs, []string{"null", "false"}},
-		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
+		{"temperature", req.Temperature, 0, 2},
+		{"top_p", req.TopP, 0, 1},
+		{"frequency_penalty", req.FrequencyPenalty, -2, 2},
+		{"presence_penalty", req.PresencePenalty, -2, 2},
 	} {
+		if s.v != nil && (*s.v < s.low || *s.v > s.top) {
+			return apierr.Newf(apierr.InvalidBody, "%s must be a number from %g to %g.", s.param, s.low, s.top).With("param", s.param)
+		}
+	}
+	return nil
+}
+
+// responseFormat reads response_format: nil for text (or none), else the JSON mode or schema
+// asked for, passed to a model that honours it (chat.Service refuses it for one that cannot).
+func responseFormat(raw json.RawMessage) (json.RawMessage, error) {
+	c := compact(raw)
+	if c == "" || c == "null" {
+		return nil, nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil, apierr.Newf(apierr.InvalidBody, "response_format must be an object with a type: text, json_object or json_schema.").With("param", "response_format")
+	}
+	switch {
+	case f.Type == "text":
+		return nil, nil
+	case f.Type == "json_object":
+		return json.RawMessage(c), nil
+	case f.Type == "json_schema" && f.JSONSchema != nil && f.JSONSchema.Name != "":
+		return json.RawMessage(c), nil
+	case f.Type == "json_schema":
+		return nil, apierr.Newf(apierr.InvalidBody, "response_format.json_schema needs a name and a schema.").With("param", "response_format.json_schema")
+	}
+	return nil, apierr.Newf(apierr.InvalidBody, "response_format.type must be text, json_object or json_schema.").With("param", "response_format.type")
+}
+
+// toolsOf reads tools and tool_choice: nil for none, else the function tools and the choice
+// as sent, passed to a model that honours tools.
+func toolsOf(rawTools, rawChoice json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+	choice := compact(rawChoice)
+	if t := compact(rawTools); t == "" || t == "null" || t == "[]" {
+		if choice != "" && choice != "null" && choice != `"none"` && choice != `"auto"` {
+			return nil, nil, apierr.Newf(apierr.InvalidBody, "tool_choice asks for a tool, but no tools were sent.").With("param", "tool_choice")
+		}
+		return nil, nil, nil
+	}
+	var tools []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(rawTools, &tools) != nil {
+		return nil, nil, apierr.Newf(apierr.InvalidBody, "tools must be a list of function tools.").With("param", "tools")
+	}
+	for i, t := range tools {
+		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
+			return nil, nil, apierr.Newf(apierr.InvalidBody, "tools[%d] must be a function tool with a name.", i).With("param", fmt.Sprintf("tools[%d]", i))
+		}
+	}
+	var out json.RawMessage
+	if choice != "" && choice != "null" {
+		out = json.RawMessage(choice)
+	}
+	return json.RawMessage(compact(rawTools)), out, nil
+}
+
+// toolMessage checks a message's part in a tool exchange: only an assistant message carries
+// tool_calls (answered as sent), and a tool message names the call it answers.
+func toolMessage(i int, role string, rawCalls json.RawMessage, callID string) (json.RawMessage, error) {
+	calls := compact(rawCalls)
+	if calls == "null" || calls == "[]" {
+		calls = ""
+	}
+	switch {
+	case calls != "" && role != "assistant":
+		return nil, apierr.Newf(apierr.InvalidBody, "messages[%d]: only an assistant message carries tool_calls.", i).With("param", fmt.Sprintf("messages[%d].tool_calls", i))
+	case calls != "" && calls[0] != '[':
+		return nil, apierr.Newf(apierr.InvalidBody, "messages[%d].tool_calls must be a list.", i).With("param", fmt.Sprintf("messages[%d].tool_calls", i))
+	case role == "tool" && callID == "":
+		return nil, apierr.Newf(apierr.InvalidBody, "messages[%d].tool_call_id is required: name the call this message answers.", i).With("param", fmt.Sprintf("messages[%d].tool_call_id", i))
+	}
+	if calls == "" {
+		return nil, nil
+	}
+	return json.RawMessage(calls), nil
+}
+
+// setting is a protocol setting no model here honours, and the values that ask for nothing.
+type setting struct {
+	param string
+	raw   json.RawMessage
+	idle  []string
+}
+
+// refuseUnoffered answers the first setting sent with a value that asks for something, as
+// OpenAI's 400 with its param: accepting it without effect would answer something the caller
+// did not ask for.
+func refuseUnoffered(settings []setting) error {
+	for _, s := range settings {
 		raw := compact(s.raw)
 		if raw == "" || slices.Contains(s.idle, raw) {
 			continue
 		}
 		return apierr.Newf(apierr.InvalidBody, "%s is not supported by the models of this service.", s.param).With("param", s.param)
+	}
+	return nil
+}
+
+// unoffered answers the first setting of req that no model here honours.
+func (req chatRequest) unoffered() error {
+	if err := refuseUnoffered([]setting{
+		{"functions", req.Functions, []string{"null", "[]"}},
+		{"function_call", req.FunctionCall, []string{"null", `"none"`, `"auto"`}},
+		{"logprobs", req.Logprobs, []string{"null", "false"}},
+		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
+	}); err != nil {
+		return err
 	}
 	return checkUser(req.User)
 }
@@ -155,6 +306,10 @@ func decode(r *http.Request, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
+		var own shapeRefusal
+		if errors.As(err, &own) {
+			return apierr.Newf(apierr.InvalidBody, "%s", string(own))
+		}
 		return httpapi.ShapeError(err)
 	}
 	return nil
@@ -187,25 +342,42 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	if req.N != nil && *req.N != 1 {
 		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "n must be 1: one choice per request.").With("param", "n")
 	}
-	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
-		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "temperature must be a number from 0 to 2.").With("param", "temperature")
+	if err := req.sampling(); err != nil {
+		return catalog.ChatInput{}, err
 	}
 	if err := req.unoffered(); err != nil {
 		return catalog.ChatInput{}, err
 	}
-	in := catalog.ChatInput{Temperature: req.Temperature, Stop: req.Stop}
+	format, err := responseFormat(req.ResponseFormat)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
+	tools, choice, err := toolsOf(req.Tools, req.ToolChoice)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
+	in := catalog.ChatInput{Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
+		FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, ResponseFormat: format, Tools: tools, ToolChoice: choice}
 	for i, m := range req.Messages {
-		if m.Content == "" && m.Role != "assistant" {
+		calls, err := toolMessage(i, m.Role, m.ToolCalls, m.ToolCallID)
+		if err != nil {
+			return in, err
+		}
+		if m.Content.text == "" && len(m.Content.images) == 0 && m.Role != "assistant" {
 			return in, apierr.Newf(apierr.InvalidBody, "messages[%d].content is required.", i).With("param", fmt.Sprintf("messages[%d].content", i))
 		}
-		if err := checkMessage(i, string(m.Content)); err != nil {
+		if err := checkMessage(i, m.Content.text); err != nil {
 			return in, err
 		}
 		role := m.Role
 		if role == "developer" {
 			role = "system"
 		}
-		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: string(m.Content)})
+		if len(m.Content.images) > 0 && role != "user" {
+			return in, apierr.Newf(apierr.InvalidBody, "messages[%d]: only a user message may hold images.", i).With("param", fmt.Sprintf("messages[%d].content", i))
+		}
+		in.Messages = append(in.Messages, catalog.Message{Role: role, Content: m.Content.text, Images: m.Content.images,
+			ToolCalls: calls, ToolCallID: m.ToolCallID})
 	}
 	if req.MaxCompletionTokens != nil {
 		in.MaxTokens = *req.MaxCompletionTokens
@@ -215,7 +387,6 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	if (req.MaxCompletionTokens != nil || req.MaxTokens != nil) && in.MaxTokens <= 0 {
 		return in, apierr.Newf(apierr.InvalidBody, "max_tokens must be a positive integer.")
 	}
-	var err error
 	in.Effort, err = effortOf(req.ReasoningEffort)
 	return in, err
 }
@@ -250,7 +421,7 @@ func (h *Handler) chatCompletions() handlerFunc {
 		}
 		setCallHeaders(w, call)
 		httpapi.WriteJSON(w, r, http.StatusOK, chatCompletion{ID: id, Object: "chat.completion", Created: created(call.Job), Model: req.Model,
-			Choices: []chatChoice{{Message: chatMessage{Role: "assistant", Content: out.Content}, FinishReason: finishReason(out.FinishReason)}},
+			Choices: []chatChoice{{Message: assistantMessage(out), FinishReason: finishReason(out.FinishReason)}},
 			Usage:   usageOf(out.Usage)})
 		return nil
 	}
@@ -275,9 +446,19 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string  `json:"role"`
+	Content   *string `json:"content"` // null for a message that only called tools
+	Refusal   *string `json:"refusal"`
+	ToolCalls []any   `json:"tool_calls,omitempty"`
+}
+
+// assistantMessage is the model's answer: its text, and the tools it called.
+func assistantMessage(out chat.Outcome) chatMessage {
+	m := chatMessage{Role: "assistant", Content: &out.Content, ToolCalls: out.ToolCalls}
+	if out.Content == "" && len(out.ToolCalls) > 0 {
+		m.Content = nil
+	}
+	return m
 }
 
 type usage struct {
@@ -289,7 +470,7 @@ type usage struct {
 // finishReason keeps to the protocol's values.
 func finishReason(f string) string {
 	switch f {
-	case "length", "content_filter", "stop":
+	case "length", "content_filter", "stop", "tool_calls":
 		return f
 	}
 	return "stop"
@@ -379,116 +560,4 @@ func promptOf(raw json.RawMessage) (string, error) {
 		return "", apierr.Newf(apierr.InvalidBody, "prompt must be a string (or a list of one string).")
 	}
 	return list[0], nil
-}
-
-type responsesRequest struct {
-	Model           string          `json:"model"`
-	Input           json.RawMessage `json:"input"`
-	Instructions    string          `json:"instructions"`
-	MaxOutputTokens *int            `json:"max_output_tokens"`
-	Temperature     *float64        `json:"temperature"`
-	Stream          bool            `json:"stream"`
-	Reasoning       *struct {
-		Effort string `json:"effort"`
-	} `json:"reasoning"`
-}
-
-// responses answers the Responses protocol (non-streaming) over a chat call.
-func (h *Handler) responses() handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-		var req responsesRequest
-		if err := decode(r, &req); err != nil {
-			return err
-		}
-		if req.Stream {
-			return apierr.Newf(apierr.InvalidBody, "stream is not offered on responses; use chat/completions to stream.")
-		}
-		cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature}
-		if req.Reasoning != nil {
-			cr.ReasoningEffort = req.Reasoning.Effort
-		}
-		in, err := cr.input()
-		if err != nil {
-			return err
-		}
-		msgs, err := responsesInput(req.Input)
-		if err != nil {
-			return err
-		}
-		if req.Instructions != "" {
-			msgs = append([]catalog.Message{{Role: "system", Content: req.Instructions}}, msgs...)
-		}
-		for i, m := range msgs {
-			if err := checkMessage(i, m.Content); err != nil {
-				return err
-			}
-		}
-		in.Messages = msgs
-		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in, IdempotencyKey: idempotencyKey(r)})
-		if err != nil {
-			return err
-		}
-		defer call.Close()
-		out, err := call.Result(r.Context())
-		if err != nil {
-			return err
-		}
-		setCallHeaders(w, call)
-		status, incomplete := "completed", any(nil)
-		if out.FinishReason == "length" {
-			status, incomplete = "incomplete", map[string]any{"reason": "max_output_tokens"}
-		}
-		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
-			"id": "resp_" + call.Job.ID, "object": "response", "created_at": created(call.Job), "status": status,
-			"incomplete_details": incomplete, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
-			"max_output_tokens": req.MaxOutputTokens, "parallel_tool_calls": false, "tool_choice": "none", "tools": []any{},
-			"output": []any{map[string]any{"type": "message", "id": "msg_" + call.Job.ID, "status": status, "role": "assistant",
-				"content": []any{map[string]any{"type": "output_text", "text": out.Content, "annotations": []any{}}}}},
-			"usage": map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens,
-				"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
-				"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}},
-		})
-		return nil
-	}
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// responsesInput reads `input`: a string, or a list of messages.
-func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, apierr.Newf(apierr.InputRequired, "input is required.")
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return []catalog.Message{{Role: "user", Content: s}}, nil
-	}
-	var items []struct {
-		Type    string  `json:"type"`
-		Role    string  `json:"role"`
-		Content content `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, apierr.Newf(apierr.InputInvalid, "input must be a string or a list of messages: %s.", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	var out []catalog.Message
-	for i, it := range items {
-		if it.Type != "" && it.Type != "message" {
-			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages.", i, it.Type)
-		}
-		role := it.Role
-		if role == "developer" {
-			role = "system"
-		}
-		out = append(out, catalog.Message{Role: role, Content: string(it.Content)})
-	}
-	if len(out) == 0 {
-		return nil, apierr.Newf(apierr.InputRequired, "input holds no message.")
-	}
-	return out, nil
 }

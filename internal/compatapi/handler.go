@@ -35,18 +35,29 @@ func (h *Handler) Routes() http.Handler {
 	text := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.TextWrite, auth.ChatWrite), Spends: true}
 	embed := httpapi.Route{Bucket: ratelimit.Interactive, Scope: need(auth.EmbeddingsWrite), Spends: true}
 
-	mux.Handle("GET "+Prefix+"/models", h.protect(read, h.listModels()))
-	mux.Handle("GET "+Prefix+"/models/{model}", h.protect(read, h.getModel()))
-	mux.Handle("POST "+Prefix+"/chat/completions", h.protect(text, h.chatCompletions()))
-	mux.Handle("POST "+Prefix+"/completions", h.protect(text, h.completions()))
-	mux.Handle("POST "+Prefix+"/responses", h.protect(text, h.responses()))
-	mux.Handle("POST "+Prefix+"/embeddings", h.protect(embed, h.embeddings()))
+	mux.Handle("GET "+Prefix+"/models", h.protect(read, h.ready("", h.listModels())))
+	mux.Handle("GET "+Prefix+"/models/{model}", h.protect(read, h.ready("", h.getModel())))
+	mux.Handle("POST "+Prefix+"/chat/completions", h.protect(text, h.ready(catalog.KindChat, h.chatCompletions())))
+	mux.Handle("POST "+Prefix+"/completions", h.protect(text, h.ready(catalog.KindChat, h.completions())))
+	mux.Handle("POST "+Prefix+"/responses", h.protect(text, h.ready(catalog.KindChat, h.responses())))
+	mux.Handle("POST "+Prefix+"/embeddings", h.protect(embed, h.ready(catalog.KindEmbeddings, h.embeddings())))
 	mux.Handle("/", h.fallback(mux))
 	return mux
 }
 
 func need(s auth.Scope, also ...auth.Scope) func(*http.Request) (auth.Requirement, error) {
 	return func(*http.Request) (auth.Requirement, error) { return auth.Need(s, also...), nil }
+}
+
+// ready refuses a route whose kind of model ("": any) answers nowhere on this deployment:
+// 503 chat_not_configured before the body is read, nothing charged (DESIGN 36).
+func (h *Handler) ready(kind string, fn handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		if err := h.Chat.Ready(kind); err != nil {
+			return err
+		}
+		return fn(w, r, p)
+	}
 }
 
 // handlerFunc is a compat handler: it returns an error, rendered in the protocol's envelope.

@@ -14,6 +14,7 @@ type chunker interface {
 	delta(text string) any                    // one piece of text
 	last(finish string) any                   // closes the choice
 	usage(u catalog.Usage, finish string) any // the usage chunk of stream_options.include_usage
+	tools(calls []any) any                    // the tool calls the model made (nil: none offered)
 }
 
 type chatChunks struct {
@@ -32,6 +33,20 @@ func (c chatChunks) first() any {
 
 func (c chatChunks) delta(t string) any {
 	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"content": t}, "logprobs": nil, "finish_reason": nil}})
+}
+
+// tools sends the model's tool calls whole, in one delta, each with its index.
+func (c chatChunks) tools(calls []any) any {
+	indexed := make([]any, len(calls))
+	for i, call := range calls {
+		m, _ := call.(map[string]any)
+		withIndex := map[string]any{"index": i}
+		for k, v := range m {
+			withIndex[k] = v
+		}
+		indexed[i] = withIndex
+	}
+	return c.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": indexed}, "logprobs": nil, "finish_reason": nil}})
 }
 
 func (c chatChunks) last(f string) any {
@@ -59,6 +74,8 @@ func (c textChunks) delta(t string) any {
 	return c.chunk([]any{map[string]any{"text": t, "index": 0, "logprobs": nil, "finish_reason": nil}})
 }
 
+func (c textChunks) tools([]any) any { return nil }
+
 func (c textChunks) last(f string) any {
 	return c.chunk([]any{map[string]any{"text": "", "index": 0, "logprobs": nil, "finish_reason": finishReason(f)}})
 }
@@ -78,35 +95,15 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call
 	ev := httpapi.EventStream(w)
 	send := ev.Send
 	send(c.first())
-	streamed := false
-	if !call.Job.Settled() {
-		for {
-			pieces, settled, err := call.Next(r.Context())
-			if err != nil {
-				if r.Context().Err() != nil {
-					return nil // the client went away; the turn settles on its own
-				}
-				send(streamedError(err))
-				return nil
-			}
-			for _, p := range pieces {
-				streamed = true
-				send(c.delta(p))
-			}
-			if settled {
-				break
-			}
-		}
-	}
-	out, err := call.Result(r.Context())
+	out, err := relay(r, call, func(p string) { send(c.delta(p)) })
 	if err != nil {
-		send(streamedError(err))
-		return nil
+		if r.Context().Err() == nil {
+			send(streamedError(err))
+		}
+		return nil // a client that went away: the call settles on its own
 	}
-	if !streamed && out.Content != "" {
-		// A replay, or a call that settled before this request saw its text: the whole
-		// answer as one piece.
-		send(c.delta(out.Content))
+	if len(out.ToolCalls) > 0 {
+		send(c.tools(out.ToolCalls))
 	}
 	send(c.last(out.FinishReason))
 	if withUsage {
@@ -114,4 +111,32 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call
 	}
 	ev.Done()
 	return nil
+}
+
+// relay passes the call's text to piece as the model writes it and answers the settled
+// outcome, or the error that ended the call (or the request's own context error). A replay, or
+// a call that settled before this request saw its text, passes the whole answer as one piece.
+func relay(r *http.Request, call *chat.Call, piece func(string)) (chat.Outcome, error) {
+	streamed := false
+	for !call.Job.Settled() {
+		pieces, settled, err := call.Next(r.Context())
+		if err != nil {
+			return chat.Outcome{}, err
+		}
+		for _, p := range pieces {
+			streamed = true
+			piece(p)
+		}
+		if settled {
+			break
+		}
+	}
+	out, err := call.Result(r.Context())
+	if err != nil {
+		return out, err
+	}
+	if !streamed && out.Content != "" {
+		piece(out.Content)
+	}
+	return out, nil
 }

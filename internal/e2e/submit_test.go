@@ -91,9 +91,10 @@ func TestJOB28_ReplaySameKey(t *testing.T) {
 		if h.balance() != before-q || h.countJobs() != 1 {
 			t.Fatalf("balance %d jobs %d: want %d and 1", h.balance(), h.countJobs(), before-q)
 		}
+		// The id is fresh, never the key (DESIGN 37).
 		j := h.job(first.str("request_id"))
-		if j.ID != "photo_order-1" {
-			t.Errorf("job id %q, want photo_order-1", j.ID)
+		if !strings.HasPrefix(j.ID, "photo_") || strings.Contains(j.ID, "order-1") {
+			t.Errorf("job id %q, want a fresh photo_ id", j.ID)
 		}
 	})
 }

@@ -27,11 +27,17 @@ type Events struct {
 
 // Send writes v as one `data:` event of JSON (HTML left unescaped, as OpenAI's streams are);
 // a nil v writes nothing.
-func (e *Events) Send(v any) {
+func (e *Events) Send(v any) { e.SendNamed("", v) }
+
+// SendNamed writes v as one event of JSON named by an `event:` line (none when name is empty).
+func (e *Events) SendNamed(name string, v any) {
 	if v == nil {
 		return
 	}
 	var buf bytes.Buffer
+	if name != "" {
+		buf.WriteString("event: " + name + "\n")
+	}
 	buf.WriteString("data: ")
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

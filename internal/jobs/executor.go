@@ -162,8 +162,13 @@ func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause er
 		}
 	case errors.As(err, &fail):
 		st = settlement{outcome: Failed, code: fail.Code, message: fail.Message}
+		if fail.Cause != nil {
+			s.log.Warn("run failed", "request_id", rj.job.RequestID, "model", rj.job.Model, "code", fail.Code, "err", fail.Cause)
+		}
 	default:
-		st = settlement{outcome: Failed, code: string(apierr.RunFailed), message: err.Error()}
+		// An error no runner described: the chain is for the log; the job says what happened.
+		s.log.Warn("run failed", "request_id", rj.job.RequestID, "model", rj.job.Model, "err", err)
+		st = settlement{outcome: Failed, code: string(apierr.RunFailed), message: "The model's run failed before it finished."}
 	}
 	if st.code != "" && !apierr.Known(apierr.Code(st.code)) && !st.refusal {
 		st.message = st.code + ": " + st.message

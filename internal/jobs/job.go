@@ -39,7 +39,7 @@ const (
 
 // Job is one request to a model.
 type Job struct {
-	ID             string // <product>_<idempotency_key>, unique per account
+	ID             string // <product>_k<time-ordered random>, minted fresh: unique across accounts (DESIGN 37)
 	AccountID      string
 	KeyID          string
 	RequestID      string // queue request id, unique

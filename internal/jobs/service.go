@@ -143,6 +143,9 @@ type SubmitRequest struct {
 	Model          *catalog.Model
 	Body           []byte
 	IdempotencyKey string // empty: minted
+	// JobID is the new job's id, minted by NewJobID for a caller that must know it before the
+	// submit (a stream subscribes to the job's text first); empty: minted here.
+	JobID          string
 	Priority       Priority
 	MaxQueueLength *int
 	RequestTimeout time.Duration // 0: the product's deadline
@@ -165,13 +168,15 @@ type SubmitResult struct {
 //
 // An idempotency key belongs to the account (DESIGN 25): it answers the first request made with
 // it, whatever product, model or body is sent later, and the job keeps the first request's id.
+// That id is minted fresh, never built from the key (DESIGN 37): two accounts sending the same
+// key make two jobs with two ids.
 func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, error) {
 	m, p := r.Model, r.Principal
 	now := s.now()
 	key := r.IdempotencyKey
 	minted := key == ""
 	if minted {
-		key = "k" + newRequestID() // in time order too: the job's id is built from it
+		key = "k" + newRequestID() // in time order, like the ids: the index on keys takes inserts at its end
 	} else if res, ok, err := s.replay(ctx, p, key, now); ok || err != nil {
 		return res, err
 	}
@@ -183,7 +188,11 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 	if err != nil {
 		return SubmitResult{}, inputError(err)
 	}
-	job := Job{ID: m.Product + "_" + key, AccountID: p.Account.ID, KeyID: p.Key.ID, RequestID: newRequestID(), Model: m.Slug,
+	id := r.JobID
+	if id == "" {
+		id = NewJobID(m.Product)
+	}
+	job := Job{ID: id, AccountID: p.Account.ID, KeyID: p.Key.ID, RequestID: newRequestID(), Model: m.Slug,
 		Product: m.Product, IdempotencyKey: key, Input: in.JSON, Quoted: q.Credits, Priority: r.Priority, Webhook: r.Webhook,
 		Dispatched: true, CreatedAt: now}
 	if job.Priority == "" {
@@ -324,6 +333,18 @@ func (s *Service) GetByID(ctx context.Context, accountID, id string) (Job, error
 	return s.live(j), nil
 }
 
+// GetByKey reads the account's job submitted under an idempotency key, whatever its product.
+func (s *Service) GetByKey(ctx context.Context, accountID, key string) (Job, error) {
+	j, err := s.store.JobByIdempotencyKey(ctx, accountID, key)
+	if errors.Is(err, ErrNotFound) {
+		return Job{}, apierr.New(apierr.NotFound)
+	}
+	if err != nil {
+		return Job{}, apierr.New(apierr.JobReadFailed).Wrap(err)
+	}
+	return s.live(j), nil
+}
+
 // List reads an account's jobs, newest first.
 func (s *Service) List(ctx context.Context, accountID string, before time.Time, limit int) ([]Job, error) {
 	js, err := s.store.ListJobs(ctx, accountID, before, limit)
@@ -392,6 +413,10 @@ func (s *Service) Wait(ctx context.Context, accountID, requestID string, timeout
 func (s *Service) Changes(requestID string) (<-chan struct{}, func()) {
 	return s.broker.subscribe(requestID)
 }
+
+// NewJobID mints a job id of product: the product, then a time-ordered random reference, so
+// that ids are unique across accounts whatever idempotency key the caller sent.
+func NewJobID(product string) string { return product + "_k" + newRequestID() }
 
 // newRequestID is a version 7 UUID: the first 48 bits are the time in milliseconds, the rest
 // random. Ids made in order sit side by side in every index that holds them, so the jobs of one

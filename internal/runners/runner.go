@@ -14,7 +14,7 @@ import (
 
 // Job is what a runner is handed: one validated request with its defaults applied.
 type Job struct {
-	ID        string          // job id, <product>_<idempotency_key>
+	ID        string          // job id, <product>_k<time-ordered random>
 	RequestID string          // the queue request id
 	Address   string          // svc-serverless/<slug>
 	Slug      string          // model slug, e.g. image-4b
@@ -109,9 +109,12 @@ func (e *Refusal) Error() string {
 
 // Failure is a run that failed for a reason other than the request as written.
 type Failure struct {
-	Code      string // error code, e.g. runner_failed, upstream_busy
+	Code string // error code, e.g. runner_failed, upstream_busy
+	// Message is one sentence for a person, shown on the job and in answers: never an error
+	// chain (addresses, Go types, library wording); those go in Cause.
 	Message   string
-	Retryable bool // true when the model was busy and the job may be tried again
+	Retryable bool  // true when the model was busy and the job may be tried again
+	Cause     error // what went wrong underneath, for the operator's log only
 }
 
 func (e *Failure) Error() string { return e.Code + ": " + e.Message }

@@ -18,8 +18,9 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-// ParseUpstream reads one --openai-upstream: model=URL[,key=...][,name=...] (name defaults
-// to the model's slug).
+// ParseUpstream reads one --openai-upstream: model=URL[,key=...][,name=...][,images][,tools]
+// (name defaults to the model's slug; images: the upstream's model reads images; tools: it
+// calls function tools).
 func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 	slug, rest, ok := strings.Cut(s, "=")
 	if !ok || slug == "" {
@@ -34,15 +35,20 @@ func ParseUpstream(s string) (slug string, cfg openai.Config, err error) {
 			cfg.APIKey = v
 		case "name":
 			cfg.Model = v
+		case "images":
+			cfg.Images = v == "" || v == "true"
+		case "tools":
+			cfg.Tools = v == "" || v == "true"
 		default:
-			return "", cfg, fmt.Errorf("--openai-upstream %s: unknown setting %q (key, name)", slug, k)
+			return "", cfg, fmt.Errorf("--openai-upstream %s: unknown setting %q (key, name, images, tools)", slug, k)
 		}
 	}
 	return slug, cfg, nil
 }
 
 // wireChat registers a metered runner for every language model that has one (the catalogue
-// entry's runner, replaced by Config.OpenAIUpstream) into reg, and answers the chat service;
+// entry's runner, replaced by Config.OpenAIUpstream; a reference runner only with
+// Config.ReferenceModels, DESIGN 36) into reg, and answers the chat service;
 // its Jobs is set once the jobs engine exists.
 func (s *Server) wireChat(cat *catalog.Catalog, reg runners.Registry, db *sqlstore.DB, now func() time.Time) (*chat.Service, error) {
 	hub := chat.NewHub()
@@ -51,13 +57,17 @@ func (s *Server) wireChat(cat *catalog.Catalog, reg runners.Registry, db *sqlsto
 		l := m.Language()
 		switch l.Runner {
 		case catalog.RunnerReference:
+			if !s.cfg.ReferenceModels {
+				continue // answers chat_not_configured unless an upstream is named below
+			}
 			if l.Kind == catalog.KindEmbeddings {
 				langs[m.Slug] = builtin.EmbeddingsRunner{Dimensions: l.Dimensions}
 			} else {
 				langs[m.Slug] = builtin.ChatRunner{}
 			}
 		case catalog.RunnerOpenAI:
-			rn, err := openai.New(openai.Config{BaseURL: l.Upstream.BaseURL, Model: l.Upstream.Model, Kind: l.Kind, APIKey: os.Getenv(l.Upstream.APIKeyEnv)})
+			rn, err := openai.New(openai.Config{BaseURL: l.Upstream.BaseURL, Model: l.Upstream.Model, Kind: l.Kind,
+				APIKey: os.Getenv(l.Upstream.APIKeyEnv), Images: l.Upstream.Images, Tools: l.Upstream.Tools})
 			if err != nil {
 				return nil, fmt.Errorf("catalogue %s: %w", m.Slug, err)
 			}

@@ -136,6 +136,11 @@ type Config struct {
 	// model=URL[,key=...][,name=...] each (ParseUpstream).
 	OpenAIUpstream []string
 
+	// ReferenceModels runs the built-in reference chat and embeddings runners for the language
+	// models the catalogue gives them (serve --dev or --reference-models); off, those models
+	// answer chat_not_configured unless an upstream runs them (DESIGN 36).
+	ReferenceModels bool
+
 	// ModelConcurrency is how many jobs of one model this process runs at once (0: the plan
 	// figures' default).
 	ModelConcurrency int

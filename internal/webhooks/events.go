@@ -61,7 +61,7 @@ func NormalizeProducts(products []string) ([]string, error) {
 // JobEvent is a settled job as the jobs outbox hands it over. It never carries the job's
 // output, URLs or prompt, so no delivery can.
 type JobEvent struct {
-	JobID            string // <product>_<idempotency_key>; the evt_ id is built from it
+	JobID            string // <product>_k<time-ordered random>; the evt_ id is built from it
 	RequestID        string // queue request id; X-Alt-Webhook-Request-Id and per-request request_id
 	GatewayRequestID string // X-Request-Id of the submit, for the per-request body
 	Account          string

@@ -93,6 +93,32 @@ describe("openai client against /compat/v1", () => {
     assert.ok(r.usage.output_tokens > 0);
   });
 
+  test("responses.create stream: the protocol's events, then an error event for a refusal", async () => {
+    const stream = await client().responses.create({ model: "qwen", input: "Stream over responses.", stream: true });
+    const types = [];
+    let text = "";
+    let done;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      assert.equal(ev.sequence_number, types.length - 1);
+      if (ev.type === "response.output_text.delta") text += ev.delta;
+      if (ev.type === "response.completed") done = ev.response;
+    }
+    assert.deepEqual(types.slice(0, 4), ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]);
+    assert.deepEqual(types.slice(-4), ["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"]);
+    assert.match(text, /reference model/);
+    assert.equal(done.output_text ?? done.output[0].content[0].text, text);
+    assert.ok(done.usage.output_tokens > 0);
+
+    const refused = await client().responses.create({ model: "qwen", input: "Please [refuse] this.", stream: true });
+    const events = [];
+    for await (const ev of refused) events.push(ev);
+    const last = events.at(-1);
+    assert.equal(last.type, "error");
+    assert.equal(last.code, "content_policy");
+    assert.ok(!events.some((e) => e.type === "response.completed"));
+  });
+
   test("completions.create", async () => {
     const c = await client().completions.create({ model: "qwen", prompt: "Once upon a time", max_tokens: 8 });
     assert.equal(c.object, "text_completion");

@@ -63,17 +63,17 @@ func flatten(img image.Image) image.Image {
 func storeImage(ctx context.Context, env runners.Env, name string, img image.Image, format string, quality int) (map[string]any, runners.File, error) {
 	enc, err := encodeImage(img, format, quality)
 	if err != nil {
-		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: err.Error()}
+		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "The image could not be encoded.", Cause: err}
 	}
 	if env.Outputs == nil {
-		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "no output store configured"}
+		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "No output store is configured for the model's files."}
 	}
 	key, err := env.Outputs.Put(ctx, name+"."+enc.ext, enc.contentType, enc.data)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, runners.File{}, ctx.Err()
 		}
-		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "store output: " + err.Error(), Retryable: true}
+		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "The output file could not be stored.", Retryable: true, Cause: err}
 	}
 	b := img.Bounds()
 	entry := map[string]any{

@@ -102,7 +102,7 @@ func fetchImage(ctx context.Context, env runners.Env, url string, loc ...string)
 		return nil, refusal("image_required", "an image url is required", loc...)
 	}
 	if env.Inputs == nil {
-		return nil, &runners.Failure{Code: "runner_failed", Message: "no input fetcher configured"}
+		return nil, &runners.Failure{Code: "runner_failed", Message: "No fetcher is configured for input files."}
 	}
 	data, _, err := env.Inputs.Fetch(ctx, url)
 	if err != nil {

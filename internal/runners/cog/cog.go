@@ -509,7 +509,7 @@ func (x *run) finish(ctx context.Context, p prediction) (runners.Result, error) 
 		if ctx.Err() != nil {
 			return runners.Result{Done: x.doneOnCancel()}, ctx.Err()
 		}
-		return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "the model server cancelled the prediction", Retryable: true}
+		return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "The model server cancelled the prediction.", Retryable: true}
 	}
 	var out any
 	if len(p.Output) > 0 {
@@ -577,7 +577,7 @@ func (c *converter) walk(ctx context.Context, v any) (any, error) {
 			return c.store(ctx, ct, data)
 		case strings.HasPrefix(t, "https://") || strings.HasPrefix(t, "http://"):
 			if c.run.env.Inputs == nil {
-				return nil, &runners.Failure{Code: "runner_failed", Message: "no input fetcher configured for url outputs"}
+				return nil, &runners.Failure{Code: "runner_failed", Message: "No fetcher is configured for the model's url outputs."}
 			}
 			data, ct, err := c.run.env.Inputs.Fetch(ctx, t)
 			if err != nil {
@@ -594,7 +594,7 @@ func (c *converter) walk(ctx context.Context, v any) (any, error) {
 
 func (c *converter) store(ctx context.Context, ct string, data []byte) (any, error) {
 	if c.run.env.Outputs == nil {
-		return nil, &runners.Failure{Code: "runner_failed", Message: "no output store configured"}
+		return nil, &runners.Failure{Code: "runner_failed", Message: "No output store is configured for the model's files."}
 	}
 	if ct == "" {
 		ct = http.DetectContentType(data)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ type Config struct {
 	APIKey  string // sent as Authorization: Bearer; empty sends none
 	Model   string // the upstream's model name
 	Kind    string // catalog.KindChat or catalog.KindEmbeddings
+	Images  bool   // the upstream model reads images (chat completions' image_url parts)
+	Tools   bool   // the upstream model calls function tools
 	Client  *http.Client
 }
 
@@ -60,13 +63,91 @@ func (u *Runner) Run(ctx context.Context, job runners.Job, env runners.Env) (run
 }
 
 type chatRequest struct {
-	Model         string            `json:"model"`
-	Messages      []catalog.Message `json:"messages"`
-	MaxTokens     int               `json:"max_tokens"`
-	Temperature   *float64          `json:"temperature,omitempty"`
-	Stop          []string          `json:"stop,omitempty"`
-	Stream        bool              `json:"stream"`
-	StreamOptions *streamOptions    `json:"stream_options,omitempty"`
+	Model            string          `json:"model"`
+	Messages         []message       `json:"messages"`
+	MaxTokens        int             `json:"max_tokens"`
+	Temperature      *float64        `json:"temperature,omitempty"`
+	TopP             *float64        `json:"top_p,omitempty"`
+	Stop             []string        `json:"stop,omitempty"`
+	Seed             *int64          `json:"seed,omitempty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
+	Tools            json.RawMessage `json:"tools,omitempty"`
+	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *streamOptions  `json:"stream_options,omitempty"`
+}
+
+// Honours reports the settings beyond sampling that this runner passes on: an
+// OpenAI-compatible server takes response_format (JSON mode and JSON schemas), and images
+// when the operator said its model reads them.
+func (u *Runner) Honours(setting string) bool {
+	return setting == "response_format" || setting == "images" && u.cfg.Images || setting == "tools" && u.cfg.Tools
+}
+
+// message is one chat message as the upstream reads it: content a string, or text and
+// image_url parts when the message shows images.
+type message struct {
+	Role       string          `json:"role"`
+	Content    any             `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// inlineImages fetches each image a message names by an http(s) URL through the service's
+// fetcher (which refuses private addresses and reads the account's uploads) and sends it as a
+// data: URL, so the upstream fetches nothing on a caller's behalf. An image that cannot be
+// fetched, or is not an image, is the model's refusal of the request as written.
+func inlineImages(ctx context.Context, env runners.Env, msgs []catalog.Message) error {
+	for i, m := range msgs {
+		for k, u := range m.Images {
+			if strings.HasPrefix(u, "data:") {
+				continue
+			}
+			refuse := func(msg string) error {
+				return &runners.Refusal{Code: "invalid_input", Detail: []runners.Violation{{Loc: []string{"body", "messages", fmt.Sprint(i), "content"},
+					Msg: fmt.Sprintf("The image %d of messages[%d] %s.", k, i, msg), Type: "invalid_input"}}}
+			}
+			if env.Inputs == nil {
+				return &runners.Failure{Code: "run_failed", Message: "No fetcher is configured for images."}
+			}
+			data, ct, err := env.Inputs.Fetch(ctx, u)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				return refuse("could not be fetched")
+			}
+			if !strings.HasPrefix(ct, "image/") {
+				return refuse("is not an image")
+			}
+			m.Images[k] = "data:" + ct + ";base64," + base64.StdEncoding.EncodeToString(data)
+		}
+	}
+	return nil
+}
+
+func messages(msgs []catalog.Message) []message {
+	out := make([]message, len(msgs))
+	for i, m := range msgs {
+		out[i] = message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+		if m.Content == "" && len(m.ToolCalls) > 0 {
+			out[i].Content = nil // an assistant message that only called tools
+		}
+		if len(m.Images) == 0 {
+			continue
+		}
+		parts := []any{}
+		if m.Content != "" {
+			parts = append(parts, map[string]any{"type": "text", "text": m.Content})
+		}
+		for _, u := range m.Images {
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": u}})
+		}
+		out[i].Content = parts
+	}
+	return out
 }
 
 type streamOptions struct {
@@ -88,8 +169,9 @@ type upstreamError struct {
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content string `json:"content"`
-			Refusal string `json:"refusal"`
+			Content   string          `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []toolCallPiece `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -101,8 +183,9 @@ type chunk struct {
 type completion struct {
 	Choices []struct {
 		Message *struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []any   `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -113,8 +196,52 @@ type completion struct {
 // answer is what the upstream wrote, from either kind of answer.
 type answer struct {
 	content, refusal strings.Builder
+	toolCalls        []any
+	pieces           []*toolCall // a stream's tool calls, put together by index
 	finish           string
 	usage            *usage
+}
+
+// toolCallPiece is one streamed piece of a tool call: its index, then its id, name and the
+// arguments' text in pieces.
+type toolCallPiece struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type toolCall struct {
+	id, name  string
+	arguments strings.Builder
+}
+
+// addPiece adds a streamed piece to the call at its index.
+func (a *answer) addPiece(p toolCallPiece) error {
+	if p.Index < 0 || p.Index > 127 {
+		return protocolError("sent a tool call at index %d", p.Index)
+	}
+	for len(a.pieces) <= p.Index {
+		a.pieces = append(a.pieces, &toolCall{})
+	}
+	c := a.pieces[p.Index]
+	c.id += p.ID
+	c.name += p.Function.Name
+	c.arguments.WriteString(p.Function.Arguments)
+	return nil
+}
+
+// calls answers the tool calls the upstream made, whole or put together from a stream.
+func (a *answer) calls() []any {
+	out := a.toolCalls
+	for _, c := range a.pieces {
+		out = append(out, map[string]any{"id": c.id, "type": "function",
+			"function": map[string]any{"name": c.name, "arguments": c.arguments.String()}})
+	}
+	return out
 }
 
 // chat asks the upstream for one answer: streamed when someone reads the text as it is written
@@ -125,9 +252,14 @@ type answer struct {
 func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.ChatInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "chat input: " + err.Error()}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
 	}
-	req := chatRequest{Model: u.cfg.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature, Stop: in.Stop}
+	if err := inlineImages(ctx, env, in.Messages); err != nil {
+		return runners.Result{}, err
+	}
+	req := chatRequest{Model: u.cfg.Model, Messages: messages(in.Messages), MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP,
+		Stop: in.Stop, Seed: in.Seed, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, ResponseFormat: in.ResponseFormat,
+		Tools: in.Tools, ToolChoice: in.ToolChoice}
 	if env.Text != nil {
 		req.Stream, req.StreamOptions = true, &streamOptions{IncludeUsage: true}
 	}
@@ -162,6 +294,9 @@ func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (ru
 	}
 	res := partial(a.content.String(), in, a.usage)
 	res.Document["finish_reason"] = a.finish
+	if calls := a.calls(); len(calls) > 0 {
+		res.Document["tool_calls"] = calls
+	}
 	return res, nil
 }
 
@@ -193,14 +328,15 @@ func kind(resp *http.Response) (io.Reader, bool) {
 // protocolError fails a run whose upstream answered 200 outside the protocol. It is not
 // retried: the same upstream answers the same way.
 func protocolError(format string, args ...any) error {
-	return &runners.Failure{Code: "run_failed", Message: "upstream " + fmt.Sprintf(format, args...)}
+	return &runners.Failure{Code: "run_failed", Message: "The model server answered outside the chat completions protocol.",
+		Cause: fmt.Errorf("upstream "+format, args...)}
 }
 
 // readWhole reads a whole answer (a chat.completion object).
 func readWhole(r io.Reader, text func(string), a *answer) error {
 	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
 	if err != nil {
-		return &runners.Failure{Code: "run_failed", Message: "upstream answer broke: " + err.Error(), Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's answer broke off.", Retryable: true, Cause: err}
 	}
 	var c completion
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -222,6 +358,7 @@ func readWhole(r io.Reader, text func(string), a *answer) error {
 	if ch.Message.Refusal != nil {
 		a.refusal.WriteString(*ch.Message.Refusal)
 	}
+	a.toolCalls = ch.Message.ToolCalls
 	if ch.FinishReason != nil {
 		a.finish = *ch.FinishReason
 	}
@@ -264,13 +401,18 @@ func readStream(r io.Reader, text func(string), a *answer) error {
 				}
 			}
 			a.refusal.WriteString(ch.Delta.Refusal)
+			for _, p := range ch.Delta.ToolCalls {
+				if err := a.addPiece(p); err != nil {
+					return err
+				}
+			}
 			if ch.FinishReason != nil {
 				a.finish = *ch.FinishReason
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &runners.Failure{Code: "run_failed", Message: "upstream stream broke: " + err.Error(), Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's stream broke off.", Retryable: true, Cause: err}
 	}
 	if events == 0 {
 		return protocolError("answered neither a chat completion nor a stream of one")
@@ -278,7 +420,7 @@ func readStream(r io.Reader, text func(string), a *answer) error {
 	if !done && a.finish == "" {
 		// Neither the closing [DONE] nor a finish reason: the answer was cut short, or was
 		// never a stream of this protocol.
-		return &runners.Failure{Code: "run_failed", Message: "upstream stream ended before the answer did", Retryable: true}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's stream ended before the answer did.", Retryable: true}
 	}
 	return nil
 }
@@ -309,7 +451,7 @@ func partial(content string, in catalog.ChatInput, got *usage) runners.Result {
 func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, error) {
 	var in catalog.EmbeddingsInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "embeddings input: " + err.Error()}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
 	}
 	body, _ := json.Marshal(map[string]any{"model": u.cfg.Model, "input": in.Input, "encoding_format": "float"})
 	resp, err := u.post(ctx, "/embeddings", body)
@@ -325,7 +467,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 		Usage *usage `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&out); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "upstream sent an unreadable answer: " + err.Error()}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server answered outside the embeddings protocol.", Cause: err}
 	}
 	if len(out.Data) != len(in.Input) {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream answered %d vectors for %d inputs", len(out.Data), len(in.Input))}
@@ -333,7 +475,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 	vecs := make([]any, len(out.Data))
 	for _, d := range out.Data {
 		if d.Index < 0 || d.Index >= len(vecs) {
-			return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "upstream answered a vector out of range"}
+			return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server answered a vector out of range."}
 		}
 		vecs[d.Index] = d.Embedding
 	}
@@ -362,7 +504,7 @@ func release(resp *http.Response) {
 func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.cfg.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, &runners.Failure{Code: "run_failed", Message: err.Error()}
+		return nil, &runners.Failure{Code: "run_failed", Message: "The request to the model server could not be made.", Cause: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if u.cfg.APIKey != "" {
@@ -373,7 +515,7 @@ func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Resp
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &runners.Failure{Code: "run_failed", Message: "upstream unreachable: " + err.Error(), Retryable: true}
+		return nil, &runners.Failure{Code: "run_failed", Message: "The model server could not be reached.", Retryable: true, Cause: err}
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -401,7 +543,9 @@ func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Resp
 		}
 		return nil, &runners.Refusal{Code: code, Detail: []runners.Violation{{Loc: []string{"body"}, Msg: "The model refused the request: " + msg, Type: code}}}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream busy (%d): %s", resp.StatusCode, msg), Retryable: true}
+		return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server is busy or failing (status %d).", resp.StatusCode),
+			Retryable: true, Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}
 	}
-	return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream answered %d: %s", resp.StatusCode, msg)}
+	return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server answered status %d.", resp.StatusCode),
+		Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}
 }

@@ -1,0 +1,237 @@
+package compatapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+)
+
+type responsesRequest struct {
+	Model           string          `json:"model"`
+	Input           json.RawMessage `json:"input"`
+	Instructions    string          `json:"instructions"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Temperature     *float64        `json:"temperature"`
+	TopP            *float64        `json:"top_p"`
+	Stream          bool            `json:"stream"`
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	User json.RawMessage `json:"user"`
+	// Function tools, in the Responses protocol's flat form (responsesTools).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	// Settings of the protocol that no model here honours: refused with their param.
+	Text               json.RawMessage `json:"text"`
+	PreviousResponseID json.RawMessage `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Background         json.RawMessage `json:"background"`
+	TopLogprobs        json.RawMessage `json:"top_logprobs"`
+}
+
+// input checks the request and builds the chat input it asks for.
+func (req responsesRequest) input() (catalog.ChatInput, error) {
+	if err := refuseUnoffered([]setting{
+		{"previous_response_id", req.PreviousResponseID, []string{"null"}},
+		{"conversation", req.Conversation, []string{"null"}},
+		{"background", req.Background, []string{"null", "false"}},
+		{"top_logprobs", req.TopLogprobs, []string{"null", "0"}},
+	}); err != nil {
+		return catalog.ChatInput{}, err
+	}
+	format, err := textFormat(req.Text)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
+	tools, choice, err := responsesTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		return catalog.ChatInput{}, err
+	}
+	cr := chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, User: req.User,
+		ResponseFormat: format, Tools: tools, ToolChoice: choice}
+	if req.Reasoning != nil {
+		cr.ReasoningEffort = req.Reasoning.Effort
+	}
+	in, err := cr.input()
+	if err != nil {
+		return in, err
+	}
+	msgs, err := responsesInput(req.Input)
+	if err != nil {
+		return in, err
+	}
+	if req.Instructions != "" {
+		msgs = append([]catalog.Message{{Role: "system", Content: req.Instructions}}, msgs...)
+	}
+	for i, m := range msgs {
+		if err := checkMessage(i, m.Content); err != nil {
+			return in, err
+		}
+	}
+	in.Messages = msgs
+	return in, nil
+}
+
+// responses answers the Responses protocol over a chat call, whole or streamed as its events.
+func (h *Handler) responses() handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+		var req responsesRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		in, err := req.input()
+		if err != nil {
+			return err
+		}
+		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
+			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
+		if err != nil {
+			return err
+		}
+		defer call.Close()
+		if req.Stream {
+			h.streamResponse(w, r, call, req)
+			return nil
+		}
+		out, err := call.Result(r.Context())
+		if err != nil {
+			return err
+		}
+		setCallHeaders(w, call)
+		httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out, false))
+		return nil
+	}
+}
+
+// responseObject is the protocol's response object of a call: in progress while out is nil,
+// else settled (completed, or incomplete when the output budget ran out). Its output is the
+// message, left out when the model only called tools (unless streamed, which opened it), then
+// a function_call item per call.
+func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome, streamed bool) map[string]any {
+	o := map[string]any{
+		"id": "resp_" + j.ID, "object": "response", "created_at": created(j), "status": "in_progress",
+		"incomplete_details": nil, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
+		"max_output_tokens": req.MaxOutputTokens, "temperature": req.Temperature, "top_p": req.TopP,
+		"parallel_tool_calls": false, "tool_choice": "auto", "tools": echoTools(req.Tools), "output": []any{}, "usage": nil,
+	}
+	if out == nil {
+		return o
+	}
+	o["status"] = "completed"
+	if out.FinishReason == "length" {
+		o["status"], o["incomplete_details"] = "incomplete", map[string]any{"reason": "max_output_tokens"}
+	}
+	output := []any{}
+	if out.Content != "" || len(out.ToolCalls) == 0 || streamed {
+		output = append(output, messageItem(j, o["status"].(string), out.Content))
+	}
+	for k, c := range out.ToolCalls {
+		output = append(output, functionCallItem(j, k, c, "completed"))
+	}
+	o["output"] = output
+	o["usage"] = map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens,
+		"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
+		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	return o
+}
+
+// messageItem is the assistant's output message; text is its one output_text part.
+func messageItem(j jobs.Job, status, text string) map[string]any {
+	content := []any{}
+	if status != "in_progress" {
+		content = []any{textPart(text)}
+	}
+	return map[string]any{"type": "message", "id": "msg_" + j.ID, "status": status, "role": "assistant", "content": content}
+}
+
+func textPart(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+}
+
+// textFormat reads the Responses protocol's text.format as chat completions' response_format:
+// json_schema's name, schema, strict and description move under json_schema.
+func textFormat(raw json.RawMessage) (json.RawMessage, error) {
+	if c := compact(raw); c == "" || c == "null" || c == "{}" {
+		return nil, nil
+	}
+	var t struct {
+		Format    map[string]json.RawMessage `json:"format"`
+		Verbosity json.RawMessage            `json:"verbosity"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return nil, apierr.Newf(apierr.InvalidBody, "text must be an object with a format.").With("param", "text")
+	}
+	if v := compact(t.Verbosity); v != "" && v != "null" && v != `"medium"` {
+		return nil, apierr.Newf(apierr.InvalidBody, "text.verbosity is not supported by the models of this service.").With("param", "text.verbosity")
+	}
+	typ := compact(t.Format["type"])
+	if typ != `"json_schema"` {
+		b, _ := json.Marshal(t.Format)
+		return b, nil
+	}
+	inner := map[string]json.RawMessage{}
+	for k, v := range t.Format {
+		if k != "type" {
+			inner[k] = v
+		}
+	}
+	return json.Marshal(map[string]any{"type": "json_schema", "json_schema": inner})
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// responsesInput reads `input`: a string, or a list of messages.
+func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, apierr.Newf(apierr.InputRequired, "input is required.")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []catalog.Message{{Role: "user", Content: s}}, nil
+	}
+	var items []inputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		var own shapeRefusal
+		if errors.As(err, &own) {
+			return nil, apierr.Newf(apierr.InputInvalid, "input: %s", string(own))
+		}
+		return nil, apierr.Newf(apierr.InputInvalid, "input must be a string or a list of messages, each with a role and content.")
+	}
+	var out []catalog.Message
+	for i, it := range items {
+		if it.Type == "function_call" || it.Type == "function_call_output" {
+			var err error
+			if out, err = toolItem(out, i, it); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if it.Type != "" && it.Type != "message" {
+			return nil, apierr.Newf(apierr.InputInvalid, "input[%d] type %q is not offered; send messages and function call items.", i, apierr.Excerpt(it.Type))
+		}
+		role := it.Role
+		if role == "developer" {
+			role = "system"
+		}
+		if len(it.Content.images) > 0 && role != "user" {
+			return nil, apierr.Newf(apierr.InputInvalid, "input[%d]: only a user message may hold images.", i)
+		}
+		out = append(out, catalog.Message{Role: role, Content: it.Content.text, Images: it.Content.images})
+	}
+	if len(out) == 0 {
+		return nil, apierr.Newf(apierr.InputRequired, "input holds no message.")
+	}
+	return out, nil
+}
