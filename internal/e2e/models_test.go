@@ -42,6 +42,12 @@ type modelsHarness struct {
 
 func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Helper()
+	return newModelsHarnessOn(t, db, blobs.NewMemory())
+}
+
+// newModelsHarnessOn is newModelsHarness keeping files in bucket.
+func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket) *modelsHarness {
+	t.Helper()
 	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
 	var queueH, syncH, apiH http.Handler
 	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
@@ -50,7 +56,6 @@ func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Cleanup(api.Close)
 	t.Cleanup(h.sync.Close)
 	t.Cleanup(h.queue.Close)
-	bucket := blobs.NewMemory()
 	t.Cleanup(func() { _ = bucket.Close() })
 	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, quietLog())
 	cfg := server.Config{Roles: server.Every(), Secret: secret, NoRateLimits: true,

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Job is what a runner is handed: one validated request with its defaults applied.
@@ -109,12 +110,35 @@ func (e *Refusal) Error() string {
 
 // Failure is a run that failed for a reason other than the request as written.
 type Failure struct {
-	Code      string // error code, e.g. runner_failed, upstream_busy
+	Code string // error code, e.g. runner_failed, upstream_busy
+	// Message is written for the person who sent the job: it reaches job reads, events and
+	// the console, so it never holds an error chain or a path of the server.
 	Message   string
 	Retryable bool // true when the model was busy and the job may be tried again
+	// Err is the cause behind Message, for the operator's log; it is never shown.
+	Err error
 }
 
 func (e *Failure) Error() string { return e.Code + ": " + e.Message }
+
+// Unwrap is the cause, for errors.Is and errors.As.
+func (e *Failure) Unwrap() error { return e.Err }
+
+// Internal is a failure of the service's own making (an encoder, a file the runner needs):
+// what says so to the person is what, the cause goes to the log.
+func Internal(what string, err error) *Failure {
+	return &Failure{Code: "runner_failed", Message: what + " failed on our side; the job was refunded.", Err: err}
+}
+
+// OutputNotStored is the failure of a run whose output could not be stored (err, from the
+// output store): a sentence that says whether the storage is full, and the cause for the log.
+func OutputNotStored(err error) *Failure {
+	msg := "The output could not be stored; the job was refunded. Send the request again later."
+	if errors.Is(err, syscall.ENOSPC) {
+		msg = "The output could not be stored: the service's storage is full. The job was refunded; send the request again later."
+	}
+	return &Failure{Code: "run_failed", Message: msg, Retryable: true, Err: err}
+}
 
 // ErrUnknownModel is returned by a Registry asked for a slug it has no runner for.
 var ErrUnknownModel = errors.New("runners: no runner for model")

@@ -244,7 +244,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.usage.MaxExportRows = cfg.UsageExportRows
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
 		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
-		Ready: []accountapi.Pinger{d.DB}, Now: d.Now, Log: d.Log}
+		Ready: []accountapi.Pinger{d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any

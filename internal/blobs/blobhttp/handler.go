@@ -119,12 +119,32 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		return
 	}
 	if err != nil {
-		httpapi.WriteError(w, r, fmt.Errorf("blobhttp: store %s: %w", key, err))
+		httpapi.WriteError(w, r, storeFailed(key, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "file", "path": key, "content_type": info.ContentType, "bytes": info.Size})
+}
+
+// storeFullRetrySeconds is the Retry-After of an upload refused because the storage is full.
+const storeFullRetrySeconds = 60
+
+// storeFailed answers an upload the store could not keep. Uploads charge nothing, and the
+// link stays usable until a file lands, so the answer says both: on a full disk 503
+// service_busy with a Retry-After, otherwise 500 internal with charged no. The cause (it names
+// paths of the server) goes to the log only.
+func storeFailed(key string, err error) *apierr.Error {
+	cause := fmt.Errorf("blobhttp: store %s: %w", key, err)
+	if blobs.IsFull(err) {
+		e := apierr.Newf(apierr.ServiceBusy, "The file could not be stored: the service's storage is full. Nothing was charged; send it again later with the same link.").
+			WithRetryAfter(storeFullRetrySeconds)
+		e.Status = http.StatusServiceUnavailable
+		return e.Wrap(cause)
+	}
+	e := apierr.Newf(apierr.Internal, "The file could not be stored. Nothing was charged; send it again with the same link.")
+	e.Charged = apierr.ChargedNo
+	return e.Wrap(cause)
 }
 
 // writeLinkErr answers a refused signed link with a catalogued code, in the error body of

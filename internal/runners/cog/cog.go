@@ -605,7 +605,7 @@ func (c *converter) store(ctx context.Context, ct string, data []byte) (any, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &runners.Failure{Code: "runner_failed", Message: "The model's output could not be stored.", Retryable: true}
+		return nil, runners.OutputNotStored(err)
 	}
 	c.files = append(c.files, runners.File{Key: key, ContentType: ct, Bytes: int64(len(data))})
 	return map[string]any{"storage_key": key, "content_type": ct, "file_size": len(data)}, nil
