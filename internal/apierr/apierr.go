@@ -258,6 +258,10 @@ func ShouldNotRetry(r Retry) bool {
 // WithRetryAfter sets the Retry-After seconds and returns e.
 func (e *Error) WithRetryAfter(seconds int) *Error { e.RetryAfter = seconds; return e }
 
+// WithStatus sets the status where the spec gives a code two (service_busy 429 or 503) and
+// returns e.
+func (e *Error) WithStatus(status int) *Error { e.Status = status; return e }
+
 // WithCharged sets the body's charged value where the outcome is known and returns e.
 func (e *Error) WithCharged(v any) *Error { e.Charged = v; return e }
 

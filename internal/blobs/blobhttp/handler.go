@@ -138,8 +138,7 @@ func storeFailed(key string, err error) *apierr.Error {
 	cause := fmt.Errorf("blobhttp: store %s: %w", key, err)
 	if blobs.IsFull(err) {
 		e := apierr.Newf(apierr.ServiceBusy, "The file could not be stored: the service's storage is full. Nothing was charged; send it again later with the same link.").
-			WithRetryAfter(storeFullRetrySeconds)
-		e.Status = http.StatusServiceUnavailable
+			WithRetryAfter(storeFullRetrySeconds).WithStatus(http.StatusServiceUnavailable)
 		return e.Wrap(cause)
 	}
 	e := apierr.Newf(apierr.Internal, "The file could not be stored. Nothing was charged; send it again with the same link.")
