@@ -21,7 +21,12 @@ type Handler struct {
 	Store  blobs.Store
 	Signer *blobs.Signer
 	Now    func() time.Time // nil: time.Now
+	// Verify decodes each uploaded image in full before the store keeps it.
+	Verify *blobs.Verifier
 }
+
+// verifySlots is how many uploaded images are decoded at once (each holds its pixels).
+const verifySlots = 2
 
 // New returns the handler; mount it so that the request path starts with the path of
 // signer's public base (e.g. mux.Handle("/files/", h)).
@@ -29,7 +34,7 @@ func New(store blobs.Store, signer *blobs.Signer, now func() time.Time) *Handler
 	if now == nil {
 		now = time.Now
 	}
-	return &Handler{Store: store, Signer: signer, Now: now}
+	return &Handler{Store: store, Signer: signer, Now: now, Verify: blobs.NewVerifier(verifySlots)}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -109,13 +114,19 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 	}
 	// Create, not Put: one file per link. A PUT that fails (too large, cut off) stores
 	// nothing, so the link stays usable for a retry until one lands.
-	info, err := h.Store.Create(r.Context(), key, q.ContentType, body)
+	verified := h.Verify.Reader(r.Context(), q.ContentType, body)
+	defer verified.Close()
+	info, err := h.Store.Create(r.Context(), key, q.ContentType, verified)
 	if errors.Is(err, blobs.ErrExists) {
 		writeLinkErr(w, r, q, blobs.ErrLinkUsed)
 		return
 	}
 	if errors.As(err, &mbe) {
 		writeLinkErr(w, r, q, blobs.ErrLinkTooLarge)
+		return
+	}
+	if errors.Is(err, blobs.ErrBytesNotDeclaredType) {
+		writeLinkErr(w, r, q, blobs.ErrBytesNotDeclaredType)
 		return
 	}
 	if err != nil {
@@ -167,7 +178,7 @@ func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err err
 	case errors.Is(err, blobs.ErrLinkUsed):
 		e = apierr.Newf(apierr.Expired, "This upload link was already used (a link writes its file once): ask POST /v1/uploads for a new one.").With("reason", "link_used")
 	case errors.Is(err, blobs.ErrBytesNotDeclaredType):
-		e = apierr.Newf(apierr.UnknownContentType, "The bytes sent are not a %s file.", q.ContentType).With("accepted", []string{q.ContentType})
+		e = apierr.Newf(apierr.UnknownContentType, "The bytes sent are not a readable %s file.", q.ContentType).With("accepted", []string{q.ContentType})
 	case errors.Is(err, blobs.ErrLinkTooLarge):
 		e = apierr.Newf(apierr.BodyTooLarge, "The body is larger than this link allows (%d bytes).", q.MaxBytes).With("limit_bytes", q.MaxBytes)
 	default:
