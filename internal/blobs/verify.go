@@ -2,8 +2,8 @@ package blobs
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"

@@ -52,7 +52,9 @@ func (t admissionTx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) err
 // runs and is charged once.
 func TestERR55_ServiceBusyWhenAdmissionCannotRun(t *testing.T) {
 	var failCount, failCharge atomic.Bool
-	wrap := func(s jobs.Store) jobs.Store { return &admissionFaults{Store: s, failCount: &failCount, failCharge: &failCharge} }
+	wrap := func(s jobs.Store) jobs.Store {
+		return &admissionFaults{Store: s, failCount: &failCount, failCharge: &failCharge}
+	}
 	each(t, options{store: wrap}, func(t *testing.T, h *harness) {
 		before, n := h.balance(), h.countJobs()
 		body := `{"positivePrompt":"ok","idempotency_key":"admit-1"}`
