@@ -78,6 +78,10 @@ type Error struct {
 	Charged any
 	// Status overrides the catalogue status where the spec gives two (e.g. service_busy 429/503).
 	Status int
+	// Retry overrides the catalogue's retry where the outcome is known: the read of a job that
+	// failed with a code the catalogue advises resending under the same key answers new_key,
+	// because the same key replays the failed job (spec 01, idempotency_key).
+	Retry Retry
 	cause  error
 }
 
@@ -188,6 +192,14 @@ func (e *Error) Text() string {
 
 // Entry returns the catalogue row of e.
 func (e *Error) Entry() Entry { return Lookup(e.Code) }
+
+// Advice is the retry the answer carries: the override when set, the catalogue's otherwise.
+func (e *Error) Advice() Retry {
+	if e.Retry != "" {
+		return e.Retry
+	}
+	return e.Entry().Retry
+}
 
 // As reports whether err is (or wraps) a catalogued error and returns it.
 func As(err error) (*Error, bool) {

@@ -41,6 +41,13 @@ Every other JSON body (webhooks, uploads, chat, embeddings, studio, the compatib
 the input of a chat or embeddings model) may hold at most 50,000 values and nest at most 64
 levels deep; beyond that it is refused ` + "`invalid_body`" + ` carrying ` + "`limit`" + `, before it is decoded.
 
+## The advice on a failed job
+
+The ` + "`retry`" + ` column is the advice where a code refuses a submit. A job that ran and failed keeps its
+idempotency key: the same key replays the failure. So the read of a failed job whose code advises
+` + "`same_key`" + ` or ` + "`after_retry_after`" + ` (` + "`vendor_budget_exhausted`" + `, for one) answers ` + "`retry: new_key`" + `
+instead, with ` + "`charged: refunded`" + ` when the job had been charged.
+
 ## Codes
 
 | Code | Status | error_type | retry | charged | Carries | Meaning |

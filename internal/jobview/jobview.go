@@ -7,6 +7,7 @@ package jobview
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -251,6 +252,15 @@ func Failure(j jobs.Job) *apierr.Error {
 		code = apierr.RunFailed
 	}
 	e := &apierr.Error{Code: code, Message: j.ErrorMessage}
+	if r := e.Entry().Retry; r == apierr.RetrySameKey || r == apierr.RetryAfterRetryAfter {
+		// The code says a resend may succeed, but the same key replays this failed job:
+		// the advice is a new key (nothing stands: a failed job is refunded).
+		e.Retry = apierr.RetryNewKey
+		e.Message = strings.TrimSpace(j.ErrorMessage + " Resend under a new idempotency key: this one replays the failed job.")
+		if j.Reserved > 0 {
+			e.Charged = apierr.ChargedRefunded
+		}
+	}
 	if !apierr.Known(code) || len(j.ErrorDetail) > 0 {
 		e.Code = code
 		e.Status = 422

@@ -409,7 +409,7 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 		// A model server (or the vendor behind it) out of budget or quota answers 402:
 		// vendor_budget_exhausted, the model at capacity until its budget is topped up.
 		return prediction{}, &runners.Failure{Code: "vendor_budget_exhausted",
-			Message: "The model's provider is out of budget for now; resend later with the same idempotency key.", Retryable: true}
+			Message: "The model's provider is out of budget for now; the job was refunded.", Retryable: true}
 	case resp.StatusCode == http.StatusUnprocessableEntity:
 		return prediction{}, refusal(data)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
