@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelexec/modelexec/internal/blobs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,6 +41,8 @@ type ServeCmd struct {
 	Plans            string            `help:"Plans file replacing the built-in plan figures (start from the output of 'modelexec plans')." type:"existingfile"`
 	ModelConcurrency int               `help:"Jobs of one model this process runs at once (default: the plans' model_concurrency, 4 as shipped)."`
 	UsageExportRows  int               `help:"Most rows one usage export (GET /v1/usage/export) holds; a window with more is refused with export_too_large (default 100000)."`
+	RetainOutputs    time.Duration     `default:"720h" help:"How long a job's output files are kept after it finished (0 keeps them forever); the result of an older job answers 410 expired. Jobs and ledger entries are kept."`
+	RetainUploads    time.Duration     `default:"168h" help:"How long uploaded files are kept (0 keeps them forever)."`
 	MetricsAddr      string            `help:"Operator listener for Prometheus /metrics and /debug/pprof (e.g. 127.0.0.1:9090); off when empty. Never expose it publicly."`
 }
 
@@ -100,7 +103,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate,
-		UsageExportRows: c.UsageExportRows}, nil
+		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

@@ -38,6 +38,9 @@ type Handler struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 	OpenAPI []byte // the whole contract, built once at start
+	// RetainOutputs is how long output files are kept after their job finished (0: forever);
+	// the assets of an older job answer 410 expired.
+	RetainOutputs time.Duration
 
 	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json

@@ -48,7 +48,7 @@ func TestERR_FullDiskAnswersInWords(t *testing.T) {
 			}
 			return nil
 		})
-		m := newModelsHarnessOn(t, db, bucket)
+		m := newModelsHarnessOn(t, db, bucket, nil)
 		if r := m.call(http.MethodGet, m.api.URL+"/readyz", ""); r.Code != http.StatusOK {
 			t.Fatalf("readyz with room: %d %s", r.Code, r.Raw)
 		}

@@ -42,11 +42,12 @@ type modelsHarness struct {
 
 func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Helper()
-	return newModelsHarnessOn(t, db, blobs.NewMemory())
+	return newModelsHarnessOn(t, db, blobs.NewMemory(), nil)
 }
 
-// newModelsHarnessOn is newModelsHarness keeping files in bucket.
-func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket) *modelsHarness {
+// newModelsHarnessOn is newModelsHarness keeping files in bucket, with edit (when not nil)
+// applied to the server's configuration.
+func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket, edit func(*server.Config)) *modelsHarness {
 	t.Helper()
 	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
 	var queueH, syncH, apiH http.Handler
@@ -60,6 +61,9 @@ func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket) *mo
 	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, quietLog())
 	cfg := server.Config{Roles: server.Every(), Secret: secret, NoRateLimits: true,
 		PublicURLAPI: api.URL, PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL}
+	if edit != nil {
+		edit(&cfg)
+	}
 	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: h.auth, Now: h.clock.Now, Log: quietLog(), Bucket: bucket})
 	if err != nil {
 		t.Fatal(err)

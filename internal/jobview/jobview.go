@@ -6,6 +6,7 @@ package jobview
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -280,4 +281,26 @@ func Failure(j jobs.Job) *apierr.Error {
 		e.Charged = "refunded"
 	}
 	return e
+}
+
+// OutputsExpired is the answer for the result of a job whose output files the retention
+// deleted (keep after it finished; 0 keeps them forever): 410 expired, reason output_expired.
+// The job's record stays readable; nil while its files are kept, or when it has none.
+func OutputsExpired(j jobs.Job, keep time.Duration, now time.Time) *apierr.Error {
+	if keep <= 0 || j.FinishedAt == nil || j.Result == nil || len(j.Result.Files) == 0 || now.Sub(*j.FinishedAt) < keep {
+		return nil
+	}
+	return apierr.Newf(apierr.Expired, "This job's output files were deleted: outputs are kept %s after the job finished. The job's record stays readable.", keepText(keep)).
+		With("reason", "output_expired")
+}
+
+// keepText says a retention in days when it is whole days ("30 days"), as a duration otherwise.
+func keepText(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		if n := int(d / (24 * time.Hour)); n != 1 {
+			return fmt.Sprintf("%d days", n)
+		}
+		return "1 day"
+	}
+	return d.String()
 }

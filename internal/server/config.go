@@ -143,6 +143,10 @@ type Config struct {
 	// AllowanceEvery is the interval of the monthly allowance sweep (1 minute).
 	AllowanceEvery time.Duration
 
+	// Retain is how long output and upload files are kept (blobs.Retention; zero fields keep
+	// them forever). Processes with the worker role sweep older ones every hour.
+	Retain blobs.Retention
+
 	// UsageExportRows is the most rows one usage export (one file) holds; a window with more
 	// is refused with export_too_large (0: ledger.DefaultExportRows).
 	UsageExportRows int

@@ -244,7 +244,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.usage.MaxExportRows = cfg.UsageExportRows
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
 		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
-		Ready: []accountapi.Pinger{d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log}
+		Ready: []accountapi.Pinger{d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any
@@ -264,7 +264,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	if roles[RoleQueue] {
 		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit,
-			Webhooks: s.hookPolicy}
+			Webhooks: s.hookPolicy, RetainOutputs: cfg.Retain.Outputs}
 		s.handlers[RoleQueue] = q.Routes()
 	}
 	if roles[RoleSync] {
@@ -282,6 +282,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 			every = time.Minute
 		}
 		s.workers = append(s.workers, s.jobs.Run, allowanceWorker(d.DB, d.Now, every, d.Log))
+		sweeper := &blobs.Sweeper{Bucket: s.bucket, Retention: cfg.Retain, Now: d.Now, Log: d.Log}
+		s.workers = append(s.workers, sweeper.Run)
 	}
 	if roles[RoleWebhooks] {
 		s.workers = append(s.workers, hookWorkers...)
