@@ -37,6 +37,7 @@ type ServeCmd struct {
 	APIDisabled      bool              `help:"Answer every request 503 api_disabled (order of checks step 1)."`
 	DisableProduct   []string          `help:"Products to pause (api_disabled for their routes), e.g. --disable-product music."`
 	Cog              map[string]string `help:"Run a model on a Cog model server instead of the built-in runner: --cog image-4b=http://gpu-1:5000 (repeatable)."`
+	CogNoCancel      []string          `help:"Models of --cog whose Cog server has no cancel route (Cog versions before it): a cancel of a running job answers 400 cancel_unsupported and the job runs to its end." placeholder:"MODEL"`
 	Catalogue        string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
 	Plans            string            `help:"Plans file replacing the built-in plan figures (start from the output of 'modelexec plans')." type:"existingfile"`
 	ModelConcurrency int               `help:"Jobs of one model this process runs at once (default: the plans' model_concurrency, 4 as shipped)."`
@@ -101,7 +102,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 	return server.Config{Roles: roles, APIAddr: c.APIAddr, QueueAddr: c.QueueAddr, SyncAddr: c.SyncAddr,
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
-		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
+		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate,
 		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}}, nil
 }

@@ -131,6 +131,9 @@ type Config struct {
 
 	// Cog maps a model slug to the base URL of a Cog model server that runs it.
 	Cog map[string]string
+	// CogNoCancel lists the models of Cog whose server has no cancel route (Cog versions
+	// before it): a cancel of a running job of theirs answers 400 cancel_unsupported.
+	CogNoCancel []string
 
 	// OpenAIUpstream runs language models on OpenAI-compatible servers:
 	// model=URL[,key=...][,name=...] each (ParseUpstream).

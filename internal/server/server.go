@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -346,11 +347,17 @@ func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[st
 		if _, ok := cat.Model(slug); !ok {
 			return nil, nil, fmt.Errorf("--cog %s: no such model", slug)
 		}
-		rn, err := cog.New(cog.Config{BaseURL: base, WebhookURL: s.urls.API + "/internal/cog/" + slug})
+		rn, err := cog.New(cog.Config{BaseURL: base, WebhookURL: s.urls.API + "/internal/cog/" + slug,
+			CancelUnsupported: slices.Contains(s.cfg.CogNoCancel, slug)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cog %s: %w", slug, err)
 		}
 		reg[slug], cogs[slug] = rn, rn
+	}
+	for _, slug := range s.cfg.CogNoCancel {
+		if _, ok := s.cfg.Cog[slug]; !ok {
+			return nil, nil, fmt.Errorf("--cog-no-cancel %s: the model runs on no Cog server (give --cog %s=URL)", slug, slug)
+		}
 	}
 	if d.Runners != nil {
 		for slug, rn := range d.Runners(cat) {
