@@ -283,8 +283,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 			every = time.Minute
 		}
 		s.workers = append(s.workers, s.jobs.Run, allowanceWorker(d.DB, d.Now, every, d.Log))
-		sweeper := &blobs.Sweeper{Bucket: s.bucket, Retention: cfg.Retain, Now: d.Now, Log: d.Log}
-		s.workers = append(s.workers, sweeper.Run)
+		if cfg.Retain.Outputs > 0 || cfg.Retain.Uploads > 0 {
+			sweeper := &blobs.Sweeper{Bucket: s.bucket, Retention: cfg.Retain, Now: d.Now, Log: d.Log}
+			s.workers = append(s.workers, sweeper.Run)
+		}
 	}
 	if roles[RoleWebhooks] {
 		s.workers = append(s.workers, hookWorkers...)
