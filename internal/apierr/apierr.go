@@ -82,7 +82,7 @@ type Error struct {
 	// failed with a code the catalogue advises resending under the same key answers new_key,
 	// because the same key replays the failed job (spec 01, idempotency_key).
 	Retry Retry
-	cause  error
+	cause error
 }
 
 // New returns a catalogued error with the code's default message.
