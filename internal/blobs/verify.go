@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"golang.org/x/image/webp"
+	"golang.org/x/sync/semaphore"
 )
 
 // MaxVerifyPixels is the largest image an upload may declare (width × height); an image read
@@ -37,12 +38,16 @@ var imageCodecs = map[string]imageCodec{
 
 // Verifier decodes uploaded images in full while they stream to the store, so that a file
 // whose first bytes carry the right signature but whose rest is something else (a PNG
-// signature followed by HTML) is never kept. Decoding holds the image's pixels, so at most
-// slots decodes run at once; the others wait, and so do their uploads.
-type Verifier struct{ slots chan struct{} }
+// signature followed by HTML) is never kept. Decoding holds the image's pixels, so the images
+// being decoded at once hold at most a budget of pixels, counted from each one's header: small
+// images decode side by side, a large one waits for room (and its upload with it).
+type Verifier struct{ budget *semaphore.Weighted }
 
-// NewVerifier returns a Verifier running at most n decodes at once (1 when n < 1).
-func NewVerifier(n int) *Verifier { return &Verifier{slots: make(chan struct{}, max(n, 1))} }
+// NewVerifier returns a Verifier decoding at most pixels pixels at once (never less than
+// MaxVerifyPixels, so that every image it accepts fits).
+func NewVerifier(pixels int64) *Verifier {
+	return &Verifier{budget: semaphore.NewWeighted(max(pixels, MaxVerifyPixels))}
+}
 
 // Reader passes r through and, at its end, answers ErrBytesNotDeclaredType instead of io.EOF
 // when the bytes read are not one whole readable file of contentType (of a type it has no
@@ -69,14 +74,8 @@ func (v *Verifier) Reader(ctx context.Context, contentType string, r io.Reader) 
 }
 
 // decode reads the header, refuses a size beyond MaxVerifyPixels, then decodes the whole file
-// within one of the slots.
+// once the budget has room for its pixels.
 func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) error {
-	select {
-	case v.slots <- struct{}{}:
-		defer func() { <-v.slots }()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	head := &recorder{r: r}
 	cfg, err := codec.config(head)
 	if err != nil {
@@ -85,6 +84,11 @@ func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) er
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxVerifyPixels {
 		return fmt.Errorf("%w: %dx%d", ErrBytesNotDeclaredType, cfg.Width, cfg.Height)
 	}
+	pixels := int64(cfg.Width) * int64(cfg.Height)
+	if err := v.budget.Acquire(ctx, pixels); err != nil {
+		return err
+	}
+	defer v.budget.Release(pixels)
 	if _, err := codec.decode(io.MultiReader(bytes.NewReader(head.buf), r)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
 	}

@@ -31,7 +31,7 @@ func pngHeader(w, h uint32) []byte {
 // MaxVerifyPixels is refused from its header, before any pixel is held; a reader closed before
 // its end stops the decode; a type without a decoder passes as it is.
 func TestVerifierReader(t *testing.T) {
-	v := NewVerifier(1)
+	v := NewVerifier(MaxVerifyPixels)
 	var good bytes.Buffer
 	if err := png.Encode(&good, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
 		t.Fatal(err)
@@ -51,11 +51,36 @@ func TestVerifierReader(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The slot was given back: another decode runs.
+	// The pixels were given back: another decode runs.
 	if _, err := io.ReadAll(v.Reader(context.Background(), "image/png", bytes.NewReader(good.Bytes()))); err != nil {
 		t.Fatalf("after an abandoned decode: %v", err)
 	}
 	if got, err := io.ReadAll(v.Reader(context.Background(), "text/plain", bytes.NewReader([]byte("hi")))); err != nil || string(got) != "hi" {
 		t.Fatalf("text/plain: %q %v", got, err)
 	}
+}
+
+// TestVerifierBudget: a large image whose upload stalls holds its pixels, not the verifier:
+// small images decode beside it, and the large one still ends when its reader is closed.
+func TestVerifierBudget(t *testing.T) {
+	v := NewVerifier(MaxVerifyPixels)
+	slow, feed := io.Pipe()
+	big := v.Reader(context.Background(), "image/png", slow)
+	go func() { _, _ = feed.Write(pngHeader(6000, 6000)) }() // 36 Mpx declared, then nothing
+	head := make([]byte, 33)
+	if _, err := io.ReadFull(big, head); err != nil {
+		t.Fatal(err)
+	}
+	var small bytes.Buffer
+	if err := png.Encode(&small, image.NewGray(image.Rect(0, 0, 4, 4))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(v.Reader(context.Background(), "image/png", bytes.NewReader(small.Bytes()))); err != nil {
+		t.Fatalf("a small image beside a stalled large one: %v", err)
+	}
+	_ = feed.CloseWithError(io.ErrUnexpectedEOF)
+	if _, err := io.ReadAll(big); err == nil {
+		t.Fatal("a cut-off upload passed")
+	}
+	_ = big.Close()
 }

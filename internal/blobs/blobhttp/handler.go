@@ -25,8 +25,9 @@ type Handler struct {
 	Verify *blobs.Verifier
 }
 
-// verifySlots is how many uploaded images are decoded at once (each holds its pixels).
-const verifySlots = 2
+// verifyPixels is how many pixels the uploaded images decoded at once may hold together:
+// twice the largest image, about 320 MiB as RGBA.
+const verifyPixels = 2 * blobs.MaxVerifyPixels
 
 // New returns the handler; mount it so that the request path starts with the path of
 // signer's public base (e.g. mux.Handle("/files/", h)).
@@ -34,7 +35,7 @@ func New(store blobs.Store, signer *blobs.Signer, now func() time.Time) *Handler
 	if now == nil {
 		now = time.Now
 	}
-	return &Handler{Store: store, Signer: signer, Now: now, Verify: blobs.NewVerifier(verifySlots)}
+	return &Handler{Store: store, Signer: signer, Now: now, Verify: blobs.NewVerifier(verifyPixels)}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
