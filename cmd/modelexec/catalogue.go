@@ -28,7 +28,8 @@ func (c *CatalogueCmd) Run(e *env) error {
 }
 
 // loadCatalogue reads the catalogue serve runs: the built-in one, or the operator's file
-// (the shape of `modelexec catalogue`'s output), checked the same way.
+// (the shape of `modelexec catalogue`'s output), checked the same way and refused when it
+// shortens a time limit the built-in one publishes (VER-06).
 func loadCatalogue(path string, hosts catalog.Hosts) (*catalog.Catalog, error) {
 	if path == "" {
 		return catalog.Default(catalog.WithHosts(hosts))
@@ -39,6 +40,13 @@ func loadCatalogue(path string, hosts catalog.Hosts) (*catalog.Catalog, error) {
 	}
 	cat, err := catalog.Load(bytes.NewReader(b), catalog.WithHosts(hosts))
 	if err != nil {
+		return nil, fmt.Errorf("catalogue %s: %w", path, err)
+	}
+	published, err := catalog.Default(catalog.WithHosts(hosts))
+	if err != nil {
+		return nil, err
+	}
+	if err := catalog.KeepsLimits(published, cat); err != nil {
 		return nil, fmt.Errorf("catalogue %s: %w", path, err)
 	}
 	return cat, nil

@@ -3,16 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
 )
 
@@ -36,34 +40,8 @@ var fuzzMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http
 // a refusal must never amplify what was sent. Successful reads of the catalogue and its
 // OpenAPI documents are large by design and are not held to that bound.
 func FuzzSurfaces(f *testing.F) {
-	c := &ServeCmd{Roles: "api,queue,sync", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
-	c.Data, c.Secret = f.TempDir(), "fuzz-deployment-secret-0123456789"
+	surfaces, key := fuzzSurfaces(f)
 	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := c.open(ctx)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
-	svc, err := c.authService(db, false, log, utcNow)
-	if err != nil {
-		f.Fatal(err)
-	}
-	a, err := c.build(ctx, db, svc, log)
-	if err != nil {
-		f.Fatal(err)
-	}
-	// An account with no credits (nothing fuzzed ever runs a model) and no new-account limits.
-	if err := db.CreateAccount(ctx, auth.Account{ID: "acct_fuzz", Plan: auth.Ultimate, Status: auth.Live,
-		AllowancePeriod: "9999-12", CreatedAt: utcNow().Add(-72 * time.Hour)}); err != nil {
-		f.Fatal(err)
-	}
-	m, err := svc.Mint(ctx, auth.MintParams{AccountID: "acct_fuzz"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	surfaces := []http.Handler{a.Handler(server.RoleAPI), a.Handler(server.RoleQueue), a.Handler(server.RoleSync)}
-
 	for _, s := range []struct {
 		sel         uint8
 		suffix, hdr string
@@ -90,7 +68,7 @@ func FuzzSurfaces(f *testing.F) {
 			Host: "fuzz.test", RemoteAddr: "192.0.2.1:1234", RequestURI: u.RequestURI(),
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}).WithContext(ctx)
 		if sel&2 == 0 {
-			req.Header.Set("Authorization", "Bearer "+m.Key)
+			req.Header.Set("Authorization", "Bearer "+key)
 		}
 		if k, v, ok := strings.Cut(hdr, ":"); ok && validHeader(k, v) {
 			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -102,11 +80,80 @@ func FuzzSurfaces(f *testing.F) {
 		if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable {
 			t.Fatalf("%s %s (%d-byte body) answered %d: %.500s", method, u, len(body), rec.Code, rec.Body)
 		}
-		sent := len(u.String()) + len(hdr) + len(body) + len(m.Key)
+		sent := len(u.String()) + len(hdr) + len(body) + len(key)
 		if rec.Code >= 300 && rec.Body.Len() > 4*sent+8<<10 {
 			t.Fatalf("%s %s: a %d-byte request answered %d with %d bytes", method, u, sent, rec.Code, rec.Body.Len())
 		}
 	})
+}
+
+// fuzzSurfaces builds the three surfaces the way `modelexec serve` builds them, in process, and
+// mints a key of an account with no credits (nothing fuzzed ever runs a model) and no
+// new-account limits.
+func fuzzSurfaces(f *testing.F) ([]http.Handler, string) {
+	c := &ServeCmd{Roles: "api,queue,sync", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
+	c.Data, c.Secret = f.TempDir(), "fuzz-deployment-secret-0123456789"
+	c.Plans = unlimitedPlans(f, c.Data)
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	db, err := c.open(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	svc, err := c.authService(db, false, log, utcNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, err := c.build(ctx, db, svc, log)
+	if err != nil {
+		f.Fatal(err)
+	}
+	// An account with no credits (nothing fuzzed ever runs a model) and no new-account limits.
+	if err := db.CreateAccount(ctx, auth.Account{ID: "acct_fuzz", Plan: auth.Ultimate, Status: auth.Live,
+		AllowancePeriod: "9999-12", CreatedAt: utcNow().Add(-72 * time.Hour)}); err != nil {
+		f.Fatal(err)
+	}
+	m, err := svc.Mint(ctx, auth.MintParams{AccountID: "acct_fuzz"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return []http.Handler{a.Handler(server.RoleAPI), a.Handler(server.RoleQueue), a.Handler(server.RoleSync)}, m.Key
+
+}
+
+// unlimitedPlans writes, under dir, the shipped plans with every rate bucket and fuse raised
+// out of reach, so that a fuzzer's thousands of requests reach the routes behind them.
+func unlimitedPlans(f *testing.F, dir string) string {
+	var doc map[string]any
+	if err := json.Unmarshal(plans.Default().JSON(), &doc); err != nil {
+		f.Fatal(err)
+	}
+	var raise func(v any)
+	raise = func(v any) {
+		m, _ := v.(map[string]any)
+		for k, e := range m {
+			if _, isNum := e.(float64); isNum && (k == "burst" || k == "refill") {
+				m[k] = 1_000_000
+			}
+			raise(e)
+		}
+	}
+	raise(doc)
+	if fuse, ok := doc["instance_fuse"].(map[string]any); ok {
+		for k := range fuse {
+			fuse[k] = 1_000_000
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		f.Fatal(err)
+	}
+	path := filepath.Join(dir, "plans.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		f.Fatal(err)
+	}
+	return path
 }
 
 // validHeader reports whether k: v can be set on a request as a client could send it.

@@ -21,6 +21,10 @@ import (
 // otherwise the module version and VCS stamp the Go toolchain records are used.
 var version string
 
+// commit is set at link time by release builds (scripts/release) for a checkout the Go
+// toolchain cannot stamp (a git worktree, whose .git is a file); the build info's commit wins.
+var commit string
+
 // versionString describes this binary: version, commit, build time, Go and platform.
 func versionString() string {
 	v := version
@@ -44,6 +48,9 @@ func versionString() string {
 	}
 	if v == "" {
 		v = "(devel)"
+	}
+	if rev == "" {
+		rev = commit
 	}
 	out := "modelexec " + v
 	if rev != "" {

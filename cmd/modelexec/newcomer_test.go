@@ -24,6 +24,20 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestVersionNamesReleaseCommit: a release build's version and commit (set at link time by
+// scripts/release where the toolchain stamps no commit) are what --version prints.
+func TestVersionNamesReleaseCommit(t *testing.T) {
+	defer func(v, c string) { version, commit = v, c }(version, commit)
+	version, commit = "v1.2.3", "0123456789abcdef0123456789abcdef01234567"
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, func(string) string { return "" }, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.HasPrefix(got, "modelexec v1.2.3 0123456789ab ") {
+		t.Fatalf("--version printed %q", got)
+	}
+}
+
 // TestConsoleRefusesMissingDatabase: a console command run where no database is (the
 // wrong folder) says so and creates nothing; --create makes the database on purpose.
 func TestConsoleRefusesMissingDatabase(t *testing.T) {

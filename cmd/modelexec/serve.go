@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelexec/modelexec/internal/blobs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,10 +37,13 @@ type ServeCmd struct {
 	APIDisabled      bool              `help:"Answer every request 503 api_disabled (order of checks step 1)."`
 	DisableProduct   []string          `help:"Products to pause (api_disabled for their routes), e.g. --disable-product music."`
 	Cog              map[string]string `help:"Run a model on a Cog model server instead of the built-in runner: --cog image-4b=http://gpu-1:5000 (repeatable)."`
+	CogNoCancel      []string          `help:"Models of --cog whose Cog server has no cancel route (Cog versions before it): a cancel of a running job answers 400 cancel_unsupported and the job runs to its end." placeholder:"MODEL"`
 	Catalogue        string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
 	Plans            string            `help:"Plans file replacing the built-in plan figures (start from the output of 'modelexec plans')." type:"existingfile"`
 	ModelConcurrency int               `help:"Jobs of one model this process runs at once (default: the plans' model_concurrency, 4 as shipped)."`
 	UsageExportRows  int               `help:"Most rows one usage export (GET /v1/usage/export) holds; a window with more is refused with export_too_large (default 100000)."`
+	RetainOutputs    time.Duration     `default:"720h" help:"How long a job's output files are kept after it finished (0 keeps them forever); the result of an older job answers 410 expired. Jobs and ledger entries are kept."`
+	RetainUploads    time.Duration     `default:"168h" help:"How long uploaded files are kept (0 keeps them forever)."`
 	MetricsAddr      string            `help:"Operator listener for Prometheus /metrics and /debug/pprof (e.g. 127.0.0.1:9090); off when empty. Never expose it publicly."`
 }
 
@@ -98,9 +102,9 @@ func (c *ServeCmd) config() (server.Config, error) {
 	return server.Config{Roles: roles, APIAddr: c.APIAddr, QueueAddr: c.QueueAddr, SyncAddr: c.SyncAddr,
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
-		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
+		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, ReferenceModels: c.ReferenceModels || c.Dev, WebhookAllowPrivate: c.WebhookAllowPrivate,
-		UsageExportRows: c.UsageExportRows}, nil
+		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
@@ -37,6 +38,9 @@ type Handler struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 	OpenAPI []byte // the whole contract, built once at start
+	// RetainOutputs is how long output files are kept after their job finished (0: forever);
+	// the assets of an older job answer 410 expired.
+	RetainOutputs time.Duration
 
 	Webhooks *webhooks.Service // the webhooks routes; nil: not registered
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
@@ -89,17 +93,28 @@ func (h *Handler) openapi() http.Handler {
 	})
 }
 
+// readyz answers 200 when every dependency answers, and 503 with a Retry-After naming the first
+// that does not (a Pinger names itself with ReadyName; "dependency" otherwise), so a load
+// balancer stops sending work to a process whose database or storage cannot take it.
 func (h *Handler) readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		for _, p := range h.Ready {
 			if err := p.Ping(ctx); err != nil {
-				h.Log.Warn("not ready", "err", err)
-				httpapi.WriteJSON(w, r, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+				name := "dependency"
+				if n, ok := p.(interface{ ReadyName() string }); ok {
+					name = n.ReadyName()
+				}
+				h.Log.Warn("not ready", "check", name, "err", err)
+				w.Header().Set("Retry-After", strconv.Itoa(readyRetrySeconds))
+				httpapi.WriteJSON(w, r, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "unavailable": name})
 				return
 			}
 		}
 		httpapi.WriteJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
 	})
 }
+
+// readyRetrySeconds is the Retry-After of a 503 from /readyz: how soon asking again is useful.
+const readyRetrySeconds = 10

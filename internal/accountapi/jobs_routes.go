@@ -191,6 +191,9 @@ func (h *Handler) jobAssets() http.Handler {
 		if !j.Settled() {
 			return apierr.New(apierr.NotReady, "status", jobview.Record(j, h.URLs)["status"])
 		}
+		if e := jobview.OutputsExpired(j, h.RetainOutputs, h.Now()); e != nil {
+			return e
+		}
 		var files []runners.File
 		if j.Result != nil {
 			files = j.Result.Files

@@ -117,6 +117,11 @@ type whEnv struct {
 }
 
 func newWHEnv(t *testing.T, db *sqlstore.DB, roots *x509.CertPool) *whEnv {
+	return newWHEnvOn(t, db, roots, sqlstore.Webhooks{DB: db})
+}
+
+// newWHEnvOn is newWHEnv with the webhooks service over store (a store that fails on demand).
+func newWHEnvOn(t *testing.T, db *sqlstore.DB, roots *x509.CertPool, store webhooks.Store) *whEnv {
 	e := &whEnv{t: t, db: db, clock: &whClock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}, tlsCAs: roots}
 	lg := slog.New(slog.DiscardHandler)
 	e.auth = auth.NewService(db, auth.Format{Prefix: auth.DefaultPrefix}, auth.NewHasher("deployment-secret"), e.clock.Now, lg)
@@ -132,7 +137,7 @@ func newWHEnv(t *testing.T, db *sqlstore.DB, roots *x509.CertPool) *whEnv {
 	t.Cleanup(e.srv.Close)
 	e.base = e.srv.URL
 	policy := webhooks.AllowLoopbackForTests(t)
-	e.hooks, err = webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: e.ring, Clock: e.clock,
+	e.hooks, err = webhooks.NewService(webhooks.Config{Store: store, Keys: e.ring, Clock: e.clock,
 		Hosts: sqlstore.WebhookHosts{DB: db}, Policy: policy, PublicBaseURL: e.base, Logger: lg,
 		Sender: webhooks.NewSender(webhooks.SenderConfig{Policy: policy, RootCAs: roots})})
 	if err != nil {

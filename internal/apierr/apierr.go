@@ -78,7 +78,11 @@ type Error struct {
 	Charged any
 	// Status overrides the catalogue status where the spec gives two (e.g. service_busy 429/503).
 	Status int
-	cause  error
+	// Retry overrides the catalogue's retry where the outcome is known: the read of a job that
+	// failed with a code the catalogue advises resending under the same key answers new_key,
+	// because the same key replays the failed job (spec 01, idempotency_key).
+	Retry Retry
+	cause error
 }
 
 // New returns a catalogued error with the code's default message.
@@ -189,6 +193,14 @@ func (e *Error) Text() string {
 // Entry returns the catalogue row of e.
 func (e *Error) Entry() Entry { return Lookup(e.Code) }
 
+// Advice is the retry the answer carries: the override when set, the catalogue's otherwise.
+func (e *Error) Advice() Retry {
+	if e.Retry != "" {
+		return e.Retry
+	}
+	return e.Entry().Retry
+}
+
 // As reports whether err is (or wraps) a catalogued error and returns it.
 func As(err error) (*Error, bool) {
 	var e *Error
@@ -257,6 +269,10 @@ func ShouldNotRetry(r Retry) bool {
 
 // WithRetryAfter sets the Retry-After seconds and returns e.
 func (e *Error) WithRetryAfter(seconds int) *Error { e.RetryAfter = seconds; return e }
+
+// WithStatus sets the status where the spec gives a code two (service_busy 429 or 503) and
+// returns e.
+func (e *Error) WithStatus(status int) *Error { e.Status = status; return e }
 
 // WithCharged sets the body's charged value where the outcome is known and returns e.
 func (e *Error) WithCharged(v any) *Error { e.Charged = v; return e }

@@ -32,8 +32,21 @@ On the queue and synchronous hosts a refusal of what the request says is 422 wit
 ` + "`{loc, msg, type}`" + ` entry per problem found. The list holds at most ` + fmt.Sprint(apierr.MaxDetail) + ` entries. When more problems
 were found, it ends with one more entry of type ` + "`" + apierr.DetailTruncatedType + "`" + ` whose ` + "`msg`" + ` says how many
 were left out, and the body carries ` + "`detail_truncated`" + ` with that count. Fix the listed problems and
-send again to see the rest. A body holding more than 10,000 keys is refused from its top-level
-fields alone.
+send again to see the rest. A model input holding more than 10,000 keys or 10,000 values (at
+every depth), or nesting more than 32 levels deep, is refused from its top-level fields alone,
+before it is decoded: the unknown fields are listed, or, when every field is known, one entry of
+type ` + "`too_long`" + ` says which bound the body is over.
+
+Every other JSON body (webhooks, uploads, chat, embeddings, studio, the compatibility surface, and
+the input of a chat or embeddings model) may hold at most 50,000 values and nest at most 64
+levels deep; beyond that it is refused ` + "`invalid_body`" + ` carrying ` + "`limit`" + `, before it is decoded.
+
+## The advice on a failed job
+
+The ` + "`retry`" + ` column is the advice where a code refuses a submit. A job that ran and failed keeps its
+idempotency key: the same key replays the failure. So the read of a failed job whose code advises
+` + "`same_key`" + ` or ` + "`after_retry_after`" + ` (` + "`vendor_budget_exhausted`" + `, for one) answers ` + "`retry: new_key`" + `
+instead, with ` + "`charged: refunded`" + ` when the job had been charged.
 
 ## Codes
 

@@ -52,6 +52,8 @@ type backend interface {
 	open(ctx context.Context, key string) (io.ReadCloser, Info, error)
 	stat(ctx context.Context, key string) (Info, error)
 	delete(ctx context.Context, key string) error
+	// list calls fn for every file under prefix with the time it was last written.
+	list(ctx context.Context, prefix string, fn func(key string, modTime time.Time)) error
 	close() error
 }
 

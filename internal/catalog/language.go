@@ -231,6 +231,9 @@ var roles = []string{"system", "user", "assistant", "developer", "tool"}
 // validateLanguage checks a language job's input and fills it: the chat output budget, the
 // token counts. Refusals are catalogued errors, decided before any charge.
 func (m *Model) validateLanguage(raw []byte) (Input, error) {
+	if err := languageOversized(raw); err != nil {
+		return Input{}, err
+	}
 	l := m.lang
 	var out any
 	switch l.Kind {

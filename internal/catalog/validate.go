@@ -118,8 +118,8 @@ func (m *Model) Validate(raw []byte, now time.Time, rnd func() uint32) (Input, [
 		return in, nil, err
 	}
 	c := m.contract
-	if n := jsonscan.Count(raw); n > MaxMembers && json.Valid(raw) && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
-		return Input{}, nil, c.tooManyMembers(raw, n)
+	if why := oversized(jsonscan.Measure(raw)); why != "" && json.Valid(raw) && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		return Input{}, nil, c.tooLarge(raw, why)
 	}
 	sentV, err := decode(raw)
 	if err != nil {

@@ -33,7 +33,7 @@ func (m Meter) Run(ctx context.Context, job runners.Job, env runners.Env) (runne
 	}
 	q, err := m.Model.Quote(catalog.Input{JSON: job.Input})
 	if err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "quote: " + err.Error()}
+		return runners.Result{}, runners.Internal("Pricing the conversation", err)
 	}
 	if m.Hub != nil {
 		env.Text = m.Hub.Writer(job.ID)

@@ -42,6 +42,13 @@ type modelsHarness struct {
 
 func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Helper()
+	return newModelsHarnessOn(t, db, blobs.NewMemory(), nil)
+}
+
+// newModelsHarnessOn is newModelsHarness keeping files in bucket, with edit (when not nil)
+// applied to the server's configuration.
+func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket, edit func(*server.Config)) *modelsHarness {
+	t.Helper()
 	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
 	var queueH, syncH, apiH http.Handler
 	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
@@ -50,11 +57,13 @@ func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 	t.Cleanup(api.Close)
 	t.Cleanup(h.sync.Close)
 	t.Cleanup(h.queue.Close)
-	bucket := blobs.NewMemory()
 	t.Cleanup(func() { _ = bucket.Close() })
 	h.auth = auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), h.clock.Now, quietLog())
 	cfg := server.Config{Roles: server.Every(), Secret: secret, NoRateLimits: true,
 		PublicURLAPI: api.URL, PublicURLQueue: h.queue.URL, PublicURLSync: h.sync.URL}
+	if edit != nil {
+		edit(&cfg)
+	}
 	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: h.auth, Now: h.clock.Now, Log: quietLog(), Bucket: bucket})
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,26 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Describe says why the fetch failed in words for the person who sent the URL: the kind, the
+// status, the URL they sent, never the error chain behind it (it can name the service's own
+// hosts and files).
+func (e *Error) Describe() string {
+	why := map[Kind]string{
+		KindForbidden: "its host is not a public address",
+		KindTooLarge:  "the file is larger than this service reads",
+		KindTimeout:   "it did not answer in time",
+		KindStatus:    fmt.Sprintf("the server answered %d", e.Status),
+		KindNetwork:   "it could not be reached",
+		KindLink:      "the signed link has expired or was altered",
+		KindNotFound:  "no file is at this link",
+		KindEmpty:     "the file is empty",
+	}[e.Kind]
+	if why == "" {
+		why = string(e.Kind)
+	}
+	return fmt.Sprintf("%s could not be fetched: %s", e.URL, why)
+}
+
 // Option adjusts a Fetcher from Go code only.
 type Option func(*Fetcher)
 

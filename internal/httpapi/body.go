@@ -14,6 +14,29 @@ import (
 // MaxBody is the limit on every JSON body (spec 02 Limits): 1 MiB.
 const MaxBody = 1 << 20
 
+// Bounds on what a JSON body may hold, judged by a scan before anything is decoded: 1 MiB can
+// hold ~350,000 empty objects, which cost ~30 times their text once decoded. The longest real
+// body (a conversation at a model's context window) holds a few thousand values.
+const (
+	MaxValues = 50_000 // values at every depth: objects, arrays, strings, numbers, literals
+	MaxDepth  = 64     // nesting of objects and arrays
+)
+
+// refuseOversized answers invalid_body when b holds more values or nests deeper than a body
+// may; nil otherwise. It allocates nothing on a body within the bounds.
+func refuseOversized(b []byte) error {
+	s := jsonscan.Measure(b)
+	switch {
+	case s.Values > MaxValues:
+		return apierr.Newf(apierr.InvalidBody, "The body holds %d JSON values; a request holds at most %d.", s.Values, MaxValues).
+			With("limit", MaxValues)
+	case s.Depth > MaxDepth:
+		return apierr.Newf(apierr.InvalidBody, "The body nests %d levels deep; a request nests at most %d.", s.Depth, MaxDepth).
+			With("limit", MaxDepth)
+	}
+	return nil
+}
+
 func bodyTooLarge() *apierr.Error { return apierr.New(apierr.BodyTooLarge, "limit_bytes", MaxBody) }
 
 // ReadBody reads the request body within MaxBody, checked on Content-Length first and again
@@ -44,6 +67,9 @@ func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
 	if !json.Valid(b) {
 		return nil, apierr.New(apierr.InvalidJSON)
 	}
+	if err := refuseOversized(b); err != nil {
+		return nil, err
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		return nil, apierr.New(apierr.InvalidBody)
@@ -55,9 +81,17 @@ func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
 }
 
 // CheckObject is DecodeObject's verdict without the map: invalid_json when b does not parse,
-// invalid_body when it is not an object; an empty body passes. It allocates nothing, so a body
-// of many keys costs no memory to judge.
+// invalid_body when it is not an object or is over MaxValues or MaxDepth; an empty body
+// passes. It allocates nothing, so a body of many keys costs no memory to judge.
 func CheckObject(b []byte) error {
+	if err := checkSyntax(b); err != nil {
+		return err
+	}
+	return refuseOversized(b)
+}
+
+// checkSyntax is CheckObject without the bounds on values and depth.
+func checkSyntax(b []byte) error {
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 {
 		return nil
@@ -71,11 +105,13 @@ func CheckObject(b []byte) error {
 	return refuseNUL(t)
 }
 
-// ObjectMember checks b as CheckObject does and returns the value of its top-level member name
-// (the last one when sent twice, as decoding into a map reads it). It walks the members in
-// place (jsonscan), so its memory does not grow with how many there are.
+// ObjectMember checks that b is a JSON object (as CheckObject does, leaving the bounds on values
+// and depth to the decoder of the whole body: a model input is judged by its contract) and
+// returns the value of its top-level member name (the last one when sent twice, as decoding
+// into a map reads it). It walks the members in place (jsonscan), so its memory does not grow
+// with how many there are.
 func ObjectMember(b []byte, name string) (json.RawMessage, bool, error) {
-	if err := CheckObject(b); err != nil {
+	if err := checkSyntax(b); err != nil {
 		return nil, false, err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {

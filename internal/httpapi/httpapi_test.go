@@ -313,3 +313,33 @@ func TestKEY01_Credential(t *testing.T) {
 		t.Fatal("no header read as present")
 	}
 }
+
+// TestDecodeBounds: every decoder of a JSON body refuses one that holds more than MaxValues
+// values or nests deeper than MaxDepth with invalid_body carrying the limit, before decoding
+// it; a body at the bounds is decoded.
+func TestDecodeBounds(t *testing.T) {
+	array := func(n int) string { return `{"a":[` + strings.Repeat("{},", n-1) + "{}]}" } // n+2 values
+	nest := func(d int) string { return `{"a":` + strings.Repeat("[", d-1) + strings.Repeat("]", d-1) + "}" }
+	for _, c := range []struct {
+		body  string
+		limit int
+	}{
+		{array(MaxValues), MaxValues}, {nest(MaxDepth + 1), MaxDepth},
+	} {
+		var v struct{ A any }
+		err := DecodeInto(httptest.NewRequest("POST", "/", strings.NewReader(c.body)), &v)
+		e, ok := apierr.As(err)
+		if !ok || e.Code != apierr.InvalidBody || e.Fields["limit"] != c.limit || v.A != nil {
+			t.Fatalf("%.40s…: %v %+v", c.body, err, e)
+		}
+		if _, err := DecodeObject([]byte(c.body)); code(t, err) != apierr.InvalidBody {
+			t.Fatalf("DecodeObject %.40s…: %v", c.body, err)
+		}
+	}
+	for _, b := range []string{array(MaxValues - 2), nest(MaxDepth)} {
+		var v struct{ A any }
+		if err := DecodeInto(httptest.NewRequest("POST", "/", strings.NewReader(b)), &v); err != nil || v.A == nil {
+			t.Fatalf("%.40s…: %v", b, err)
+		}
+	}
+}

@@ -169,11 +169,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case e.RetryAfter > 0:
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	case e.Entry().Retry == apierr.RetryAfterRetryAfter:
+	case e.Advice() == apierr.RetryAfterRetryAfter:
 		// The advice names a header: never leave it out, even where the caller set no figure (ERR-05).
 		h.Set("Retry-After", "1")
 	}
-	if apierr.ShouldNotRetry(e.Entry().Retry) {
+	if apierr.ShouldNotRetry(e.Advice()) {
 		h.Set("x-should-retry", "false")
 	}
 	WriteJSON(w, r, status, body)
@@ -197,7 +197,7 @@ func ErrorBody(e *apierr.Error, s Surface) (int, map[string]any) {
 	body["error"] = string(e.Code)
 	body["error_type"] = en.Type
 	body["message"] = msg
-	body["retry"] = string(en.Retry)
+	body["retry"] = string(e.Advice())
 	body["charged"] = charged
 	body["docs"] = apierr.DocsURL(e.Code)
 	detail, omitted := e.ListedDetail()

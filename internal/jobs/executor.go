@@ -117,18 +117,22 @@ func (s *Service) start(j Job) error {
 func (s *Service) execute(ctx context.Context, rj *runningJob) (res runners.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &runners.Failure{Code: string(apierr.RunFailed), Message: fmt.Sprint("runner panic: ", v)}
+			err = &runners.Failure{Code: string(apierr.RunFailed), Message: runFailedOnOurSide, Cause: fmt.Errorf("runner panic: %v", v)}
 		}
 	}()
 	rn, err := s.runners.For(rj.job.Model)
 	if err != nil {
-		return runners.Result{}, &runners.Failure{Code: string(apierr.RunFailed), Message: err.Error()}
+		return runners.Result{}, &runners.Failure{Code: string(apierr.RunFailed), Message: runFailedOnOurSide, Cause: err}
 	}
 	rj.addLog("info", "job "+rj.job.ID+" started on "+s.cfg.Owner, s.now())
 	env := s.env(rj.job, &reporter{rj: rj, now: s.now, broker: s.broker})
 	return rn.Run(ctx, runners.Job{ID: rj.job.ID, RequestID: rj.job.RequestID, Address: "svc-serverless/" + rj.job.Model,
 		Slug: rj.job.Model, Input: rj.job.Input}, env)
 }
+
+// runFailedOnOurSide is the message of a run that failed for a reason of the service's own (a
+// runner's panic or plain error): its words reach the person, the error the log.
+const runFailedOnOurSide = "The model failed to run this job on our side; the job was refunded."
 
 // finish turns a run's return into a settlement.
 func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause error) {
@@ -167,8 +171,8 @@ func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause er
 		}
 	default:
 		// An error no runner described: the chain is for the log; the job says what happened.
-		s.log.Warn("run failed", "request_id", rj.job.RequestID, "model", rj.job.Model, "err", err)
-		st = settlement{outcome: Failed, code: string(apierr.RunFailed), message: "The model's run failed before it finished."}
+		s.log.Error("run failed", "request_id", rj.job.RequestID, "model", rj.job.Model, "err", err)
+		st = settlement{outcome: Failed, code: string(apierr.RunFailed), message: runFailedOnOurSide}
 	}
 	if st.code != "" && !apierr.Known(apierr.Code(st.code)) && !st.refusal {
 		st.message = st.code + ": " + st.message

@@ -243,6 +243,9 @@ func (s *Service) replay(ctx context.Context, p *auth.Principal, key string, now
 	return SubmitResult{Job: prev, Replayed: true}, true, nil
 }
 
+// admissionRetrySeconds is the Retry-After of a submit whose admission check could not run.
+const admissionRetrySeconds = 1
+
 // refused answers a submit its transaction refused or failed: a refusal as it is, a key taken
 // by a concurrent submit as that submit's replay, and a failure with the catalogue's code
 // (nothing was written: the charge, if any, was rolled back with the job).
@@ -257,6 +260,11 @@ func (s *Service) refused(ctx context.Context, p *auth.Principal, key string, mi
 	}
 	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrNotRecorded) {
 		return SubmitResult{}, apierr.New(apierr.JobRecordFailed).Wrap(err)
+	}
+	if errors.Is(err, errAdmission) {
+		e := apierr.Newf(apierr.ServiceBusy, "The admission check could not run just now; nothing was charged. Send the request again shortly with the same idempotency key.").
+			WithRetryAfter(admissionRetrySeconds).WithStatus(503)
+		return SubmitResult{}, e.Wrap(err)
 	}
 	return SubmitResult{}, apierr.New(apierr.CreditReserveFailed).Wrap(err)
 }

@@ -39,6 +39,20 @@ type pendingSubmit struct {
 // errAlone sends a submit whose batch failed to a transaction of its own.
 var errAlone = errors.New("jobs: the batch failed; the submit runs alone")
 
+// errAdmission marks a failure of a read the admission check needs (the accounts held, the jobs
+// in flight or waiting): the check could not run, nothing was charged (503 service_busy,
+// ERR-55), unlike a failure of the charge's own write (credit_reserve_failed).
+var errAdmission = errors.New("jobs: the admission check could not run")
+
+// admission marks err, from a read the admission check needs, as errAdmission; a catalogued
+// refusal stays as it is.
+func admission(err error) error {
+	if _, ok := apierr.As(err); ok {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errAdmission, err)
+}
+
 // submit charges and records job, through the submit batcher when together is set, alone
 // otherwise, and answers once its transaction ended.
 func (s *Service) submit(ctx context.Context, r SubmitRequest, job Job, together bool) *pendingSubmit {
@@ -116,12 +130,12 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	queued := map[string]int{}
 	if len(models) > 0 {
 		if queued, err = tx.CountQueuedOf(ctx, sortedSet(models)); err != nil {
-			return err
+			return admission(err)
 		}
 	}
 	held, err := s.ledger.Hold(ctx, tx, pairs, now)
 	if err != nil {
-		return err
+		return admission(err)
 	}
 	if queued == nil {
 		queued = map[string]int{}

@@ -6,7 +6,9 @@ package jobview
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -251,6 +253,15 @@ func Failure(j jobs.Job) *apierr.Error {
 		code = apierr.RunFailed
 	}
 	e := &apierr.Error{Code: code, Message: j.ErrorMessage}
+	if r := e.Entry().Retry; r == apierr.RetrySameKey || r == apierr.RetryAfterRetryAfter {
+		// The code says a resend may succeed, but the same key replays this failed job:
+		// the advice is a new key (nothing stands: a failed job is refunded).
+		e.Retry = apierr.RetryNewKey
+		e.Message = strings.TrimSpace(j.ErrorMessage + " Resend under a new idempotency key: this one replays the failed job.")
+		if j.Reserved > 0 {
+			e.Charged = apierr.ChargedRefunded
+		}
+	}
 	if !apierr.Known(code) || len(j.ErrorDetail) > 0 {
 		e.Code = code
 		e.Status = 422
@@ -270,4 +281,26 @@ func Failure(j jobs.Job) *apierr.Error {
 		e.Charged = "refunded"
 	}
 	return e
+}
+
+// OutputsExpired is the answer for the result of a job whose output files the retention
+// deleted (keep after it finished; 0 keeps them forever): 410 expired, reason output_expired.
+// The job's record stays readable; nil while its files are kept, or when it has none.
+func OutputsExpired(j jobs.Job, keep time.Duration, now time.Time) *apierr.Error {
+	if keep <= 0 || j.FinishedAt == nil || j.Result == nil || len(j.Result.Files) == 0 || now.Sub(*j.FinishedAt) < keep {
+		return nil
+	}
+	return apierr.Newf(apierr.Expired, "This job's output files were deleted: outputs are kept %s after the job finished. The job's record stays readable.", keepText(keep)).
+		With("reason", "output_expired")
+}
+
+// keepText says a retention in days when it is whole days ("30 days"), as a duration otherwise.
+func keepText(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		if n := int(d / (24 * time.Hour)); n != 1 {
+			return fmt.Sprintf("%d days", n)
+		}
+		return "1 day"
+	}
+	return d.String()
 }

@@ -39,15 +39,6 @@ func TestMembersAgreesWithDecoding(t *testing.T) {
 	}
 }
 
-// TestCount counts members at every depth, ignoring colons inside strings.
-func TestCount(t *testing.T) {
-	for b, want := range map[string]int{`{}`: 0, `{"a":1}`: 1, `{"a:b":"c:d","e":{"f":[{"g":1}]}}`: 4, `{"a\":":1}`: 1} {
-		if got := jsonscan.Count([]byte(b)); got != want {
-			t.Fatalf("%s: %d, want %d", b, got, want)
-		}
-	}
-}
-
 // FuzzMembers: the walk never panics and agrees with encoding/json on which texts are objects.
 func FuzzMembers(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `{"a":[{"b":"}"}]}`, `[]`, `{"\u0041":"\\"}`} {
@@ -69,6 +60,61 @@ func FuzzMembers(f *testing.F) {
 		}
 		if isObj && n < len(m) {
 			t.Fatalf("%q: %d members, map has %d", b, n, len(m))
+		}
+	})
+}
+
+// TestMeasure counts members, values and depth as decoding would build them.
+func TestMeasure(t *testing.T) {
+	for b, want := range map[string]jsonscan.Shape{
+		`{}`:                                {Values: 1, Depth: 1},
+		`0`:                                 {Values: 1},
+		`"x"`:                               {Values: 1},
+		`[{},{},{}]`:                        {Values: 4, Depth: 2},
+		`[0, -1.5e3,true,null ,"a"]`:        {Values: 6, Depth: 1},
+		`{"a:b":"c:d","e":{"f":[{"g":1}]}}`: {Members: 4, Values: 6, Depth: 4},
+		`{"a\":":[[["]"]]]}`:                {Members: 1, Values: 5, Depth: 4},
+		" {\n\"a\" :\t1 } ":                 {Members: 1, Values: 2, Depth: 1},
+	} {
+		if got := jsonscan.Measure([]byte(b)); got != want {
+			t.Errorf("%s: %+v, want %+v", b, got, want)
+		}
+	}
+}
+
+// FuzzMeasure: on every JSON text, Measure agrees with the tree encoding/json decodes.
+func FuzzMeasure(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `[{},[0,"x"]]`, `{"\"":[true,false,null]}`, `-0.5e+7`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			jsonscan.Measure(b) // never panics on any text
+			return
+		}
+		var want jsonscan.Shape
+		var walk func(v any, depth int)
+		walk = func(v any, depth int) {
+			want.Values++
+			switch x := v.(type) {
+			case map[string]any:
+				want.Depth = max(want.Depth, depth+1)
+				for _, e := range x {
+					want.Members++
+					walk(e, depth+1)
+				}
+			case []any:
+				want.Depth = max(want.Depth, depth+1)
+				for _, e := range x {
+					walk(e, depth+1)
+				}
+			}
+		}
+		walk(v, 0)
+		got := jsonscan.Measure(b)
+		if got.Values < want.Values || got.Depth != want.Depth || got.Members < want.Members {
+			t.Fatalf("%q: %+v, decoded %+v", b, got, want)
 		}
 	})
 }

@@ -30,6 +30,9 @@ type Queue struct {
 	// Webhooks is the policy a submit's webhook URL is checked under (zero: public hosts
 	// only; the operator's --webhook-allow-private ranges otherwise).
 	Webhooks webhooks.URLPolicy
+	// RetainOutputs is how long output files are kept after their job finished (0: forever);
+	// the result of an older job answers 410 expired.
+	RetainOutputs time.Duration
 }
 
 // ModelOf resolves the {slug} path value to a catalogued model, or not_found.
@@ -235,6 +238,9 @@ func (h *Queue) result() http.Handler {
 		}
 		if j.Outcome != jobs.Succeeded {
 			return jobview.Failure(j)
+		}
+		if e := jobview.OutputsExpired(j, h.RetainOutputs, h.Now()); e != nil {
+			return e
 		}
 		doc, err := jobview.Result(r.Context(), j, h.Signer)
 		if err != nil {

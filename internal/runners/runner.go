@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Job is what a runner is handed: one validated request with its defaults applied.
@@ -118,6 +119,25 @@ type Failure struct {
 }
 
 func (e *Failure) Error() string { return e.Code + ": " + e.Message }
+
+// Unwrap is the cause, for errors.Is and errors.As.
+func (e *Failure) Unwrap() error { return e.Cause }
+
+// Internal is a failure of the service's own making (an encoder, a file the runner needs):
+// what says so to the person is what, the cause goes to the log.
+func Internal(what string, err error) *Failure {
+	return &Failure{Code: "runner_failed", Message: what + " failed on our side; the job was refunded.", Cause: err}
+}
+
+// OutputNotStored is the failure of a run whose output could not be stored (err, from the
+// output store): a sentence that says whether the storage is full, and the cause for the log.
+func OutputNotStored(err error) *Failure {
+	msg := "The output could not be stored; the job was refunded. Send the request again later."
+	if errors.Is(err, syscall.ENOSPC) {
+		msg = "The output could not be stored: the service's storage is full. The job was refunded; send the request again later."
+	}
+	return &Failure{Code: "run_failed", Message: msg, Retryable: true, Cause: err}
+}
 
 // ErrUnknownModel is returned by a Registry asked for a slug it has no runner for.
 var ErrUnknownModel = errors.New("runners: no runner for model")

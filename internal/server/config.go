@@ -131,6 +131,9 @@ type Config struct {
 
 	// Cog maps a model slug to the base URL of a Cog model server that runs it.
 	Cog map[string]string
+	// CogNoCancel lists the models of Cog whose server has no cancel route (Cog versions
+	// before it): a cancel of a running job of theirs answers 400 cancel_unsupported.
+	CogNoCancel []string
 
 	// OpenAIUpstream runs language models on OpenAI-compatible servers:
 	// model=URL[,key=...][,name=...] each (ParseUpstream).
@@ -147,6 +150,10 @@ type Config struct {
 
 	// AllowanceEvery is the interval of the monthly allowance sweep (1 minute).
 	AllowanceEvery time.Duration
+
+	// Retain is how long output and upload files are kept (blobs.Retention; zero fields keep
+	// them forever). Processes with the worker role sweep older ones every hour.
+	Retain blobs.Retention
 
 	// UsageExportRows is the most rows one usage export (one file) holds; a window with more
 	// is refused with export_too_large (0: ledger.DefaultExportRows).

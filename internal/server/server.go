@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -250,7 +251,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.usage.MaxExportRows = cfg.UsageExportRows
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
 		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
-		Ready: []accountapi.Pinger{d.DB}, Now: d.Now, Log: d.Log}
+		Ready: []accountapi.Pinger{d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any
@@ -270,7 +271,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	if roles[RoleQueue] {
 		q := &modelhost.Queue{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, Now: d.Now, Log: d.Log, StreamLimit: cfg.StreamLimit,
-			Webhooks: s.hookPolicy}
+			Webhooks: s.hookPolicy, RetainOutputs: cfg.Retain.Outputs}
 		s.handlers[RoleQueue] = q.Routes()
 	}
 	if roles[RoleSync] {
@@ -288,6 +289,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 			every = time.Minute
 		}
 		s.workers = append(s.workers, s.jobs.Run, allowanceWorker(d.DB, d.Now, every, d.Log))
+		if cfg.Retain.Outputs > 0 || cfg.Retain.Uploads > 0 {
+			sweeper := &blobs.Sweeper{Bucket: s.bucket, Retention: cfg.Retain, Now: d.Now, Log: d.Log}
+			s.workers = append(s.workers, sweeper.Run)
+		}
 	}
 	if roles[RoleWebhooks] {
 		s.workers = append(s.workers, hookWorkers...)
@@ -373,11 +378,17 @@ func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[st
 		if _, ok := cat.Model(slug); !ok {
 			return nil, nil, fmt.Errorf("--cog %s: no such model", slug)
 		}
-		rn, err := cog.New(cog.Config{BaseURL: base, WebhookURL: s.urls.API + "/internal/cog/" + slug})
+		rn, err := cog.New(cog.Config{BaseURL: base, WebhookURL: s.urls.API + "/internal/cog/" + slug,
+			CancelUnsupported: slices.Contains(s.cfg.CogNoCancel, slug)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cog %s: %w", slug, err)
 		}
 		reg[slug], cogs[slug] = rn, rn
+	}
+	for _, slug := range s.cfg.CogNoCancel {
+		if _, ok := s.cfg.Cog[slug]; !ok {
+			return nil, nil, fmt.Errorf("--cog-no-cancel %s: the model runs on no Cog server (give --cog %s=URL)", slug, slug)
+		}
 	}
 	if d.Runners != nil {
 		for slug, rn := range d.Runners(cat) {

@@ -56,6 +56,12 @@ describe("@fal-ai/client storage and webhooks", () => {
       assert.equal(err.status, 400);
       return true;
     });
+    // A PNG signature followed by HTML: the whole file is decoded before it is kept.
+    const polyglot = new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), "<html><script>alert(1)</script></html>"], { type: "image/png" });
+    await assert.rejects(client.storage.upload(polyglot), (err) => {
+      assert.equal(err.status, 400);
+      return true;
+    });
   });
 
   test("subscribe uploads a Blob input first and the model reads it", async () => {

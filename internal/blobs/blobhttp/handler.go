@@ -21,7 +21,13 @@ type Handler struct {
 	Store  blobs.Store
 	Signer *blobs.Signer
 	Now    func() time.Time // nil: time.Now
+	// Verify decodes each uploaded image in full before the store keeps it.
+	Verify *blobs.Verifier
 }
+
+// verifyPixels is how many pixels the uploaded images decoded at once may hold together:
+// twice the largest image, about 320 MiB as RGBA.
+const verifyPixels = 2 * blobs.MaxVerifyPixels
 
 // New returns the handler; mount it so that the request path starts with the path of
 // signer's public base (e.g. mux.Handle("/files/", h)).
@@ -29,7 +35,7 @@ func New(store blobs.Store, signer *blobs.Signer, now func() time.Time) *Handler
 	if now == nil {
 		now = time.Now
 	}
-	return &Handler{Store: store, Signer: signer, Now: now}
+	return &Handler{Store: store, Signer: signer, Now: now, Verify: blobs.NewVerifier(verifyPixels)}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +121,9 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 	}
 	// Create, not Put: one file per link. A PUT that fails (too large, cut off) stores
 	// nothing, so the link stays usable for a retry until one lands.
-	info, err := h.Store.Create(r.Context(), key, q.ContentType, body)
+	verified := h.Verify.Reader(r.Context(), q.ContentType, body)
+	defer verified.Close()
+	info, err := h.Store.Create(r.Context(), key, q.ContentType, verified)
 	if errors.Is(err, blobs.ErrExists) {
 		writeLinkErr(w, r, q, blobs.ErrLinkUsed)
 		return
@@ -124,13 +132,36 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		writeLinkErr(w, r, q, blobs.ErrLinkTooLarge)
 		return
 	}
+	if errors.Is(err, blobs.ErrBytesNotDeclaredType) {
+		writeLinkErr(w, r, q, blobs.ErrBytesNotDeclaredType)
+		return
+	}
 	if err != nil {
-		httpapi.WriteError(w, r, fmt.Errorf("blobhttp: store %s: %w", key, err))
+		httpapi.WriteError(w, r, storeFailed(key, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "file", "path": key, "content_type": info.ContentType, "bytes": info.Size})
+}
+
+// storeFullRetrySeconds is the Retry-After of an upload refused because the storage is full.
+const storeFullRetrySeconds = 60
+
+// storeFailed answers an upload the store could not keep. Uploads charge nothing, and the
+// link stays usable until a file lands, so the answer says both: on a full disk 503
+// service_busy with a Retry-After, otherwise 500 internal with charged no. The cause (it names
+// paths of the server) goes to the log only.
+func storeFailed(key string, err error) *apierr.Error {
+	cause := fmt.Errorf("blobhttp: store %s: %w", key, err)
+	if blobs.IsFull(err) {
+		e := apierr.Newf(apierr.ServiceBusy, "The file could not be stored: the service's storage is full. Nothing was charged; send it again later with the same link.").
+			WithRetryAfter(storeFullRetrySeconds).WithStatus(http.StatusServiceUnavailable)
+		return e.Wrap(cause)
+	}
+	e := apierr.Newf(apierr.Internal, "The file could not be stored. Nothing was charged; send it again with the same link.")
+	e.Charged = apierr.ChargedNo
+	return e.Wrap(cause)
 }
 
 // writeLinkErr answers a refused signed link with a catalogued code, in the error body of
@@ -154,7 +185,7 @@ func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err err
 	case errors.Is(err, blobs.ErrLinkUsed):
 		e = apierr.Newf(apierr.Expired, "This upload link was already used (a link writes its file once): ask POST /v1/uploads for a new one.").With("reason", "link_used")
 	case errors.Is(err, blobs.ErrBytesNotDeclaredType):
-		e = apierr.Newf(apierr.UnknownContentType, "The bytes sent are not a %s file.", q.ContentType).With("accepted", []string{q.ContentType})
+		e = apierr.Newf(apierr.UnknownContentType, "The bytes sent are not a readable %s file.", q.ContentType).With("accepted", []string{q.ContentType})
 	case errors.Is(err, blobs.ErrLinkTooLarge):
 		e = apierr.Newf(apierr.BodyTooLarge, "The body is larger than this link allows (%d bytes).", q.MaxBytes).With("limit_bytes", q.MaxBytes)
 	default:

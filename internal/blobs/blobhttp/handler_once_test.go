@@ -19,11 +19,11 @@ func TestUploadLinkWritesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := []byte("\x89PNG\r\n\x1a\nfirst")
+	first := imageFile(t, "image/png", 1)
 	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(first)); r.StatusCode != 200 {
 		t.Fatalf("first PUT: %d %s", r.StatusCode, b)
 	}
-	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader([]byte("\x89PNG\r\n\x1a\nsecond"))); r.StatusCode != 410 || code(t, b) != "expired" || !strings.Contains(b, "link_used") {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(imageFile(t, "image/png", 2))); r.StatusCode != 410 || code(t, b) != "expired" || !strings.Contains(b, "link_used") {
 		t.Fatalf("second PUT: %d %s", r.StatusCode, b)
 	}
 	if r, b := do(t, "GET", slot.ReadURL, "", nil); r.StatusCode != 200 || b != string(first) {
@@ -60,8 +60,10 @@ func TestUploadLinkWritesOnce(t *testing.T) {
 }
 
 // TestUploadBytesMustMatchType: bytes that are not the declared type are refused with
-// unknown_content_type and nothing is stored (HTML cannot be served later as image/png);
-// a failed PUT does not spend the link. (ACC-17: only png, jpeg and webp files.)
+// unknown_content_type and nothing is stored (HTML cannot be served later as image/png),
+// also when they open with the type's signature (the whole file is decoded before it is
+// kept: a PNG signature followed by HTML, a cut-off PNG); a failed PUT does not spend the
+// link. (ACC-17: only png, jpeg and webp files.)
 func TestUploadBytesMustMatchType(t *testing.T) {
 	_, up, _, store := setup(t)
 	for _, tc := range []struct {
@@ -69,10 +71,17 @@ func TestUploadBytesMustMatchType(t *testing.T) {
 		body []byte
 		good []byte
 	}{
-		{"image/png", []byte("<html><script>alert(1)</script></html>"), []byte("\x89PNG\r\n\x1a\n....")},
-		{"image/jpeg", []byte("\x89PNG\r\n\x1a\n...."), []byte{0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10}},
-		{"image/webp", []byte("RIFF\x10\x00\x00\x00WAVEfmt "), []byte("RIFF\x10\x00\x00\x00WEBPVP8 ")},
-		{"image/png", nil, []byte("\x89PNG\r\n\x1a\n")},
+		{"image/png", []byte("<html><script>alert(1)</script></html>"), imageFile(t, "image/png", 1)},
+		{"image/jpeg", imageFile(t, "image/png", 1), imageFile(t, "image/jpeg", 1)},
+		{"image/webp", []byte("RIFF\x10\x00\x00\x00WAVEfmt "), imageFile(t, "image/webp", 1)},
+		{"image/png", nil, imageFile(t, "image/png", 2)},
+		// A valid signature followed by something else: only a full decode tells.
+		{"image/png", []byte("\x89PNG\r\n\x1a\n<html><script>alert(1)</script></html>"), imageFile(t, "image/png", 3)},
+		{"image/png", imageFile(t, "image/png", 4)[:40], imageFile(t, "image/png", 4)},
+		{"image/png", append(imageFile(t, "image/png", 5), "<html><script>alert(1)</script></html>"...), imageFile(t, "image/png", 5)},
+		{"image/webp", append(imageFile(t, "image/webp", 3), "<html></html>"...), imageFile(t, "image/webp", 3)},
+		{"image/jpeg", append([]byte{0xFF, 0xD8, 0xFF, 0xE0}, "<html><body>hi</body></html>"...), imageFile(t, "image/jpeg", 2)},
+		{"image/webp", []byte("RIFF\x24\x00\x00\x00WEBPVP8 <html><body>hi</body></html>"), imageFile(t, "image/webp", 2)},
 	} {
 		slot, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: tc.ct})
 		if err != nil {

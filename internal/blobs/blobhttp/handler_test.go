@@ -31,7 +31,7 @@ func setup(t *testing.T) (*httptest.Server, *blobs.Uploader, *clock, blobs.Store
 	}
 	store := blobs.NewMemory()
 	mux.Handle("/files/", blobhttp.New(store, s, c.now))
-	return srv, &blobs.Uploader{Signer: s, MaxBytes: 64}, c, store
+	return srv, &blobs.Uploader{Signer: s, MaxBytes: 1024}, c, store
 }
 
 func do(t *testing.T, method, url, ct string, body io.Reader) (*http.Response, string) {
@@ -66,16 +66,16 @@ func TestUploadPutGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	png := []byte("\x89PNG\r\n\x1a\n0123456789")
+	png := imageFile(t, "image/png", 1)
 
 	if r, b := do(t, "PUT", slot.UploadURL, "image/jpeg", bytes.NewReader(png)); r.StatusCode != 400 || code(t, b) != "unknown_content_type" {
 		t.Fatalf("other content type: %d %s", r.StatusCode, b)
 	}
-	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(make([]byte, 65))); r.StatusCode != 413 || code(t, b) != "body_too_large" {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(make([]byte, 1025))); r.StatusCode != 413 || code(t, b) != "body_too_large" {
 		t.Fatalf("too large: %d %s", r.StatusCode, b)
 	}
 	// A chunked body (no Content-Length) over the limit is cut at the limit.
-	if r, b := do(t, "PUT", slot.UploadURL, "image/png", io.MultiReader(bytes.NewReader(make([]byte, 40)), bytes.NewReader(make([]byte, 40)))); r.StatusCode != 413 {
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", io.MultiReader(bytes.NewReader(png), bytes.NewReader(make([]byte, 600)), bytes.NewReader(make([]byte, 600)))); r.StatusCode != 413 {
 		t.Fatalf("chunked too large: %d %s", r.StatusCode, b)
 	}
 	if r, b := do(t, "POST", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 405 {

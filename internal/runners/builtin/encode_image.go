@@ -3,6 +3,7 @@ package builtin
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -58,22 +59,25 @@ func flatten(img image.Image) image.Image {
 	return dst
 }
 
+// errNoOutputStore is the cause of a run given no output store (a wiring fault).
+var errNoOutputStore = errors.New("builtin: no output store configured")
+
 // storeImage encodes img and stores it as name.<ext>; it returns the document entry and the
 // file record.
 func storeImage(ctx context.Context, env runners.Env, name string, img image.Image, format string, quality int) (map[string]any, runners.File, error) {
 	enc, err := encodeImage(img, format, quality)
 	if err != nil {
-		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "The image could not be encoded.", Cause: err}
+		return nil, runners.File{}, runners.Internal("Encoding the image", err)
 	}
 	if env.Outputs == nil {
-		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "No output store is configured for the model's files."}
+		return nil, runners.File{}, runners.Internal("Storing the output", errNoOutputStore)
 	}
 	key, err := env.Outputs.Put(ctx, name+"."+enc.ext, enc.contentType, enc.data)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, runners.File{}, ctx.Err()
 		}
-		return nil, runners.File{}, &runners.Failure{Code: "runner_failed", Message: "The output file could not be stored.", Retryable: true, Cause: err}
+		return nil, runners.File{}, runners.OutputNotStored(err)
 	}
 	b := img.Bounds()
 	entry := map[string]any{

@@ -114,7 +114,14 @@ func fetchImage(ctx context.Context, env runners.Env, url string, loc ...string)
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		default:
-			return nil, refusal("image_unreadable", "the image could not be fetched: "+err.Error(), loc...)
+			// The fetcher's words for the person (the URL and why), never its error chain,
+			// which can name the service's own hosts and files.
+			msg := "the image could not be fetched"
+			var d interface{ Describe() string }
+			if errors.As(err, &d) {
+				msg = "the image at " + d.Describe()
+			}
+			return nil, refusal("image_unreadable", msg, loc...)
 		}
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
+	"io/fs"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/modelexec/modelexec/internal/fetch"
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
@@ -306,5 +311,33 @@ func TestFetcherRefusalPassesThrough(t *testing.T) {
 	_, err := rn.Run(context.Background(), runners.Job{ID: "j", Slug: SlugUpscale, Input: raw}, runners.Env{Inputs: refusingInputs{}, Outputs: h.out})
 	if ref := refusalOf(t, err); ref.Code != "invalid_url" {
 		t.Fatalf("refusal %+v", ref)
+	}
+}
+
+// storeFailingInputs fails every fetch the way the fetcher fails one of the service's own
+// links whose file cannot be read: an error chain naming a path of the server.
+type storeFailingInputs struct{}
+
+func (storeFailingInputs) Fetch(_ context.Context, url string) ([]byte, string, error) {
+	cause := &fs.PathError{Op: "open", Path: "/srv/modelexec/blobs/uploads/acc_1/u1.png", Err: syscall.EACCES}
+	return nil, "", &fetch.Error{Kind: fetch.KindNetwork, URL: url, Err: fmt.Errorf("blobs: open uploads/acc_1/u1.png: %w", cause)}
+}
+
+// A fetch that fails answers image_unreadable naming the URL and why, never the chain behind
+// it (issue 30 item 5: no answer carries a server path).
+func TestFetchFailureSaysWhyInWords(t *testing.T) {
+	h := newHarness(t)
+	raw := []byte(`{"inputs":{"image":"https://files.example/u1.png"}}`)
+	rn, _ := h.reg.For(SlugUpscale)
+	_, err := rn.Run(context.Background(), runners.Job{ID: "j", Slug: SlugUpscale, Input: raw}, runners.Env{Inputs: storeFailingInputs{}, Outputs: h.out})
+	ref := refusalOf(t, err)
+	msg := ref.Detail[0].Msg
+	if ref.Code != "image_unreadable" || !strings.Contains(msg, "https://files.example/u1.png could not be fetched: it could not be reached") {
+		t.Fatalf("refusal %+v", ref)
+	}
+	for _, leak := range []string{"/srv/", "blobs:", "permission denied", "network"} {
+		if strings.Contains(msg, leak) {
+			t.Fatalf("message %q carries %q", msg, leak)
+		}
 	}
 }

@@ -34,7 +34,7 @@ type ChatRunner struct{}
 func (ChatRunner) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.ChatInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
+		return runners.Result{}, runners.Internal("Reading the chat input", err)
 	}
 	last := ""
 	for i := len(in.Messages) - 1; i >= 0; i-- {
@@ -131,7 +131,7 @@ type EmbeddingsRunner struct {
 func (e EmbeddingsRunner) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.EmbeddingsInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
+		return runners.Result{}, runners.Internal("Reading the embeddings input", err)
 	}
 	vecs := make([]any, len(in.Input))
 	for i, s := range in.Input {

@@ -108,7 +108,7 @@ func (e *eyeMasker) Run(ctx context.Context, job runners.Job, env runners.Env) (
 	}
 	casc, err := cascades()
 	if err != nil {
-		return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "The face detector could not be loaded.", Cause: err}
+		return runners.Result{}, runners.Internal("Loading the face detector", err)
 	}
 	img, err := fetchImage(ctx, env, in.Inputs.Image, "inputs", "image")
 	if err != nil {

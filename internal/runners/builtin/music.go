@@ -157,18 +157,18 @@ func (m *musicRunner) Run(ctx context.Context, job runners.Job, env runners.Env)
 		if ctx.Err() != nil {
 			return runners.Result{Metrics: metrics(0), Done: 1}, ctx.Err()
 		}
-		return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "The audio could not be encoded.", Cause: err}
+		return runners.Result{}, runners.Internal("Encoding the audio", err)
 	}
 	encodeSeconds := m.now().Sub(encStart).Seconds()
 	if env.Outputs == nil {
-		return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "No output store is configured for the model's files."}
+		return runners.Result{}, runners.Internal("Storing the output", errNoOutputStore)
 	}
 	key, err := env.Outputs.Put(ctx, "audio."+enc.ext, enc.contentType, enc.data)
 	if err != nil {
 		if ctx.Err() != nil {
 			return runners.Result{Metrics: metrics(encodeSeconds), Done: 1}, ctx.Err()
 		}
-		return runners.Result{}, &runners.Failure{Code: "runner_failed", Message: "The output file could not be stored.", Retryable: true, Cause: err}
+		return runners.Result{}, runners.OutputNotStored(err)
 	}
 	met := metrics(encodeSeconds)
 	rep.Log("info", fmt.Sprintf("stored %s (%d bytes, %d kbps) in %.3fs", enc.contentType, len(enc.data), enc.bitrate, met["inference_seconds"]))

@@ -56,7 +56,7 @@ func applyWatermark(ctx context.Context, env runners.Env, dst *image.NRGBA, wm *
 	if wm.Text != "" {
 		stamp, err = textStamp(wm, minSide, avail)
 		if err != nil {
-			return nil, &runners.Failure{Code: "runner_failed", Message: "The watermark text could not be drawn.", Cause: err}
+			return nil, runners.Internal("Drawing the watermark text", err)
 		}
 	} else {
 		src, err := fetchImage(ctx, env, wm.Image, "advancedFeatures", "watermark", "image")

@@ -409,7 +409,7 @@ func (x *run) submit(ctx context.Context) (prediction, error) {
 		// A model server (or the vendor behind it) out of budget or quota answers 402:
 		// vendor_budget_exhausted, the model at capacity until its budget is topped up.
 		return prediction{}, &runners.Failure{Code: "vendor_budget_exhausted",
-			Message: "The model's provider is out of budget for now; resend later with the same idempotency key.", Retryable: true}
+			Message: "The model's provider is out of budget for now; the job was refunded.", Retryable: true}
 	case resp.StatusCode == http.StatusUnprocessableEntity:
 		return prediction{}, refusal(data)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
@@ -605,7 +605,7 @@ func (c *converter) store(ctx context.Context, ct string, data []byte) (any, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &runners.Failure{Code: "runner_failed", Message: "The model's output could not be stored.", Retryable: true}
+		return nil, runners.OutputNotStored(err)
 	}
 	c.files = append(c.files, runners.File{Key: key, ContentType: ct, Bytes: int64(len(data))})
 	return map[string]any{"storage_key": key, "content_type": ct, "file_size": len(data)}, nil

@@ -252,7 +252,7 @@ func (a *answer) calls() []any {
 func (u *Runner) chat(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	var in catalog.ChatInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
+		return runners.Result{}, runners.Internal("Reading the chat input", err)
 	}
 	if err := inlineImages(ctx, env, in.Messages); err != nil {
 		return runners.Result{}, err
@@ -336,11 +336,11 @@ func protocolError(format string, args ...any) error {
 func readWhole(r io.Reader, text func(string), a *answer) error {
 	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
 	if err != nil {
-		return &runners.Failure{Code: "run_failed", Message: "The model server's answer broke off.", Retryable: true, Cause: err}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's answer was cut off.", Retryable: true, Cause: err}
 	}
 	var c completion
 	if err := json.Unmarshal(b, &c); err != nil {
-		return protocolError("sent an unreadable answer: %v", err)
+		return &runners.Failure{Code: "run_failed", Message: "The model server sent an answer that could not be read.", Cause: err}
 	}
 	if c.Error != nil {
 		return protocolError("answered an error: %s", clip(c.Error.Message))
@@ -412,7 +412,7 @@ func readStream(r io.Reader, text func(string), a *answer) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &runners.Failure{Code: "run_failed", Message: "The model server's stream broke off.", Retryable: true, Cause: err}
+		return &runners.Failure{Code: "run_failed", Message: "The model server's stream was cut off.", Retryable: true, Cause: err}
 	}
 	if events == 0 {
 		return protocolError("answered neither a chat completion nor a stream of one")
@@ -451,7 +451,7 @@ func partial(content string, in catalog.ChatInput, got *usage) runners.Result {
 func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, error) {
 	var in catalog.EmbeddingsInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model could not read the job's input.", Cause: err}
+		return runners.Result{}, runners.Internal("Reading the embeddings input", err)
 	}
 	body, _ := json.Marshal(map[string]any{"model": u.cfg.Model, "input": in.Input, "encoding_format": "float"})
 	resp, err := u.post(ctx, "/embeddings", body)
@@ -467,7 +467,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 		Usage *usage `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&out); err != nil {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server answered outside the embeddings protocol.", Cause: err}
+		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server sent an answer that could not be read.", Cause: err}
 	}
 	if len(out.Data) != len(in.Input) {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream answered %d vectors for %d inputs", len(out.Data), len(in.Input))}
@@ -504,7 +504,7 @@ func release(resp *http.Response) {
 func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.cfg.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, &runners.Failure{Code: "run_failed", Message: "The request to the model server could not be made.", Cause: err}
+		return nil, runners.Internal("Calling the model server", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if u.cfg.APIKey != "" {

@@ -1,0 +1,171 @@
+package blobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"strings"
+
+	"golang.org/x/image/webp"
+	"golang.org/x/sync/semaphore"
+)
+
+// MaxVerifyPixels is the largest image an upload may declare (width × height); an image read
+// by a model is held to the same bound.
+const MaxVerifyPixels = 40 << 20
+
+// imageCodec decodes one content type: its header first (to refuse an image too large to
+// decode before any pixel is held), then the whole file.
+type imageCodec struct {
+	config func(io.Reader) (image.Config, error)
+	decode func(io.Reader) (image.Image, error)
+	// exact: the decoder reads nothing past the image's end, so bytes after it (a file
+	// appended to an image) are seen and refused. The JPEG decoder reads ahead, and JPEG
+	// files from some cameras carry data after their end.
+	exact bool
+}
+
+var imageCodecs = map[string]imageCodec{
+	"image/png":  {png.DecodeConfig, png.Decode, true},
+	"image/jpeg": {jpeg.DecodeConfig, jpeg.Decode, false},
+	"image/webp": {webp.DecodeConfig, webp.Decode, true},
+}
+
+// Verifier decodes uploaded images in full while they stream to the store, so that a file
+// whose first bytes carry the right signature but whose rest is something else (a PNG
+// signature followed by HTML) is never kept. Decoding holds the image's pixels, so the images
+// being decoded at once hold at most a budget of pixels, counted from each one's header: small
+// images decode side by side, a large one waits for room (and its upload with it).
+type Verifier struct{ budget *semaphore.Weighted }
+
+// NewVerifier returns a Verifier decoding at most pixels pixels at once (never less than
+// MaxVerifyPixels, so that every image it accepts fits).
+func NewVerifier(pixels int64) *Verifier {
+	return &Verifier{budget: semaphore.NewWeighted(max(pixels, MaxVerifyPixels))}
+}
+
+// Reader passes r through and, at its end, answers ErrBytesNotDeclaredType instead of io.EOF
+// when the bytes read are not one whole readable file of contentType (of a type it has no
+// decoder for, the bytes pass as they are). A decode that fails early ends the reading at
+// once. A store's Create that reads it therefore keeps nothing that is not what it declares.
+// Close it once the store is done with it: that ends the decode of an upload cut short.
+func (v *Verifier) Reader(ctx context.Context, contentType string, r io.Reader) io.ReadCloser {
+	codec, ok := imageCodecs[strings.ToLower(strings.TrimSpace(contentType))]
+	if !ok {
+		return io.NopCloser(r)
+	}
+	pr, pw := io.Pipe()
+	vr := &verifyingReader{src: r, pw: pw, verdict: make(chan error, 1)}
+	go func() {
+		err := v.decode(ctx, codec, pr)
+		if err != nil {
+			pr.CloseWithError(err) // a refusal ends the writes at once
+		} else if n, _ := io.Copy(io.Discard, pr); n > 0 && codec.exact {
+			err = fmt.Errorf("%w: %d bytes after the end of the image", ErrBytesNotDeclaredType, n)
+		}
+		vr.verdict <- err
+	}()
+	return vr
+}
+
+// decode reads the header, refuses a size beyond MaxVerifyPixels, then decodes the whole file
+// once the budget has room for its pixels.
+func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) error {
+	head := &recorder{r: r}
+	cfg, err := codec.config(head)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxVerifyPixels {
+		return fmt.Errorf("%w: %dx%d", ErrBytesNotDeclaredType, cfg.Width, cfg.Height)
+	}
+	pixels := int64(cfg.Width) * int64(cfg.Height)
+	if err := v.budget.Acquire(ctx, pixels); err != nil {
+		return err
+	}
+	defer v.budget.Release(pixels)
+	if _, err := codec.decode(io.MultiReader(bytes.NewReader(head.buf), r)); err != nil {
+		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
+	}
+	return nil
+}
+
+// recorder keeps what the header decoder read, so the full decode starts from the first byte.
+type recorder struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (c *recorder) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.buf = append(c.buf, p[:n]...)
+	return n, err
+}
+
+// verifyingReader is the reader Verifier.Reader returns.
+type verifyingReader struct {
+	src     io.Reader
+	pw      *io.PipeWriter
+	verdict chan error
+	done    bool
+	err     error
+}
+
+func (v *verifyingReader) Read(p []byte) (int, error) {
+	if v.done {
+		return 0, v.err
+	}
+	n, err := v.src.Read(p)
+	if n > 0 {
+		if _, werr := v.pw.Write(p[:n]); werr != nil {
+			return 0, v.finish(werr)
+		}
+	}
+	if err == io.EOF {
+		_ = v.pw.Close()
+		if verr := v.finish(nil); verr != nil {
+			return n, verr
+		}
+		return n, io.EOF
+	}
+	if err != nil {
+		v.pw.CloseWithError(err)
+		<-v.verdict
+		v.done, v.err = true, err
+	}
+	return n, err
+}
+
+// errAbandoned ends the decode of an upload the store stopped reading.
+var errAbandoned = errors.New("blobs: upload abandoned before its end")
+
+// Close ends the decode when the reading stopped before the end.
+func (v *verifyingReader) Close() error {
+	if !v.done {
+		v.pw.CloseWithError(errAbandoned)
+		_ = v.finish(nil)
+	}
+	return nil
+}
+
+// finish waits for the decoder's verdict and keeps it as the answer of every later Read:
+// ErrBytesNotDeclaredType (wrapping why) when the decode failed, io.EOF otherwise.
+func (v *verifyingReader) finish(writeErr error) error {
+	verr := <-v.verdict
+	v.done = true
+	switch {
+	case verr != nil:
+		v.err = verr
+	case writeErr != nil:
+		v.err = writeErr
+	default:
+		v.err = io.EOF
+		return nil
+	}
+	return v.err
+}
