@@ -22,6 +22,7 @@ type ServeCmd struct {
 	StoreFlags
 	WebhookFlags
 	ChatFlags
+	StudioFlags
 	Dev              bool              `help:"Development mode: create a development account on first start and print a key and a curl line."`
 	APIAddr          string            `default:"127.0.0.1:8080" help:"Account API listen address."`
 	QueueAddr        string            `default:"127.0.0.1:8081" help:"Queue host listen address."`
@@ -100,7 +101,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, WebhookAllowPrivate: c.WebhookAllowPrivate,
-		UsageExportRows: c.UsageExportRows}, nil
+		UsageExportRows: c.UsageExportRows, StudioOrigins: c.StudioOrigins}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

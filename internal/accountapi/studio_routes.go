@@ -32,6 +32,7 @@ func (h *Handler) studioRoutes(mux *http.ServeMux) {
 		mux.Handle("GET "+base, g.Protect(read, h.studioRead()))
 		mux.Handle("GET "+base+"/live", h.studioLive(read))
 	}
+	mux.Handle("POST /v1/studio/projects/{project}/tickets", g.Protect(read, h.studioTicket()))
 }
 
 // studioReadScope: reads take studio:read, or studio:write which includes it (SCP-13).
@@ -42,11 +43,16 @@ func studioReadScope(*http.Request) (auth.Requirement, error) {
 // studioKey is the document a request addresses: the caller's project, and the brief or the
 // canvas of the path. An id that cannot name a project or canvas is not_found.
 func studioKey(r *http.Request) (studio.Key, error) {
+	return studioKeyOf(r, httpapi.Principal(r).Account.ID)
+}
+
+// studioKeyOf is studioKey for account's caller.
+func studioKeyOf(r *http.Request, account string) (studio.Key, error) {
 	project := r.PathValue("project")
 	if err := studio.CheckID("project", project); err != nil {
 		return studio.Key{}, apierr.Newf(apierr.NotFound, "No such studio project: the %s.", err)
 	}
-	k := studio.Key{Account: httpapi.Principal(r).Account.ID, Project: project, Doc: studio.Brief}
+	k := studio.Key{Account: account, Project: project, Doc: studio.Brief}
 	if strings.Contains(r.Pattern, "{canvas}") {
 		canvas := r.PathValue("canvas")
 		if err := studio.CheckID("canvas", canvas); err != nil {

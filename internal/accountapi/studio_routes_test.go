@@ -262,8 +262,8 @@ func dialLive(t *testing.T, base, path, key string) *liveClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	u := "ws" + strings.TrimPrefix(base, "http") + path + "?key=" + url.QueryEscape(key)
-	conn, _, err := websocket.Dial(ctx, u, nil)
+	u := "ws" + strings.TrimPrefix(base, "http") + path
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -327,11 +327,16 @@ func TestSTU09_LiveRouteSyncsWithStateRoute(t *testing.T) {
 			t.Fatalf("dial without key: %v", err)
 		}
 
-		// A browser's request (an Origin header) is refused before its key is looked at, with
-		// no upgrade (KEY-16, ORD-02): an API key never serves a page of another site.
-		evil := "ws" + strings.TrimPrefix(e.srv.URL, "http") + path + "/live?key=" + url.QueryEscape(key)
-		if _, res, err := websocket.Dial(context.Background(), evil, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}}); err == nil || res.StatusCode != 403 {
+		// A browser's request (an Origin header) with a key is refused before its key is looked
+		// at, with no upgrade (KEY-16, ORD-02): an API key never serves a page of another site.
+		live := "ws" + strings.TrimPrefix(e.srv.URL, "http") + path + "/live"
+		if _, res, err := websocket.Dial(context.Background(), live, &websocket.DialOptions{HTTPHeader: http.Header{
+			"Origin": {"https://evil.example"}, "Authorization": {"Bearer " + key}}}); err == nil || res.StatusCode != 403 {
 			t.Fatalf("dial from a browser's origin: %v", err)
+		}
+		// A key in the URL is refused whatever else the request holds: logs keep URLs.
+		if _, res, err := websocket.Dial(context.Background(), live+"?key="+url.QueryEscape(key), nil); err == nil || res.StatusCode != 400 {
+			t.Fatalf("dial with the key in the URL: %v", err)
 		}
 
 		a := dialLive(t, e.srv.URL, path+"/live", key)

@@ -88,4 +88,24 @@ type Store interface {
 	ProjectExists(ctx context.Context, account, project string) (bool, error)
 	// Put stores p.State as revision p.Prev+1, or returns ErrRevisionMoved.
 	Put(ctx context.Context, p PutParams) error
+	GenerationStore
+}
+
+// GenerationStore keeps the generation of a document beside its revision.
+type GenerationStore interface {
+	// Generation returns the stored generation (0 when nothing is stored or never saved whole).
+	Generation(ctx context.Context, k Key) (int64, error)
+	// Replace is Put for a whole-document save: it also advances the generation.
+	Replace(ctx context.Context, p PutParams) error
+}
+
+// StaleError refuses an update made in an older generation of the document than the stored
+// one: a whole-document save replaced the copy it was made in. Nothing changed.
+type StaleError struct {
+	Doc     Name
+	Current int64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the %s was replaced by a whole-document save (generation %d); load it into a new document and connect again", e.Doc, e.Current)
 }

@@ -94,8 +94,12 @@ type Session struct {
 	peer     Peer
 	e        *entry
 	canWrite bool
-	// admit is asked before each write; an error ends the session (rate limits).
-	admit func(ctx context.Context) error
+	// admit is asked before each write that changes something; an error ends the session.
+	admit func(ctx context.Context, bytes, ops int) error
+	// gen is the generation of the document the peer's copy belongs to, once known (genKnown):
+	// declared when it joined, or the stored one when its first sync shows it holds nothing.
+	gen      int64
+	genKnown bool
 }
 
 // JoinParams opens a live session.
@@ -103,8 +107,15 @@ type JoinParams struct {
 	Key      Key
 	Peer     Peer
 	CanWrite bool
-	// Admit, when set, is asked before each write is merged; its error is returned by Receive.
-	Admit func(ctx context.Context) error
+	// Admit, when set, is asked before each write that changes something is merged, with the
+	// update's size and operations; its error is returned by Receive. Sync replies with nothing
+	// to merge are not admitted: they spend nothing.
+	Admit func(ctx context.Context, bytes, ops int) error
+	// Generation is the generation of the copy the peer holds, when it said (HasGeneration).
+	// Otherwise a peer that holds nothing takes the stored generation at its first sync, and
+	// one that holds something may only sync while the document was never saved whole.
+	Generation    int64
+	HasGeneration bool
 }
 
 // Join adds p.Peer to the document's room and sends it the server's sync step 1 and the
@@ -122,7 +133,8 @@ func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 	if len(e.room.clients) > 0 {
 		p.Peer.Send(awarenessMessage(e.room.clients))
 	}
-	return &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit}, nil
+	return &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit,
+		gen: p.Generation, genKnown: p.HasGeneration}, nil
 }
 
 // Close takes the peer out of the room and tells the others its awareness clients left.
@@ -203,6 +215,9 @@ func (ss *Session) answerStep1(sv []byte) error {
 			return err
 		}
 	}
+	if err := ss.placeGeneration(len(sv) == 1 && sv[0] == 0); err != nil {
+		return err
+	}
 	diff, err := encode(e.doc, sv)
 	if err != nil {
 		return err
@@ -211,17 +226,49 @@ func (ss *Session) answerStep1(sv []byte) error {
 	return nil
 }
 
+// placeGeneration settles which generation the peer's copy belongs to and refuses a copy of an
+// older one (*StaleError): after a whole-document save, a provider that reconnects with its
+// pre-save copy would merge the removed content back. holdsNothing: the peer's state vector is
+// empty. Under ss.e.mu.
+func (ss *Session) placeGeneration(holdsNothing bool) error {
+	e := ss.e
+	switch {
+	case ss.genKnown:
+	case holdsNothing || e.gen == 0:
+		ss.gen, ss.genKnown = e.gen, true
+	default:
+		return &StaleError{Doc: ss.key.Doc, Current: e.gen}
+	}
+	if ss.gen != e.gen {
+		return &StaleError{Doc: ss.key.Doc, Current: e.gen}
+	}
+	return nil
+}
+
 func (ss *Session) write(ctx context.Context, update []byte) error {
+	ops, err := Operations(update)
+	if err != nil {
+		return err
+	}
+	if ops == 0 {
+		return nil // a sync reply with nothing in it: nothing to store or send on
+	}
+	ss.e.mu.Lock()
+	err = ss.placeGeneration(false)
+	ss.e.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if !ss.canWrite {
 		ss.peer.Send(append([]byte{msgAuth, authPermissionDenied}, appendBytes(nil, []byte("this key has studio:read only; edits are not saved"))...))
 		return ErrReadOnly
 	}
 	if ss.admit != nil {
-		if err := ss.admit(ctx); err != nil {
+		if err := ss.admit(ctx, len(update), ops); err != nil {
 			return err
 		}
 	}
-	_, err := ss.svc.Apply(ctx, ApplyParams{Key: ss.key, Update: update, Origin: ss.peer})
+	_, err = ss.svc.Apply(ctx, ApplyParams{Key: ss.key, Update: update, Origin: ss.peer, InGeneration: true, Generation: ss.gen})
 	return err
 }
 

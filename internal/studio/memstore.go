@@ -9,12 +9,13 @@ import (
 type MemStore struct {
 	mu   sync.Mutex
 	docs map[Key]Stored
+	gens map[Key]int64
 }
 
 var _ Store = (*MemStore)(nil)
 
 // NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore { return &MemStore{docs: map[Key]Stored{}} }
+func NewMemStore() *MemStore { return &MemStore{docs: map[Key]Stored{}, gens: map[Key]int64{}} }
 
 func (m *MemStore) Document(_ context.Context, k Key) (Stored, error) {
 	m.mu.Lock()
@@ -51,5 +52,22 @@ func (m *MemStore) Put(_ context.Context, p PutParams) error {
 		return ErrRevisionMoved
 	}
 	m.docs[p.Key] = Stored{Rev: p.Prev + 1, State: append([]byte(nil), p.State...), UpdatedAt: p.Now}
+	return nil
+}
+
+func (m *MemStore) Generation(_ context.Context, k Key) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gens[k], nil
+}
+
+func (m *MemStore) Replace(ctx context.Context, p PutParams) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.docs[p.Key].Rev != p.Prev {
+		return ErrRevisionMoved
+	}
+	m.docs[p.Key] = Stored{Rev: p.Prev + 1, State: append([]byte(nil), p.State...), UpdatedAt: p.Now}
+	m.gens[p.Key]++
 	return nil
 }

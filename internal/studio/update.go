@@ -176,18 +176,29 @@ const (
 // each struct's item info, origins, parent and content, then the delete set, with nothing left
 // over. The library that merges trusts its input; nothing reaches it that Validate refused.
 func Validate(update []byte) error {
+	_, err := Operations(update)
+	return err
+}
+
+// Operations validates update as Validate does and counts what it changes: its structs and its
+// delete ranges. An update that changes nothing (what a sync reply with nothing to send
+// holds) counts 0.
+func Operations(update []byte) (int, error) {
 	r := &reader{b: update}
+	ops := 0
 	for clients := r.count("number of clients"); clients > 0 && r.err == nil; clients-- {
 		structs := r.count("number of structs")
 		r.uint("client id")
 		r.uint("clock")
 		for ; structs > 0 && r.err == nil; structs-- {
 			r.item()
+			ops++
 		}
 	}
 	for clients := r.count("delete set size"); clients > 0 && r.err == nil; clients-- {
 		r.uint("delete set client")
 		for n := r.count("delete ranges"); n > 0 && r.err == nil; n-- {
+			ops++
 			r.uint("delete clock")
 			if r.uint("delete length") == 0 && r.err == nil {
 				r.fail("empty delete range")
@@ -198,9 +209,9 @@ func Validate(update []byte) error {
 		r.fail(fmt.Sprintf("%d bytes after the delete set", len(update)-r.pos))
 	}
 	if r.err != nil {
-		return r.err
+		return 0, r.err
 	}
-	return nil
+	return ops, nil
 }
 
 // item reads one struct: a GC range, a Skip or an Item with its content.
