@@ -3,8 +3,8 @@ package accountapi
 import (
 	"context"
 	"errors"
-	"net/http"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,7 +185,6 @@ func (lp *livePeer) Send(msg []byte) {
 func (lp *livePeer) Replaced() {
 	lp.end(closeReplaced, "document replaced by a whole-document save; reconnect to load it")
 }
-
 
 // liveParams is one admitted connection: its document, its caller, the generation it holds.
 type liveParams struct {

@@ -17,8 +17,8 @@ import (
 // Ack is the brief state acknowledgement (spec 01): the document's revision, its state vector
 // and its weight after the write.
 type Ack struct {
-	Doc         Name
-	Rev         int64
+	Doc Name
+	Rev int64
 	// Generation counts the whole-document saves (0: never saved whole); live clients of an
 	// older generation may not merge (StaleError).
 	Generation  int64
