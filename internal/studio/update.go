@@ -18,10 +18,11 @@ func (e *MalformedError) Error() string {
 	return fmt.Sprintf("not a Yjs update: %s at byte %d", e.Reason, e.Offset)
 }
 
-// maxAnyDepth bounds nesting of lib0 "any" values (objects in arrays in objects...): yjs
-// itself never writes deep values, and the bound keeps a hostile update from exhausting the
-// stack.
-const maxAnyDepth = 64
+// maxAnyDepth bounds nesting of lib0 "any" values (objects in arrays in objects...) far above
+// what yjs itself can read back (its recursive decoder runs out of stack at a few thousand
+// levels in Node), so every document yjs produces is accepted; the bound only keeps the
+// recursion of this reader and of the merging library to a stack of a few megabytes.
+const maxAnyDepth = 100_000
 
 // reader reads lib0 encodings from a byte slice; the first failure sticks.
 type reader struct {
