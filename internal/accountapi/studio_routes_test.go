@@ -129,8 +129,10 @@ func TestSTU05_BriefStateRouteOverHTTP(t *testing.T) {
 		e.want(e.do("POST", path+"/state", "", map[string]any{"update": "AAA="}), 401, "missing_authorization")
 		e.want(e.do("POST", path+"/state", noStudio, map[string]any{"update": "AAA="}), 403, "insufficient_scope")
 		e.want(e.do("POST", path+"/state", reader, map[string]any{"update": "AAA="}), 403, "insufficient_scope")
-		// Nothing written yet: the project does not exist.
-		e.want(e.do("GET", path, key, nil), 404, "not_found")
+		// Nothing written yet: the empty document at rev 0, as the live route syncs it.
+		if r := e.do("GET", path, key, nil); r.status != 200 || r.body["rev"] != 0.0 || r.body["update"] != "AAA=" {
+			t.Fatalf("unwritten project: %s", r.raw)
+		}
 
 		// STU-03: a seed while nothing is stored.
 		first := newYWindow()
@@ -235,8 +237,10 @@ func TestSTU05_BriefStateRouteOverHTTP(t *testing.T) {
 			t.Fatalf("canvas ack %s", cv.raw)
 		}
 
-		// Per account: another account's project is not found, and its own is separate.
-		e.want(e.do("GET", path, other, nil), 404, "not_found")
+		// Per account: another account's project of the same id is its own, still empty.
+		if r := e.do("GET", path, other, nil); r.status != 200 || r.body["rev"] != 0.0 || r.body["update"] != "AAA=" {
+			t.Fatalf("acct_b's unwritten project: %s", r.raw)
+		}
 		mine := e.do("POST", path+"/state", other, map[string]any{"update": b64(newYWindow().insert(0, "b's"))})
 		if mine.status != 200 || mine.body["rev"] != 1.0 {
 			t.Fatalf("acct_b's own project: %s", mine.raw)

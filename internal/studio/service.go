@@ -384,17 +384,11 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 }
 
 // Read returns the stored document as one update, or, with a state vector, only what that
-// state lacks. A project the account has no document in is ErrNotFound; a project without
-// this document reads as the empty document at revision 0. sv must have passed
-// ValidateStateVector.
+// state lacks. A document never written, in a project never written too, reads as the empty
+// document at revision 0, as the live route syncs it: an editor may open a new project by
+// either. sv must have passed ValidateStateVector.
 func (s *Service) Read(ctx context.Context, k Key, sv []byte) (Snapshot, error) {
-	ok, err := s.store.ProjectExists(ctx, k.Account, k.Project)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	if !ok {
-		return Snapshot{}, ErrNotFound
-	}
+	var err error
 	e := s.acquire(k)
 	defer s.release(k, e)
 	e.mu.Lock()
