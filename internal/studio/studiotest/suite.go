@@ -22,6 +22,39 @@ func RunStoreSuite(t *testing.T, open func(t *testing.T) studio.Store) {
 	t.Run("CompareAndSwap", func(t *testing.T) { testCAS(t, open(t)) })
 	t.Run("PerAccountProjects", func(t *testing.T) { testPerAccount(t, open(t)) })
 	t.Run("RacingWritersOneWins", func(t *testing.T) { testRace(t, open(t)) })
+	t.Run("ReplaceAdvancesGeneration", func(t *testing.T) { testGeneration(t, open(t)) })
+}
+
+// testGeneration: merges keep the generation; a whole-document save (Replace) advances it with
+// the revision, under the same compare-and-swap.
+func testGeneration(t *testing.T, s studio.Store) {
+	ctx := context.Background()
+	if gen, err := s.Generation(ctx, brief); err != nil || gen != 0 {
+		t.Fatalf("Generation of nothing: %d %v", gen, err)
+	}
+	if err := s.Put(ctx, studio.PutParams{Key: brief, Prev: 0, State: []byte{1}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if gen, _ := s.Generation(ctx, brief); gen != 0 {
+		t.Fatalf("generation %d after a merge, want 0", gen)
+	}
+	if err := s.Replace(ctx, studio.PutParams{Key: brief, Prev: 0, State: []byte{2}, Now: t0}); !errors.Is(err, studio.ErrRevisionMoved) {
+		t.Fatalf("Replace from a stale revision: %v, want ErrRevisionMoved", err)
+	}
+	if err := s.Replace(ctx, studio.PutParams{Key: brief, Prev: 1, State: []byte{2}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Document(ctx, brief)
+	if gen, _ := s.Generation(ctx, brief); gen != 1 || got.Rev != 2 || !bytes.Equal(got.State, []byte{2}) {
+		t.Fatalf("after Replace: generation %d, %+v", gen, got)
+	}
+	other := studio.Key{Account: "acct_a", Project: "fresh", Doc: studio.Brief}
+	if err := s.Replace(ctx, studio.PutParams{Key: other, Prev: 0, State: []byte{3}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if gen, _ := s.Generation(ctx, other); gen != 1 {
+		t.Fatalf("a first save: generation %d, want 1", gen)
+	}
 }
 
 var brief = studio.Key{Account: "acct_a", Project: "launch", Doc: studio.Brief}
