@@ -208,20 +208,18 @@ func (h *Handler) serveLive(r *http.Request, conn *websocket.Conn, lp liveParams
 	}
 	defer sess.Close()
 
-	var loops sync.WaitGroup // the writer and the watchers: owned here, waited for below
-	loops.Add(3)
+	var loops sync.WaitGroup // the writer and the watcher: owned here, waited for below
+	loops.Add(2)
 	go func() { defer loops.Done(); writeLive(ctx, conn, peer) }()
 	go func() { defer loops.Done(); h.watchStanding(ctx, peer, *p) }()
-	go func() { // whoever ends the session, the close frame says why
-		defer loops.Done()
-		select {
-		case <-peer.stop:
-			conn.Close(peer.code, truncateReason(peer.why))
-		case <-ctx.Done():
-		}
+	closed := make(chan struct{})
+	go func() { // whoever ends the session (the reader always does), the close frame says why
+		defer close(closed)
+		<-peer.stop
+		conn.Close(peer.code, truncateReason(peer.why))
 	}()
 	h.readLive(ctx, conn, peer, sess, k)
-	<-peer.stop
+	<-closed
 	cancel()
 	loops.Wait()
 }

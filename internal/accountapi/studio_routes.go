@@ -88,13 +88,16 @@ func ackBody(a studio.Ack) crdtAck {
 }
 
 // crdtState is the answer of a document read: the acknowledgement's fields and the update.
+// Generation is the document's generation (how many whole-document saves replaced it): a live
+// client that loaded this copy connects with ?generation= set to it.
 type crdtState struct {
 	crdtAck
-	Update string `json:"update"`
+	Generation int64  `json:"generation"`
+	Update     string `json:"update"`
 }
 
 func stateBody(s studio.Snapshot) crdtState {
-	b := crdtState{crdtAck: ackBody(s.Ack), Update: base64.StdEncoding.EncodeToString(s.Update)}
+	b := crdtState{crdtAck: ackBody(s.Ack), Generation: s.Generation, Update: base64.StdEncoding.EncodeToString(s.Update)}
 	b.Object = "crdt_state"
 	return b
 }
@@ -114,7 +117,7 @@ func studioError(err error, what string) error {
 	case errors.As(err, &ce):
 		cur := stateBody(ce.Current)
 		return apierr.Newf(apierr.RevisionConflict, "%s.", strings.ToUpper(ce.Reason[:1])+ce.Reason[1:]).
-			With("doc", cur.Doc).With("rev", cur.Rev).With("state_vector", cur.StateVector).With("bytes", cur.Bytes).With("update", cur.Update)
+			With("doc", cur.Doc).With("rev", cur.Rev).With("generation", cur.Generation).With("state_vector", cur.StateVector).With("bytes", cur.Bytes).With("update", cur.Update)
 	case errors.Is(err, studio.ErrNotFound):
 		return apierr.Newf(apierr.NotFound, "No such studio project in this account.")
 	}
