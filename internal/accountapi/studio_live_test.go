@@ -43,7 +43,9 @@ type liveEnv struct {
 
 func newLiveEnv(t *testing.T, db *sqlstore.DB) *liveEnv {
 	e := &liveEnv{t: t, db: db}
-	now := func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).Add(time.Duration(e.offset.Load())) }
+	now := func() time.Time {
+		return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).Add(time.Duration(e.offset.Load()))
+	}
 	e.a = e.process(now, 50*time.Millisecond)
 	e.b = e.process(now, time.Hour)
 	return e
