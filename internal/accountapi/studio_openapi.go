@@ -68,7 +68,7 @@ func oaStudioPaths() map[string]any {
 		save["x-svc-scopes"] = writeScopes
 
 		read := oaOperation("readStudio"+d.id, "studio",
-			"Read "+d.what+", whole or only what a state vector lacks; scope studio:read or studio:write; read bucket; spends nothing. A document never written in an existing project reads as the empty document at rev 0.",
+			"Read "+d.what+", whole or only what a state vector lacks; scope studio:read or studio:write; read bucket; spends nothing. A document never written, in a project never written too, reads as the empty document at rev 0 (generation 0), as the live route syncs it.",
 			readSec, append(slices.Clone(params),
 				oaQueryParam("state_vector", "Base64 of Y.encodeStateVector(doc): the answer then holds only what that state lacks. Not the base64 of a state vector: 400 invalid_body.",
 					map[string]any{"type": "string", "contentEncoding": "base64"})),
