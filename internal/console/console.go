@@ -20,6 +20,7 @@ import (
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -60,6 +61,8 @@ type Handler struct {
 	// Paused reports whether the operator has paused the API or a product: the playground
 	// refuses then, as the model hosts do (nil: never paused).
 	Paused func(product string) bool
+	// Tickets signs studio tickets for the account's pages (nil: the console mints none).
+	Tickets *studio.Tickets
 
 	pages    map[string]*template.Template
 	throttle signInThrottle
@@ -111,6 +114,7 @@ func (h *Handler) Routes() http.Handler {
 	h.operatorRoutes(mux)
 	h.usageRoutes(mux)
 	h.jobRoutes(mux)
+	h.studioRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound
