@@ -356,7 +356,8 @@ func TestI27_RevocationExpiryAndBansCloseLiveSockets(t *testing.T) {
 // Issue 27 item 3: a whole-document save starts a new generation. A live client's pre-save
 // copy, reconnecting as a stock provider does (its state vector first, then its content), is
 // closed with 4002 before any of it is merged, on this process or another; a client that holds
-// nothing loads the saved document and edits it.
+// nothing loads the saved document and edits it, and reconnects after a drop with its offline
+// edits.
 func TestI27_SaveStartsNewGeneration(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
 		e := newLiveEnv(t, db)
@@ -413,6 +414,19 @@ func TestI27_SaveStartsNewGeneration(t *testing.T) {
 		if declared.text() != "restored v2" {
 			t.Fatalf("client of generation 1 loaded %q", declared.text())
 		}
+		// The fresh client's connection drops; it edits offline and reconnects with its copy and
+		// no generation, as a stock provider does: nothing it holds was dropped by a save, so it
+		// syncs, and its offline edit is stored.
+		fresh.conn.CloseNow()
+		before := y.EncodeStateVector(fresh.doc, nil, y.NewUpdateEncoderV1())
+		fresh.doc.Transact(func(*y.Transaction) { fresh.doc.GetText("body").Insert(11, " offline", nil) }, nil)
+		offline := y.EncodeStateAsUpdate(fresh.doc, before)
+		back := mustHandshake(t, e.b, path+"/live", keyHeader(key))
+		back.doc = fresh.doc
+		back.sync()
+		back.send(varBytes([]byte{0, 1}, offline)) // its answer to the server's step 1
+		e.waitText(path, key, "restored v2 offline")
+		fresh = back
 		// A save on process a while fresh is connected to b: b has no word of it, and fresh's
 		// next write, made in generation 1, is refused and not merged into generation 2.
 		_, st = e.storedText(path, key)

@@ -91,12 +91,26 @@ type Store interface {
 	GenerationStore
 }
 
-// GenerationStore keeps the generation of a document beside its revision.
+// GenerationStore keeps a document's lineage beside its revision.
 type GenerationStore interface {
-	// Generation returns the stored generation (0 when nothing is stored or never saved whole).
-	Generation(ctx context.Context, k Key) (int64, error)
-	// Replace is Put for a whole-document save: it also advances the generation.
-	Replace(ctx context.Context, p PutParams) error
+	// Lineage returns the stored lineage (zero when nothing is stored or never saved whole).
+	Lineage(ctx context.Context, k Key) (Lineage, error)
+	// Replace is Put for a whole-document save: it also advances the generation and stores
+	// p.Retired.
+	Replace(ctx context.Context, p ReplaceParams) error
+}
+
+// Lineage is what whole-document saves left on a document: how many there were, and what they
+// dropped (Retired, encoded; empty before the first save).
+type Lineage struct {
+	Generation int64
+	Retired    []byte
+}
+
+// ReplaceParams is a whole-document save: PutParams, and what all saves so far dropped.
+type ReplaceParams struct {
+	PutParams
+	Retired []byte
 }
 
 // StaleError refuses an update made in an older generation of the document than the stored

@@ -112,8 +112,8 @@ type JoinParams struct {
 	// to merge are not admitted: they spend nothing.
 	Admit func(ctx context.Context, bytes, ops int) error
 	// Generation is the generation of the copy the peer holds, when it said (HasGeneration).
-	// Otherwise a peer that holds nothing takes the stored generation at its first sync, and
-	// one that holds something may only sync while the document was never saved whole.
+	// Otherwise the peer's first sync places it: a copy holding anything a whole-document save
+	// dropped is refused, any other takes the stored generation.
 	Generation    int64
 	HasGeneration bool
 }
@@ -215,7 +215,7 @@ func (ss *Session) answerStep1(sv []byte) error {
 			return err
 		}
 	}
-	if err := ss.placeGeneration(len(sv) == 1 && sv[0] == 0); err != nil {
+	if err := ss.placeGeneration(readStateVector(sv)); err != nil {
 		return err
 	}
 	diff, err := encode(e.doc, sv)
@@ -228,13 +228,15 @@ func (ss *Session) answerStep1(sv []byte) error {
 
 // placeGeneration settles which generation the peer's copy belongs to and refuses a copy of an
 // older one (*StaleError): after a whole-document save, a provider that reconnects with its
-// pre-save copy would merge the removed content back. holdsNothing: the peer's state vector is
-// empty. Under ss.e.mu.
-func (ss *Session) placeGeneration(holdsNothing bool) error {
+// pre-save copy would merge the removed content back. A peer that did not say its generation
+// is placed by what it holds (sv, its state vector; nil when it has not sent it): a copy
+// holding anything a save dropped is of an older generation; any other copy (nothing, or
+// edits made since, its own included) is of the stored one. Under ss.e.mu.
+func (ss *Session) placeGeneration(sv map[uint64]uint64) error {
 	e := ss.e
 	switch {
 	case ss.genKnown:
-	case holdsNothing || e.gen == 0:
+	case sv != nil && !e.gone.holds(sv), sv == nil && e.gen == 0:
 		ss.gen, ss.genKnown = e.gen, true
 	default:
 		return &StaleError{Doc: ss.key.Doc, Current: e.gen}
@@ -254,7 +256,7 @@ func (ss *Session) write(ctx context.Context, update []byte) error {
 		return nil // a sync reply with nothing in it: nothing to store or send on
 	}
 	ss.e.mu.Lock()
-	err = ss.placeGeneration(false)
+	err = ss.placeGeneration(nil)
 	ss.e.mu.Unlock()
 	if err != nil {
 		return err

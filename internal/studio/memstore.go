@@ -9,13 +9,13 @@ import (
 type MemStore struct {
 	mu   sync.Mutex
 	docs map[Key]Stored
-	gens map[Key]int64
+	gens map[Key]Lineage
 }
 
 var _ Store = (*MemStore)(nil)
 
 // NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore { return &MemStore{docs: map[Key]Stored{}, gens: map[Key]int64{}} }
+func NewMemStore() *MemStore { return &MemStore{docs: map[Key]Stored{}, gens: map[Key]Lineage{}} }
 
 func (m *MemStore) Document(_ context.Context, k Key) (Stored, error) {
 	m.mu.Lock()
@@ -55,19 +55,21 @@ func (m *MemStore) Put(_ context.Context, p PutParams) error {
 	return nil
 }
 
-func (m *MemStore) Generation(_ context.Context, k Key) (int64, error) {
+func (m *MemStore) Lineage(_ context.Context, k Key) (Lineage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.gens[k], nil
+	l := m.gens[k]
+	l.Retired = append([]byte(nil), l.Retired...)
+	return l, nil
 }
 
-func (m *MemStore) Replace(ctx context.Context, p PutParams) error {
+func (m *MemStore) Replace(_ context.Context, p ReplaceParams) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.docs[p.Key].Rev != p.Prev {
 		return ErrRevisionMoved
 	}
 	m.docs[p.Key] = Stored{Rev: p.Prev + 1, State: append([]byte(nil), p.State...), UpdatedAt: p.Now}
-	m.gens[p.Key]++
+	m.gens[p.Key] = Lineage{Generation: m.gens[p.Key].Generation + 1, Retired: append([]byte(nil), p.Retired...)}
 	return nil
 }

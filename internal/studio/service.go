@@ -81,6 +81,7 @@ type entry struct {
 	used  time.Time  // last release, under Service.mu
 	rev   int64      // the cache below is of this stored revision; under mu
 	gen   int64      // the stored generation of that revision
+	gone  retired    // what the saves up to that generation dropped
 	state []byte
 	doc   *y.Doc // nil: not decoded (or thrown away after a refused write)
 	room  room
@@ -212,11 +213,15 @@ func (s *Service) load(ctx context.Context, k Key, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("studio: stored %s of %s revision %d does not decode: %w", k.Doc, k.Project, st.Rev, err)
 	}
-	gen, err := s.store.Generation(ctx, k)
+	l, err := s.store.Lineage(ctx, k)
 	if err != nil {
 		return err
 	}
-	e.doc, e.rev, e.gen, e.state = doc, st.Rev, gen, st.State
+	gone, err := decodeRetired(l.Retired)
+	if err != nil {
+		return fmt.Errorf("studio: stored lineage of %s of %s does not decode: %w", k.Doc, k.Project, err)
+	}
+	e.doc, e.rev, e.gen, e.gone, e.state = doc, st.Rev, l.Generation, gone, st.State
 	return nil
 }
 
@@ -366,7 +371,8 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 	if e.rev != p.Rev {
 		return Ack{}, conflict()
 	}
-	err = s.store.Replace(ctx, PutParams{Key: p.Key, Prev: p.Rev, State: state, Now: s.now()})
+	gone := e.gone.with(stateVectorOf(e.doc), stateVectorOf(doc))
+	err = s.store.Replace(ctx, ReplaceParams{PutParams: PutParams{Key: p.Key, Prev: p.Rev, State: state, Now: s.now()}, Retired: gone.encode()})
 	if errors.Is(err, ErrRevisionMoved) {
 		e.doc = nil
 		if err := s.load(ctx, p.Key, e); err != nil {
@@ -378,7 +384,7 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 		e.doc = nil
 		return Ack{}, err
 	}
-	e.doc, e.rev, e.gen, e.state = doc, p.Rev+1, e.gen+1, state
+	e.doc, e.rev, e.gen, e.gone, e.state = doc, p.Rev+1, e.gen+1, gone, state
 	e.room.replaced()
 	return e.ack(p.Key), nil
 }

@@ -8,10 +8,14 @@ CREATE TABLE studio_tickets (
 );
 CREATE INDEX studio_tickets_expires ON studio_tickets(expires_at);
 
--- A document's generation: 0 until its first whole-document save, then advanced by each save,
--- so a live client holding a copy of an older generation cannot merge it back.
+-- A document's lineage: its generation, 0 until its first whole-document save, then advanced
+-- by each save; and retired, the clock ranges of each Yjs client that the saves dropped
+-- (studio's encoding), so a live client holding a copy of an older generation cannot merge it
+-- back.
 ALTER TABLE studio_documents ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE studio_documents ADD COLUMN retired BLOB NOT NULL DEFAULT X'';
 
 -- +goose Down
+ALTER TABLE studio_documents DROP COLUMN retired;
 ALTER TABLE studio_documents DROP COLUMN generation;
 DROP TABLE studio_tickets;
