@@ -18,7 +18,10 @@ import (
 // in the page) and opens the live route with it from the console's own origin, once.
 func TestI27_ConsoleSessionMintsStudioTickets(t *testing.T) {
 	var origin string
-	s := newSite(t, func(c *server.Config, _ *server.Deps) { c.StudioOrigins = []string{c.PublicURLAPI}; origin = c.PublicURLAPI })
+	s := newSite(t, func(c *server.Config, _ *server.Deps) {
+		c.StudioOrigins = []string{c.PublicURLAPI}
+		origin = c.PublicURLAPI
+	})
 	p := s.signIn(t, "acct_studio", 100)
 
 	if res := p.post("/console/studio/projects/launch/tickets", url.Values{}); res.StatusCode != http.StatusForbidden {
