@@ -287,9 +287,14 @@ func (h *Handler) watchStanding(ctx context.Context, peer *livePeer, p auth.Prin
 		case <-peer.stop:
 			return
 		case <-t.C:
-			if err := h.standing(ctx, p, true); err != nil {
+			err := h.standing(ctx, p, true)
+			if _, refused := apierr.As(err); refused {
 				peer.end(standingClose(err))
 				return
+			} else if err != nil {
+				// The store did not answer: keep the connection (its writes are checked
+				// afresh each) and try again at the next tick.
+				h.Log.Warn("studio live: re-reading the key", "err", err, "key_id", p.Key.ID)
 			}
 		}
 	}
@@ -308,16 +313,22 @@ func (h *Handler) standing(ctx context.Context, p auth.Principal, readOnly bool)
 
 // editAdmission admits each write of a connection: the caller still stands (read afresh, so
 // nothing written after a revocation is stored), and the edit fits the connection's budget.
-func (h *Handler) editAdmission(p *auth.Principal) func(ctx context.Context, bytes, ops int) error {
+// The first sync reply is not charged: it brings what the client held before it connected
+// (at most a whole document, within the size limit), once per connection, and a client with a
+// large document must be able to sync it.
+func (h *Handler) editAdmission(p *auth.Principal) func(ctx context.Context, e studio.Edit) error {
 	var mu sync.Mutex
 	budget := studio.NewEditBudget(studio.DefaultEditLimits, h.Now())
-	return func(ctx context.Context, bytes, ops int) error {
+	return func(ctx context.Context, e studio.Edit) error {
 		if err := h.standing(ctx, *p, false); err != nil {
 			return err
 		}
+		if e.FirstSync {
+			return nil
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		next, ok := studio.AdmitEdit(studio.DefaultEditLimits, budget, h.Now(), bytes, ops)
+		next, ok := studio.AdmitEdit(studio.DefaultEditLimits, budget, h.Now(), e.Bytes, e.Ops)
 		budget = next
 		if !ok {
 			return errEditBudget

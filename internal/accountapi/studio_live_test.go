@@ -496,4 +496,36 @@ func TestI27_TypingIsAdmittedByEditBudget(t *testing.T) {
 	if _, st := e.storedText(path, key); st.body["rev"] != 1800.0 {
 		t.Fatalf("stored rev %v, want 1800: the refused edit is not stored", st.body["rev"])
 	}
+
+	// A client that held a document of more operations than the whole budget before it
+	// connected syncs it with its first reply, and then types.
+	held := newYWindow()
+	for range 1000 {
+		held.insert(0, "h")
+	}
+	whole := y.EncodeStateAsUpdate(held.doc, nil)
+	if ops, _ := studio.Operations(whole); ops <= int(studio.DefaultEditLimits.Ops) {
+		t.Fatalf("the held document has %d operations, want more than the budget", ops)
+	}
+	seeder := mustHandshake(t, e.a, path+"/live", keyHeader(key))
+	seeder.doc = held.doc
+	seeder.sync()
+	seeder.send(varBytes([]byte{0, 1}, whole))
+	nextSync := func(what string) {
+		for { // the typist's awareness leaving comes first
+			typ, step, err := watcher.next()
+			if err != nil || (typ == 0 && step != 2) {
+				t.Fatalf("the watcher heard %d/%d %v, want %s", typ, step, err, what)
+			}
+			if typ == 0 {
+				return
+			}
+		}
+	}
+	nextSync("the held document")
+	seeder.typeText("!")
+	nextSync("the seeder's key")
+	if text, _ := e.storedText(path, key); !strings.Contains(text, strings.Repeat("h", 1000)) || !strings.HasSuffix(text, "!") {
+		t.Fatalf("stored %.40q…", text)
+	}
 }

@@ -95,7 +95,9 @@ type Session struct {
 	e        *entry
 	canWrite bool
 	// admit is asked before each write that changes something; an error ends the session.
-	admit func(ctx context.Context, bytes, ops int) error
+	admit func(ctx context.Context, e Edit) error
+	// replied: the peer's first sync reply (step 2) was taken.
+	replied bool
 	// gen is the generation of the document the peer's copy belongs to, once known (genKnown):
 	// declared when it joined, or the stored one when its first sync shows it holds nothing.
 	gen      int64
@@ -107,10 +109,10 @@ type JoinParams struct {
 	Key      Key
 	Peer     Peer
 	CanWrite bool
-	// Admit, when set, is asked before each write that changes something is merged, with the
-	// update's size and operations; its error is returned by Receive. Sync replies with nothing
-	// to merge are not admitted: they spend nothing.
-	Admit func(ctx context.Context, bytes, ops int) error
+	// Admit, when set, is asked before each write that changes something is merged; its error
+	// is returned by Receive. Sync replies with nothing to merge are not admitted: they spend
+	// nothing.
+	Admit func(ctx context.Context, e Edit) error
 	// Generation is the generation of the copy the peer holds, when it said (HasGeneration).
 	// Otherwise the peer's first sync places it: a copy holding anything a whole-document save
 	// dropped is refused, any other takes the stored generation.
@@ -178,8 +180,12 @@ func (ss *Session) Receive(ctx context.Context, msg []byte) error {
 		switch step {
 		case syncStep1:
 			return ss.answerStep1(payload)
-		case syncStep2, syncUpdate:
-			return ss.write(ctx, payload)
+		case syncStep2:
+			first := !ss.replied
+			ss.replied = true
+			return ss.write(ctx, payload, first)
+		case syncUpdate:
+			return ss.write(ctx, payload, false)
 		default:
 			return &MalformedError{Offset: 1, Reason: fmt.Sprintf("unknown sync step %d", step)}
 		}
@@ -247,7 +253,15 @@ func (ss *Session) placeGeneration(sv map[uint64]uint64) error {
 	return nil
 }
 
-func (ss *Session) write(ctx context.Context, update []byte) error {
+// Edit is a write as admission sees it: its size, its operations (Operations), and whether it
+// is the peer's first sync reply, which carries whatever the peer holds that the server lacks
+// (a whole document at most) and is sent once per connection.
+type Edit struct {
+	Bytes, Ops int
+	FirstSync  bool
+}
+
+func (ss *Session) write(ctx context.Context, update []byte, firstSync bool) error {
 	ops, err := Operations(update)
 	if err != nil {
 		return err
@@ -266,7 +280,7 @@ func (ss *Session) write(ctx context.Context, update []byte) error {
 		return ErrReadOnly
 	}
 	if ss.admit != nil {
-		if err := ss.admit(ctx, len(update), ops); err != nil {
+		if err := ss.admit(ctx, Edit{Bytes: len(update), Ops: ops, FirstSync: firstSync}); err != nil {
 			return err
 		}
 	}
