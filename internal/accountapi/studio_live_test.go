@@ -324,9 +324,11 @@ func TestI27_RevocationExpiryAndBansCloseLiveSockets(t *testing.T) {
 		if code, why := onA.closed(); code != 4001 || !strings.HasPrefix(why, "key_revoked") {
 			t.Fatalf("idle socket after revocation: close %d %q", code, why)
 		}
-		if took := time.Since(revokedAt); took > 2*time.Second {
+		took := time.Since(revokedAt)
+		if took > 2*time.Second {
 			t.Fatalf("closed %s after the revocation, want within 2 s", took)
 		}
+		t.Logf("the idle socket closed %s after the revocation (re-read every 50 ms here)", took.Round(time.Millisecond))
 		if text, _ := e.storedText(path, reader); text != "before" {
 			t.Fatalf("stored %q after a revoked write", text)
 		}
