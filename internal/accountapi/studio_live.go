@@ -47,6 +47,9 @@ func (h *Handler) studioLive(read httpapi.Route) http.Handler {
 		return h.upgradeLive(w, r, httpapi.Principal(r))
 	}))
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if sw := h.Gate.Switches; sw != nil && sw.APIDisabled.Load() {
+			return apierr.New(apierr.APIDisabled) // check 1 of every route, before the credential is looked at
+		}
 		q := r.URL.Query()
 		if q.Has("key") {
 			return apierr.Newf(apierr.InvalidBody, "API keys are never taken in the URL, where logs and browser histories keep them: send the key in the Authorization header, or connect a browser with a ticket from POST /v1/studio/projects/{project}/tickets (?ticket=).")
@@ -59,13 +62,10 @@ func (h *Handler) studioLive(read httpapi.Route) http.Handler {
 	})
 }
 
-// liveByTicket admits a connection that presents a ticket: the API switch, the origin
-// against the allow-list, the ticket (signature, expiry, project, first use), then the
-// lending key and its account afresh, the read bucket and the studio scopes.
+// liveByTicket admits a connection that presents a ticket: the origin against the
+// allow-list, the ticket (signature, expiry, project, first use), then the lending key and its
+// account afresh, the read bucket and the studio scopes.
 func (h *Handler) liveByTicket(w http.ResponseWriter, r *http.Request, token string) error {
-	if sw := h.Gate.Switches; sw != nil && sw.APIDisabled.Load() {
-		return apierr.New(apierr.APIDisabled)
-	}
 	if origin, ok := r.Header["Origin"]; ok && !h.originAllowed(origin) {
 		return apierr.Newf(apierr.BrowserOriginRefused, "The origin %q is not on this service's list of studio origins (--studio-origins); only pages served from those may open the live route.", strings.Join(origin, ", "))
 	}

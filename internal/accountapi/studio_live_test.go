@@ -39,6 +39,8 @@ type liveEnv struct {
 	// a re-reads open sockets' keys every 50 ms; b only before each write (its recheck is an
 	// hour), so what b refuses is refused by the check of the write itself.
 	a, b *httptest.Server
+	// switches are the operator's switches of a and b.
+	switches []*httpapi.Switches
 }
 
 func newLiveEnv(t *testing.T, db *sqlstore.DB) *liveEnv {
@@ -58,7 +60,9 @@ func (e *liveEnv) process(now func() time.Time, recheck time.Duration) *httptest
 		e.auth = svc
 	}
 	adm := ratelimit.NewAdmission(ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: now}), ratelimit.AdmissionOptions{})
-	gate := &httpapi.Gate{Auth: svc, Pacer: httpapi.Admission{Adm: adm, Now: now}, Switches: &httpapi.Switches{}, Now: now, Log: lg}
+	sw := &httpapi.Switches{}
+	e.switches = append(e.switches, sw)
+	gate := &httpapi.Gate{Auth: svc, Pacer: httpapi.Admission{Adm: adm, Now: now}, Switches: sw, Now: now, Log: lg}
 	h := &accountapi.Handler{Gate: gate, Auth: svc, Now: now, Log: lg,
 		Studio:  studio.NewService(studio.Config{Store: sqlstore.Studio{DB: e.db}, Now: now, Log: lg}),
 		Tickets: studio.NewTickets([]byte("deployment-secret-0123456789"), now), TicketClaims: sqlstore.Studio{DB: e.db},
@@ -274,6 +278,14 @@ func TestI27_LiveTicketsForBrowsers(t *testing.T) {
 		if status, code, _ := handshake(t, e.b, live+"?ticket="+url.QueryEscape(before), browser); status != 401 || code != "key_revoked" {
 			t.Fatalf("ticket of a revoked key: %d %s", status, code)
 		}
+		// A paused API answers api_disabled before the ticket is looked at (it stays unspent).
+		paused := e.ticket(e.b, "p1", key)
+		e.switches[1].APIDisabled.Store(true)
+		if status, code, _ := handshake(t, e.b, live+"?ticket="+url.QueryEscape(paused), browser); status != 503 || code != "api_disabled" {
+			t.Fatalf("paused API: %d %s", status, code)
+		}
+		e.switches[1].APIDisabled.Store(false)
+		mustHandshake(t, e.b, live+"?ticket="+url.QueryEscape(paused), browser).sync()
 		// A studio:read key's ticket syncs, and its edits are refused as the key's are.
 		ro := mustHandshake(t, e.a, live+"?ticket="+url.QueryEscape(e.ticket(e.a, "p1", reader)), browser)
 		ro.sync()
