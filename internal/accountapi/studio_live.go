@@ -211,7 +211,7 @@ func (h *Handler) serveLive(r *http.Request, conn *websocket.Conn, lp liveParams
 	var loops sync.WaitGroup // the writer and the watcher: owned here, waited for below
 	loops.Add(2)
 	go func() { defer loops.Done(); writeLive(ctx, conn, peer) }()
-	go func() { defer loops.Done(); h.watchStanding(ctx, peer, *p) }()
+	go func() { defer loops.Done(); h.watchLive(ctx, peer, sess, *p) }()
 	closed := make(chan struct{})
 	go func() { // whoever ends the session (the reader always does), the close frame says why
 		defer close(closed)
@@ -271,9 +271,10 @@ func writeLive(ctx context.Context, conn *websocket.Conn, peer *livePeer) {
 // revocation, an expiry or a ban closes it within a second on every process.
 const liveRecheck = time.Second
 
-// watchStanding reads the caller's key and account afresh every StudioRecheck (default
-// liveRecheck) and ends the connection with closeStanding when they no longer stand.
-func (h *Handler) watchStanding(ctx context.Context, peer *livePeer, p auth.Principal) {
+// watchLive reads the caller's key and account afresh every StudioRecheck (default
+// liveRecheck) and ends the connection with closeStanding when they no longer stand, or with
+// closeReplaced when a save on another process replaced the document.
+func (h *Handler) watchLive(ctx context.Context, peer *livePeer, sess *studio.Session, p auth.Principal) {
 	every := h.StudioRecheck
 	if every <= 0 {
 		every = liveRecheck
@@ -295,6 +296,10 @@ func (h *Handler) watchStanding(ctx context.Context, peer *livePeer, p auth.Prin
 				// The store did not answer: keep the connection (its writes are checked
 				// afresh each) and try again at the next tick.
 				h.Log.Warn("studio live: re-reading the key", "err", err, "key_id", p.Key.ID)
+			}
+			if outdated, _ := sess.Outdated(ctx); outdated {
+				peer.Replaced()
+				return
 			}
 		}
 	}

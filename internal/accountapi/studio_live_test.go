@@ -453,8 +453,21 @@ func TestI27_SaveStartsNewGeneration(t *testing.T) {
 		if code, _ := fresh.closed(); code != 4002 {
 			t.Fatalf("write of generation 1 after a save elsewhere: close %d, want 4002", code)
 		}
-		if text, st := e.storedText(path, key); text != "second restore" || st.body["generation"] != 2.0 {
+		text, st = e.storedText(path, key)
+		if text != "second restore" || st.body["generation"] != 2.0 {
 			t.Fatalf("after the stale write: %q %s", text, st.raw)
+		}
+		// A socket on a process that re-reads every 50 ms hears of a save made on another
+		// process without writing: it is closed with 4000.
+		idle := mustHandshake(t, e.a, path+"/live", keyHeader(key))
+		idle.sync()
+		third := newYWindow()
+		third.insert(0, "third")
+		if r := e.do(e.b, "POST", path, key, map[string]any{"update": b64(y.EncodeStateAsUpdate(third.doc, nil)), "rev": st.body["rev"]}); r.status != 200 {
+			t.Fatalf("save on b: %s", r.raw)
+		}
+		if code, _ := idle.closed(); code != 4000 {
+			t.Fatalf("idle socket after a save on another process: close %d, want 4000", code)
 		}
 	})
 }

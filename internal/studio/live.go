@@ -261,6 +261,19 @@ type Edit struct {
 	FirstSync  bool
 }
 
+// Outdated reports whether the stored document is of another generation than the peer's copy
+// (false while the copy is not placed yet): a save, on this process or another, replaced it.
+func (ss *Session) Outdated(ctx context.Context) (bool, error) {
+	ss.e.mu.Lock()
+	gen, known := ss.gen, ss.genKnown
+	ss.e.mu.Unlock()
+	if !known {
+		return false, nil
+	}
+	l, err := ss.svc.store.Lineage(ctx, ss.key)
+	return err == nil && l.Generation != gen, err
+}
+
 func (ss *Session) write(ctx context.Context, update []byte, firstSync bool) error {
 	ops, err := Operations(update)
 	if err != nil {
