@@ -77,8 +77,12 @@ else
   echo "interop: no openssl: the webhookUrl delivery test is skipped" >&2
 fi
 
+# The one origin whose pages may open the studio live route with a ticket (studio.test.mjs).
+export INTEROP_STUDIO_ORIGIN="http://studio.interop.test"
+
 echo "interop: starting modelexec (api :$api_port, queue :$queue_port, sync :$sync_port)"
 "${tls_env[@]}" "$bin" serve --data "$data" --secret "$secret" --log-level info --log-format json "${allow_private[@]}" \
+  --studio-origins "$INTEROP_STUDIO_ORIGIN" \
   --api-addr "127.0.0.1:$api_port" --queue-addr "127.0.0.1:$queue_port" --sync-addr "127.0.0.1:$sync_port" \
   --metrics-addr "127.0.0.1:$metrics_port" --reference-models >"$tmp/server.log" 2>&1 &
 server_pid=$!

@@ -23,6 +23,7 @@ type ServeCmd struct {
 	StoreFlags
 	WebhookFlags
 	ChatFlags
+	StudioFlags
 	Dev              bool              `help:"Development mode: create a development account on first start and print a key and a curl line."`
 	APIAddr          string            `default:"127.0.0.1:8080" help:"Account API listen address."`
 	QueueAddr        string            `default:"127.0.0.1:8081" help:"Queue host listen address."`
@@ -104,7 +105,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, ReferenceModels: c.ReferenceModels || c.Dev, WebhookAllowPrivate: c.WebhookAllowPrivate,
-		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}}, nil
+		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}, StudioOrigins: c.StudioOrigins}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

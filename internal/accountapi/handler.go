@@ -46,6 +46,12 @@ type Handler struct {
 	KeyRing  *webhooks.KeyRing // GET /.well-known/jwks.json
 	Usage    *ledger.Usage     // GET /v1/usage and its export; nil: not_configured
 	Studio   *studio.Service   // studio document routes; nil: not registered
+	// Tickets signs the live route's browser tickets and TicketClaims makes each single-use;
+	// nil: no tickets are minted or taken.
+	Tickets       *studio.Tickets
+	TicketClaims  studio.TicketClaimer
+	StudioOrigins []string      // origins whose pages may open the live route with a ticket
+	StudioRecheck time.Duration // how often live connections re-read their key (0: a second)
 
 	Chat   *chat.Service // /v1/chat, /v1/chat/conversations, /v1/embeddings; nil: not registered
 	Compat http.Handler  // /compat/v1 on this host; nil: not registered

@@ -3,8 +3,10 @@ package accountapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,47 +20,134 @@ import (
 	"github.com/modelexec/modelexec/internal/studio"
 )
 
-// Close codes of the live route beyond RFC 6455's: the document was replaced by a
-// whole-document save (the provider reconnects and loads it).
-const closeReplaced websocket.StatusCode = 4000
+// Close codes of the live route beyond RFC 6455's (docs/studio.md).
+const (
+	// closeReplaced: a whole-document save replaced the document while the client was
+	// connected; load it into a new document.
+	closeReplaced websocket.StatusCode = 4000
+	// closeStanding: the key was revoked or expired, or the account banned, suspended or
+	// limited; the reason starts with the error code.
+	closeStanding websocket.StatusCode = 4001
+	// closeStale: the client's copy belongs to an older generation than the stored document.
+	closeStale websocket.StatusCode = 4002
+)
 
 // liveQueue is how many messages wait for one slow peer before it is dropped; a dropped
 // y-websocket provider reconnects and syncs what it missed.
 const liveQueue = 256
 
-// studioLive serves the y-websocket sync and awareness protocol to server-side clients. The
-// order of checks is every route's: a request carrying an Origin header (a browser's) is
-// refused browser_origin_refused before its key is looked at, as API keys are never to be used
-// from a browser (spec 02); then the key (the Authorization header, or the `key` query
-// parameter for clients whose WebSocket library sends no headers), the read bucket to connect,
-// studio:read or studio:write; each write is then admitted against the write bucket, and needs
-// studio:write.
+// studioLive serves the y-websocket sync and awareness protocol. A browser connects with a
+// ticket (?ticket=, minted by POST …/tickets) from an origin on the operator's allow-list; a
+// server-side client sends its key in the Authorization header and no Origin, through the
+// order of checks of every route. An API key is never taken from the URL, where logs and
+// histories keep it. Each write is then admitted against the connection's edit budget and
+// needs studio:write.
 func (h *Handler) studioLive(read httpapi.Route) http.Handler {
-	inner := h.Gate.Protect(read, httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
-		k, err := studioKey(r)
-		if err != nil {
-			return err
-		}
-		if !websocketUpgrade(r) {
-			return apierr.Newf(apierr.InvalidBody, "This route speaks the y-websocket protocol: connect with a WebSocket client (Upgrade: websocket).")
-		}
-		p := httpapi.Principal(r)
-		// No Origin reached this point (the gate refused it): the origin check is the gate's.
-		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-		if err != nil {
-			return nil // Accept has answered the handshake
-		}
-		conn.SetReadLimit(studio.MaxBytes + 64<<10) // a first sync carries up to a whole document
-		h.serveLive(r, conn, k, p)
-		return nil
+	keyed := h.Gate.Protect(read, httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		return h.upgradeLive(w, r, httpapi.Principal(r))
 	}))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r2 := r.Clone(r.Context())
-		if key := r.URL.Query().Get("key"); key != "" && r.Header.Get("Authorization") == "" {
-			r2.Header.Set("Authorization", "Bearer "+key)
+	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if sw := h.Gate.Switches; sw != nil && sw.APIDisabled.Load() {
+			return apierr.New(apierr.APIDisabled) // check 1 of every route, before the credential is looked at
 		}
-		inner.ServeHTTP(w, r2)
+		q := r.URL.Query()
+		if q.Has("key") {
+			return apierr.Newf(apierr.InvalidBody, "API keys are never taken in the URL, where logs and browser histories keep them: send the key in the Authorization header, or connect a browser with a ticket from POST /v1/studio/projects/{project}/tickets (?ticket=).")
+		}
+		if q.Has("ticket") {
+			return h.liveByTicket(w, r, q.Get("ticket"))
+		}
+		keyed.ServeHTTP(w, r) // an Origin header here is a browser without a ticket: the gate refuses it
+		return nil
 	})
+}
+
+// liveByTicket admits a connection that presents a ticket: the origin against the
+// allow-list, the ticket (signature, expiry, project, first use), then the lending key and its
+// account afresh, the read bucket and the studio scopes.
+func (h *Handler) liveByTicket(w http.ResponseWriter, r *http.Request, token string) error {
+	if origin, ok := r.Header["Origin"]; ok && !h.originAllowed(origin) {
+		return apierr.Newf(apierr.BrowserOriginRefused, "The origin %q is not on this service's list of studio origins (--studio-origins); only pages served from those may open the live route.", strings.Join(origin, ", "))
+	}
+	if h.Tickets == nil || h.TicketClaims == nil {
+		return apierr.Newf(apierr.InvalidAPIKey, "This service does not issue studio tickets.")
+	}
+	tk, err := h.Tickets.Verify(token)
+	switch {
+	case errors.Is(err, studio.ErrTicketExpired):
+		return apierr.Newf(apierr.KeyExpired, "This studio ticket expired (tickets last %d seconds): mint a fresh one for every connection.", int(studio.TicketTTL/time.Second))
+	case err != nil:
+		return apierr.Newf(apierr.InvalidAPIKey, "This is not a studio ticket this service signed.")
+	case tk.Project != r.PathValue("project"):
+		return apierr.Newf(apierr.NotFound, "This ticket opens the studio project %q only.", tk.Project)
+	}
+	if err := h.TicketClaims.ClaimTicket(r.Context(), tk.Nonce, tk.Expires, h.Now()); errors.Is(err, studio.ErrTicketUsed) {
+		return apierr.Newf(apierr.InvalidAPIKey, "This studio ticket was already used: a ticket opens one connection; mint a fresh one for every connection, reconnects included.")
+	} else if err != nil {
+		return err
+	}
+	p, err := h.Auth.Fresh(r.Context(), auth.Principal{Key: auth.KeyRecord{ID: tk.KeyID}})
+	if errors.Is(err, auth.ErrNotFound) {
+		return apierr.New(apierr.InvalidAPIKey)
+	} else if err != nil {
+		return err
+	}
+	if p.Account.ID != tk.Account {
+		return apierr.Newf(apierr.InvalidAPIKey, "This is not a studio ticket this service signed.")
+	}
+	if err := auth.Standing(p.Account, p.Key, h.Now(), true); err != nil {
+		return err
+	}
+	if err := h.Gate.Admit(w, r, &p, ratelimit.Read, 1); err != nil {
+		return err
+	}
+	if req, _ := studioReadScope(r); !req.Satisfied(p.Key.Scopes) {
+		return req.Refuse(p.Key.Scopes)
+	}
+	return h.upgradeLive(w, r, &p)
+}
+
+// originAllowed reports whether the Origin header names one origin of the allow-list.
+func (h *Handler) originAllowed(origin []string) bool {
+	return len(origin) == 1 && slices.ContainsFunc(h.StudioOrigins, func(o string) bool { return strings.EqualFold(o, origin[0]) })
+}
+
+// upgradeLive answers the handshake of an admitted caller and serves the connection.
+func (h *Handler) upgradeLive(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	k, err := studioKeyOf(r, p.Account.ID)
+	if err != nil {
+		return err
+	}
+	gen, hasGen, err := liveGeneration(r)
+	if err != nil {
+		return err
+	}
+	if !websocketUpgrade(r) {
+		return apierr.Newf(apierr.InvalidBody, "This route speaks the y-websocket protocol: connect with a WebSocket client (Upgrade: websocket).")
+	}
+	// The origin was checked above (a ticket's against the allow-list; a key's never gets here
+	// with one), so the library's same-origin check has nothing to add.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return nil // Accept has answered the handshake
+	}
+	conn.SetReadLimit(studio.MaxBytes + 64<<10) // a first sync carries up to a whole document
+	h.serveLive(r, conn, liveParams{key: k, principal: p, generation: gen, hasGeneration: hasGen})
+	return nil
+}
+
+// liveGeneration reads the optional `generation` query parameter: the generation of the copy
+// the client holds.
+func liveGeneration(r *http.Request) (int64, bool, error) {
+	v := r.URL.Query().Get("generation")
+	if v == "" {
+		return 0, false, nil
+	}
+	gen, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || gen < 0 {
+		return 0, false, apierr.Newf(apierr.InvalidBody, "generation must be a whole number, 0 or more (the generation of the document you loaded); got %q.", v)
+	}
+	return gen, true, nil
 }
 
 func websocketUpgrade(r *http.Request) bool {
@@ -97,22 +186,21 @@ func (lp *livePeer) Replaced() {
 	lp.end(closeReplaced, "document replaced by a whole-document save; reconnect to load it")
 }
 
-// headerSink takes the rate headers an admission sets once the connection is a WebSocket.
-type headerSink struct{ h http.Header }
+// liveParams is one admitted connection: its document, its caller, the generation it holds.
+type liveParams struct {
+	key           studio.Key
+	principal     *auth.Principal
+	generation    int64
+	hasGeneration bool
+}
 
-func (s headerSink) Header() http.Header       { return s.h }
-func (headerSink) Write(b []byte) (int, error) { return len(b), nil }
-func (headerSink) WriteHeader(int)             {}
-
-func (h *Handler) serveLive(r *http.Request, conn *websocket.Conn, k studio.Key, p *auth.Principal) {
+func (h *Handler) serveLive(r *http.Request, conn *websocket.Conn, lp liveParams) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	k, p := lp.key, lp.principal
 	peer := &livePeer{out: make(chan []byte, liveQueue), stop: make(chan struct{})}
-	canWrite := slices.Contains(p.Key.Scopes, auth.StudioWrite)
-	sess, err := h.Studio.Join(ctx, studio.JoinParams{Key: k, Peer: peer, CanWrite: canWrite,
-		Admit: func(context.Context) error {
-			return h.Gate.Admit(headerSink{http.Header{}}, r, p, ratelimit.Write, 1)
-		}})
+	sess, err := h.Studio.Join(ctx, studio.JoinParams{Key: k, Peer: peer, CanWrite: slices.Contains(p.Key.Scopes, auth.StudioWrite),
+		Admit: h.editAdmission(p), Generation: lp.generation, HasGeneration: lp.hasGeneration})
 	if err != nil {
 		h.Log.Error("studio live join", "err", err, "project", k.Project, "doc", string(k.Doc))
 		conn.Close(websocket.StatusInternalError, "the document could not be loaded")
@@ -120,46 +208,33 @@ func (h *Handler) serveLive(r *http.Request, conn *websocket.Conn, k studio.Key,
 	}
 	defer sess.Close()
 
-	// The writer: owned by this handler, which waits for it before returning.
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for {
-			select {
-			case msg := <-peer.out:
-				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-				err := conn.Write(wctx, websocket.MessageBinary, msg)
-				wcancel()
-				if err != nil {
-					peer.end(websocket.StatusGoingAway, "")
-					return
-				}
-			case <-peer.stop:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	var loops sync.WaitGroup // the writer and the watcher: owned here, waited for below
+	loops.Add(2)
+	go func() { defer loops.Done(); writeLive(ctx, conn, peer) }()
+	go func() { defer loops.Done(); h.watchLive(ctx, peer, sess, *p) }()
 	closed := make(chan struct{})
-	go func() { // whoever ends the session, the close frame says why
+	go func() { // whoever ends the session (the reader always does), the close frame says why
 		defer close(closed)
-		select {
-		case <-peer.stop:
-			conn.Close(peer.code, truncateReason(peer.why))
-		case <-ctx.Done():
-		}
+		<-peer.stop
+		conn.Close(peer.code, truncateReason(peer.why))
 	}()
+	h.readLive(ctx, conn, peer, sess, k)
+	<-closed
+	cancel()
+	loops.Wait()
+}
 
+// readLive hands the client's messages to the session until either side ends the connection.
+func (h *Handler) readLive(ctx context.Context, conn *websocket.Conn, peer *livePeer, sess *studio.Session, k studio.Key) {
 	for {
 		typ, msg, err := conn.Read(ctx)
 		if err != nil {
 			peer.end(websocket.StatusNormalClosure, "")
-			break
+			return
 		}
 		if typ != websocket.MessageBinary {
 			peer.end(websocket.StatusUnsupportedData, "send y-websocket messages as binary frames")
-			break
+			return
 		}
 		if err := sess.Receive(ctx, msg); err != nil && !errors.Is(err, studio.ErrReadOnly) {
 			code, why := liveClose(err)
@@ -167,29 +242,134 @@ func (h *Handler) serveLive(r *http.Request, conn *websocket.Conn, k studio.Key,
 				h.Log.Error("studio live", "err", err, "project", k.Project, "doc", string(k.Doc))
 			}
 			peer.end(code, why)
-			break
+			return
 		}
 	}
-	<-closed
-	cancel()
-	<-written
 }
+
+// writeLive sends the peer's queue to the client until the session ends.
+func writeLive(ctx context.Context, conn *websocket.Conn, peer *livePeer) {
+	for {
+		select {
+		case msg := <-peer.out:
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			err := conn.Write(wctx, websocket.MessageBinary, msg)
+			wcancel()
+			if err != nil {
+				peer.end(websocket.StatusGoingAway, "")
+				return
+			}
+		case <-peer.stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// liveRecheck is how often an open connection's key and account are read again, so a
+// revocation, an expiry or a ban closes it within a second on every process.
+const liveRecheck = time.Second
+
+// watchLive reads the caller's key and account afresh every StudioRecheck (default
+// liveRecheck) and ends the connection with closeStanding when they no longer stand, or with
+// closeReplaced when a save on another process replaced the document.
+func (h *Handler) watchLive(ctx context.Context, peer *livePeer, sess *studio.Session, p auth.Principal) {
+	every := h.StudioRecheck
+	if every <= 0 {
+		every = liveRecheck
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-peer.stop:
+			return
+		case <-t.C:
+			err := h.standing(ctx, p, true)
+			if _, refused := apierr.As(err); refused {
+				peer.end(standingClose(err))
+				return
+			} else if err != nil {
+				// The store did not answer: keep the connection (its writes are checked
+				// afresh each) and try again at the next tick.
+				h.Log.Warn("studio live: re-reading the key", "err", err, "key_id", p.Key.ID)
+			}
+			if outdated, _ := sess.Outdated(ctx); outdated {
+				peer.Replaced()
+				return
+			}
+		}
+	}
+}
+
+// standing reads p's key and account afresh and answers the refusal their standing calls for.
+func (h *Handler) standing(ctx context.Context, p auth.Principal, readOnly bool) error {
+	fresh, err := h.Auth.Fresh(ctx, p)
+	if errors.Is(err, auth.ErrNotFound) {
+		return apierr.New(apierr.InvalidAPIKey)
+	} else if err != nil {
+		return err
+	}
+	return auth.Standing(fresh.Account, fresh.Key, h.Now(), readOnly)
+}
+
+// editAdmission admits each write of a connection: the caller still stands (read afresh, so
+// nothing written after a revocation is stored), and the edit fits the connection's budget.
+// The first sync reply is not charged: it brings what the client held before it connected
+// (at most a whole document, within the size limit), once per connection, and a client with a
+// large document must be able to sync it.
+func (h *Handler) editAdmission(p *auth.Principal) func(ctx context.Context, e studio.Edit) error {
+	var mu sync.Mutex
+	budget := studio.NewEditBudget(studio.DefaultEditLimits, h.Now())
+	return func(ctx context.Context, e studio.Edit) error {
+		if err := h.standing(ctx, *p, false); err != nil {
+			return err
+		}
+		if e.FirstSync {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		next, ok := studio.AdmitEdit(studio.DefaultEditLimits, budget, h.Now(), e.Bytes, e.Ops)
+		budget = next
+		if !ok {
+			return errEditBudget
+		}
+		return nil
+	}
+}
+
+// errEditBudget ends a connection that wrote more than its edit budget allows.
+var errEditBudget = errors.New("studio live: edit budget spent")
 
 // liveClose picks the close code for a refused message: the sync protocol has no error
 // message, so the reason travels in the close frame.
 func liveClose(err error) (websocket.StatusCode, string) {
 	var me *studio.MalformedError
 	var tl *studio.TooLargeError
+	var se *studio.StaleError
 	switch {
 	case errors.As(err, &me):
 		return websocket.StatusInvalidFramePayloadData, me.Error() + "; nothing was changed"
 	case errors.As(err, &tl):
 		return websocket.StatusMessageTooBig, tl.Error()
+	case errors.As(err, &se):
+		return closeStale, fmt.Sprintf("replaced by a save: generation %d; load it into a new Y.Doc and reconnect", se.Current)
+	case errors.Is(err, errEditBudget):
+		l := studio.DefaultEditLimits
+		return websocket.StatusTryAgainLater, fmt.Sprintf("more than %.0f edits or %.0f bytes in %s; reconnect later to sync", l.Ops, l.Bytes, l.Window)
 	}
-	if e, ok := apierr.As(err); ok && e.Entry().Status == http.StatusTooManyRequests {
-		return websocket.StatusTryAgainLater, "rate limit reached on the write bucket; reconnect later to sync"
-	} else if ok {
-		return websocket.StatusPolicyViolation, e.Error()
+	return standingClose(err)
+}
+
+// standingClose is the close of a connection whose caller no longer stands (a revoked or
+// expired key, a banned, suspended or limited account): 4001 with the error code first.
+func standingClose(err error) (websocket.StatusCode, string) {
+	if e, ok := apierr.As(err); ok {
+		return closeStanding, e.Error()
 	}
 	return websocket.StatusInternalError, "something went wrong on our side"
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/modelexec/modelexec/internal/studio"
 )
 
-// studioKeyScheme names the query-parameter key the live route alone accepts (a browser's
-// WebSocket cannot send an Authorization header).
-const studioKeyScheme = "studioQueryKey"
+// studioTicketScheme names the ticket the live route takes in its query (a browser's WebSocket
+// cannot send an Authorization header, and an API key never travels in a URL).
+const studioTicketScheme = "studioTicket"
 
 // oaStudioSecuritySchemes are the schemes the studio operations name beyond bearer.
 func oaStudioSecuritySchemes() map[string]any {
-	return map[string]any{studioKeyScheme: map[string]any{
-		"type": "apiKey", "in": "query", "name": "key",
-		"description": "The API key in the key query parameter; accepted by the studio live routes only (an Authorization header still works and wins).",
+	return map[string]any{studioTicketScheme: map[string]any{
+		"type": "apiKey", "in": "query", "name": "ticket",
+		"description": "A single-use ticket from POST /v1/studio/projects/{project}/tickets (valid 30 s, one connection to that project, the minting key's rights); accepted by the studio live routes only. An API key in the URL (key=) is refused 400 invalid_body.",
 	}}
 }
 
@@ -40,7 +40,7 @@ func oaStudioPaths() map[string]any {
 	bearer := []string{"bearer"}
 	writeSec := oaScoped(bearer, auth.StudioWrite)
 	readSec := oaScoped(bearer, auth.StudioRead, auth.StudioWrite)
-	liveSec := oaScoped([]string{"bearer", studioKeyScheme}, auth.StudioRead, auth.StudioWrite)
+	liveSec := oaScoped([]string{"bearer", studioTicketScheme}, auth.StudioRead, auth.StudioWrite)
 	writeScopes := []any{string(auth.StudioWrite)}
 	readScopes := []any{string(auth.StudioRead), string(auth.StudioWrite)}
 	readErrs := append(slices.Clone(oaKeyed), "404")
@@ -68,7 +68,7 @@ func oaStudioPaths() map[string]any {
 		save["x-svc-scopes"] = writeScopes
 
 		read := oaOperation("readStudio"+d.id, "studio",
-			"Read "+d.what+", whole or only what a state vector lacks; scope studio:read or studio:write; read bucket; spends nothing. A document never written in an existing project reads as the empty document at rev 0.",
+			"Read "+d.what+", whole or only what a state vector lacks; scope studio:read or studio:write; read bucket; spends nothing. A document never written, in a project never written too, reads as the empty document at rev 0 (generation 0), as the live route syncs it.",
 			readSec, append(slices.Clone(params),
 				oaQueryParam("state_vector", "Base64 of Y.encodeStateVector(doc): the answer then holds only what that state lacks. Not the base64 of a state vector: 400 invalid_body.",
 					map[string]any{"type": "string", "contentEncoding": "base64"})),
@@ -76,27 +76,34 @@ func oaStudioPaths() map[string]any {
 		read["x-svc-scopes"] = readScopes
 
 		live := oaOperation("liveStudio"+d.id, "studio",
-			"Live collaboration on "+d.what+": a WebSocket upgrade speaking the y-websocket protocol (y-protocols sync and awareness). The handshake makes the usual checks (read bucket, studio:read or studio:write) and answers a refusal as a JSON error without upgrading; each update a client sends then needs studio:write and is admitted against the write bucket.",
+			"Live collaboration on "+d.what+": a WebSocket upgrade speaking the y-websocket protocol (y-protocols sync and awareness). A server-side client sends its key in the Authorization header and no Origin; a browser presents a ticket from an origin on the operator's allow-list (--studio-origins; any other origin is 403 browser_origin_refused). The handshake makes the usual checks (read bucket, studio:read or studio:write) and answers a refusal as a JSON error without upgrading; each update a client sends then needs studio:write and is admitted against the connection's edit budget (600 operations and 4194304 bytes per 10 s, refilled evenly; sync replies without content, a connection's first sync reply and awareness spend nothing).",
 			liveSec, append(slices.Clone(params),
-				oaQueryParam("key", "The API key, for clients that cannot set headers on a WebSocket (browsers); an Authorization header wins.", oaStr()),
+				oaQueryParam("ticket", "A ticket from POST /v1/studio/projects/{project}/tickets: single-use, valid 30 s. Mint a fresh one for every connection, reconnects included.", oaStr()),
+				oaQueryParam("generation", "The generation of the copy the client holds (crdt_state.generation). Without it, the client's first sync places it: a copy holding anything a whole-document save dropped is closed with 4002, any other takes the stored generation.", map[string]any{"type": "integer", "minimum": 0}),
 				map[string]any{"name": "Upgrade", "in": "header", "required": true, "description": "A WebSocket handshake (with Connection: Upgrade); a plain GET is 400 invalid_body.", "schema": oaEnum("websocket")},
 			),
 			map[string]any{"101": map[string]any{
-				"description": "Switching Protocols: the connection speaks y-websocket binary messages. Every update is stored before it is sent to the other clients; awareness is relayed and never stored. A refused update ends the connection with its reason in the close frame: 1007 malformed message, 1009 document over 2097152 bytes, 1013 write bucket spent, 1008 a client that cannot keep up, 4000 document replaced by a whole-document save, 1011 server fault. Messages over 2 MiB + 64 KiB are refused.",
+				"description": "Switching Protocols: the connection speaks y-websocket binary messages. Every update is stored before it is sent to the other clients; awareness is relayed and never stored. A refused update ends the connection with its reason in the close frame: 1007 malformed message, 1009 document over 2097152 bytes, 1013 edit budget spent, 1008 a client that cannot keep up, 1011 server fault, 4000 document replaced by a whole-document save, 4001 the key was revoked or expired or the account banned, suspended or limited (checked every second and before each write; the reason starts with the error code), 4002 the client's copy is of an older generation. Messages over 2 MiB + 64 KiB are refused.",
 			}}, readErrs...)
 		live["x-svc-scopes"] = readScopes
 		live["x-svc-websocket"] = map[string]any{
-			"protocol":        "y-websocket",
-			"max_message":     studio.MaxBytes + 64<<10,
-			"close_codes":     map[string]any{"1007": "malformed message", "1008": "too slow to keep up", "1009": "document too large", "1011": "server fault", "1013": "write bucket spent", "4000": "document replaced"},
-			"write_scopes":    writeScopes,
-			"query_key_param": "key",
+			"protocol":    "y-websocket",
+			"max_message": studio.MaxBytes + 64<<10,
+			"close_codes": map[string]any{"1007": "malformed message", "1008": "too slow to keep up", "1009": "document too large", "1011": "server fault", "1013": "edit budget spent",
+				"4000": "document replaced", "4001": "credential no longer stands", "4002": "older generation"},
+			"write_scopes":       writeScopes,
+			"query_ticket_param": "ticket",
 		}
 
 		paths[d.base+"/state"] = map[string]any{"post": state}
 		paths[d.base] = map[string]any{"post": save, "get": read}
 		paths[d.base+"/live"] = map[string]any{"get": live}
 	}
+	ticket := oaOperation("mintStudioTicket", "studio",
+		"Mint a ticket that opens one live connection to the project (brief or canvas) within 30 s, with this key's studio rights: what a backend hands its page, so the page never holds an API key. Scope studio:read or studio:write; read bucket; spends nothing.",
+		readSec, []any{project}, map[string]any{"200": oaOk("The ticket (studio_ticket).", "StudioTicket")}, oaKeyed...)
+	ticket["x-svc-scopes"] = readScopes
+	paths["/v1/studio/projects/{project}/tickets"] = map[string]any{"post": ticket}
 	return paths
 }
 
@@ -132,6 +139,7 @@ func oaStudioSchemas() map[string]any {
 	ackRequired := []string{"object", "doc", "rev", "state_vector", "bytes", "request_id"}
 	state := maps.Clone(ack)
 	state["object"] = oaEnum("crdt_state")
+	state["generation"] = oaDescribed(map[string]any{"type": "integer", "minimum": 0}, "How many whole-document saves replaced the document; a live client that loads this copy connects with generation set to it.")
 	state["update"] = base64("Base64 of a Yjs update (format v1): the whole document, or what the state_vector given lacks.")
 	conflict := maps.Clone(ack)
 	delete(conflict, "object")
@@ -139,7 +147,16 @@ func oaStudioSchemas() map[string]any {
 	conflict["update"] = base64("Base64 of the whole stored document: load it instead.")
 	return map[string]any{
 		"CrdtAck":   oaObject(ackRequired, ack),
-		"CrdtState": oaObject(append(slices.Clone(ackRequired), "update"), state),
+		"CrdtState": oaObject(append(slices.Clone(ackRequired), "generation", "update"), state),
+		"StudioTicket": oaObject([]string{"object", "ticket", "project", "expires_at", "expires_in", "scopes", "request_id"}, map[string]any{
+			"object":     oaEnum("studio_ticket"),
+			"ticket":     oaDescribed(oaStr(), "Give it to the live route as ?ticket=; it opens one connection."),
+			"project":    oaStr(),
+			"expires_at": oaDescribed(map[string]any{"type": "string", "format": "date-time"}, "Unused after this, it is refused 401 key_expired."),
+			"expires_in": oaDescribed(map[string]any{"type": "integer"}, "Seconds: 30."),
+			"scopes":     oaDescribed(map[string]any{"type": "array", "items": oaStr()}, "The studio scopes of the minting key, which the connection has."),
+			"request_id": oaStr(),
+		}),
 		"StudioStateRequest": oaObject([]string{"update"}, map[string]any{
 			"update": base64("Base64 of a Yjs update, format v1 (standard alphabet, padding optional; URL-safe accepted)."),
 			"seed":   oaDescribed(map[string]any{"type": "boolean"}, "The first write of a document that existed before it was shared: accepted only while nothing is stored (else 409 revision_conflict carrying the stored document)."),

@@ -103,8 +103,8 @@ func TestSTU01_05_06_08_StudioInDocument(t *testing.T) {
 	if !slices.Contains(save.Required, "rev") || !slices.Contains(save.Required, "update") {
 		t.Errorf("StudioSaveRequest required %v", save.Required)
 	}
-	if s := d.Components.SecuritySchemes[studioKeyScheme]; s == nil || s.Value.In != "query" || s.Value.Name != "key" {
-		t.Errorf("query key scheme %v", s)
+	if s := d.Components.SecuritySchemes[studioTicketScheme]; s == nil || s.Value.In != "query" || s.Value.Name != "ticket" {
+		t.Errorf("query ticket scheme %v", s)
 	}
 }
 
@@ -184,8 +184,8 @@ func TestSTU01_08_StudioDocumentAgreesWithRoutes(t *testing.T) {
 			seen[pattern] = true
 		}
 	}
-	// studioRoutes registers four routes for the brief and four for a canvas.
-	if len(seen) != 8 {
-		t.Errorf("%d studio operations documented, want the 8 studioRoutes registers: %v", len(seen), seen)
+	// studioRoutes registers four routes for the brief, four for a canvas and the tickets.
+	if len(seen) != 9 {
+		t.Errorf("%d studio operations documented, want the 9 studioRoutes registers: %v", len(seen), seen)
 	}
 }

@@ -32,6 +32,7 @@ func (h *Handler) studioRoutes(mux *http.ServeMux) {
 		mux.Handle("GET "+base, g.Protect(read, h.studioRead()))
 		mux.Handle("GET "+base+"/live", h.studioLive(read))
 	}
+	mux.Handle("POST /v1/studio/projects/{project}/tickets", g.Protect(read, h.studioTicket()))
 }
 
 // studioReadScope: reads take studio:read, or studio:write which includes it (SCP-13).
@@ -42,11 +43,16 @@ func studioReadScope(*http.Request) (auth.Requirement, error) {
 // studioKey is the document a request addresses: the caller's project, and the brief or the
 // canvas of the path. An id that cannot name a project or canvas is not_found.
 func studioKey(r *http.Request) (studio.Key, error) {
+	return studioKeyOf(r, httpapi.Principal(r).Account.ID)
+}
+
+// studioKeyOf is studioKey for account's caller.
+func studioKeyOf(r *http.Request, account string) (studio.Key, error) {
 	project := r.PathValue("project")
 	if err := studio.CheckID("project", project); err != nil {
 		return studio.Key{}, apierr.Newf(apierr.NotFound, "No such studio project: the %s.", err)
 	}
-	k := studio.Key{Account: httpapi.Principal(r).Account.ID, Project: project, Doc: studio.Brief}
+	k := studio.Key{Account: account, Project: project, Doc: studio.Brief}
 	if strings.Contains(r.Pattern, "{canvas}") {
 		canvas := r.PathValue("canvas")
 		if err := studio.CheckID("canvas", canvas); err != nil {
@@ -82,13 +88,16 @@ func ackBody(a studio.Ack) crdtAck {
 }
 
 // crdtState is the answer of a document read: the acknowledgement's fields and the update.
+// Generation is the document's generation (how many whole-document saves replaced it): a live
+// client that loaded this copy connects with ?generation= set to it.
 type crdtState struct {
 	crdtAck
-	Update string `json:"update"`
+	Generation int64  `json:"generation"`
+	Update     string `json:"update"`
 }
 
 func stateBody(s studio.Snapshot) crdtState {
-	b := crdtState{crdtAck: ackBody(s.Ack), Update: base64.StdEncoding.EncodeToString(s.Update)}
+	b := crdtState{crdtAck: ackBody(s.Ack), Generation: s.Generation, Update: base64.StdEncoding.EncodeToString(s.Update)}
 	b.Object = "crdt_state"
 	return b
 }
@@ -108,7 +117,7 @@ func studioError(err error, what string) error {
 	case errors.As(err, &ce):
 		cur := stateBody(ce.Current)
 		return apierr.Newf(apierr.RevisionConflict, "%s.", strings.ToUpper(ce.Reason[:1])+ce.Reason[1:]).
-			With("doc", cur.Doc).With("rev", cur.Rev).With("state_vector", cur.StateVector).With("bytes", cur.Bytes).With("update", cur.Update)
+			With("doc", cur.Doc).With("rev", cur.Rev).With("generation", cur.Generation).With("state_vector", cur.StateVector).With("bytes", cur.Bytes).With("update", cur.Update)
 	case errors.Is(err, studio.ErrNotFound):
 		return apierr.Newf(apierr.NotFound, "No such studio project in this account.")
 	}

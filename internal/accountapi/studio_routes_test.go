@@ -129,8 +129,10 @@ func TestSTU05_BriefStateRouteOverHTTP(t *testing.T) {
 		e.want(e.do("POST", path+"/state", "", map[string]any{"update": "AAA="}), 401, "missing_authorization")
 		e.want(e.do("POST", path+"/state", noStudio, map[string]any{"update": "AAA="}), 403, "insufficient_scope")
 		e.want(e.do("POST", path+"/state", reader, map[string]any{"update": "AAA="}), 403, "insufficient_scope")
-		// Nothing written yet: the project does not exist.
-		e.want(e.do("GET", path, key, nil), 404, "not_found")
+		// Nothing written yet: the empty document at rev 0, as the live route syncs it.
+		if r := e.do("GET", path, key, nil); r.status != 200 || r.body["rev"] != 0.0 || r.body["update"] != "AAA=" {
+			t.Fatalf("unwritten project: %s", r.raw)
+		}
 
 		// STU-03: a seed while nothing is stored.
 		first := newYWindow()
@@ -235,8 +237,10 @@ func TestSTU05_BriefStateRouteOverHTTP(t *testing.T) {
 			t.Fatalf("canvas ack %s", cv.raw)
 		}
 
-		// Per account: another account's project is not found, and its own is separate.
-		e.want(e.do("GET", path, other, nil), 404, "not_found")
+		// Per account: another account's project of the same id is its own, still empty.
+		if r := e.do("GET", path, other, nil); r.status != 200 || r.body["rev"] != 0.0 || r.body["update"] != "AAA=" {
+			t.Fatalf("acct_b's unwritten project: %s", r.raw)
+		}
 		mine := e.do("POST", path+"/state", other, map[string]any{"update": b64(newYWindow().insert(0, "b's"))})
 		if mine.status != 200 || mine.body["rev"] != 1.0 {
 			t.Fatalf("acct_b's own project: %s", mine.raw)
@@ -262,8 +266,8 @@ func dialLive(t *testing.T, base, path, key string) *liveClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	u := "ws" + strings.TrimPrefix(base, "http") + path + "?key=" + url.QueryEscape(key)
-	conn, _, err := websocket.Dial(ctx, u, nil)
+	u := "ws" + strings.TrimPrefix(base, "http") + path
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -327,11 +331,16 @@ func TestSTU09_LiveRouteSyncsWithStateRoute(t *testing.T) {
 			t.Fatalf("dial without key: %v", err)
 		}
 
-		// A browser's request (an Origin header) is refused before its key is looked at, with
-		// no upgrade (KEY-16, ORD-02): an API key never serves a page of another site.
-		evil := "ws" + strings.TrimPrefix(e.srv.URL, "http") + path + "/live?key=" + url.QueryEscape(key)
-		if _, res, err := websocket.Dial(context.Background(), evil, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}}); err == nil || res.StatusCode != 403 {
+		// A browser's request (an Origin header) with a key is refused before its key is looked
+		// at, with no upgrade (KEY-16, ORD-02): an API key never serves a page of another site.
+		live := "ws" + strings.TrimPrefix(e.srv.URL, "http") + path + "/live"
+		if _, res, err := websocket.Dial(context.Background(), live, &websocket.DialOptions{HTTPHeader: http.Header{
+			"Origin": {"https://evil.example"}, "Authorization": {"Bearer " + key}}}); err == nil || res.StatusCode != 403 {
 			t.Fatalf("dial from a browser's origin: %v", err)
+		}
+		// A key in the URL is refused whatever else the request holds: logs keep URLs.
+		if _, res, err := websocket.Dial(context.Background(), live+"?key="+url.QueryEscape(key), nil); err == nil || res.StatusCode != 400 {
+			t.Fatalf("dial with the key in the URL: %v", err)
 		}
 
 		a := dialLive(t, e.srv.URL, path+"/live", key)

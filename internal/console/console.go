@@ -20,6 +20,7 @@ import (
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -65,6 +66,8 @@ type Handler struct {
 	// SignIns counts failed sign-ins across processes (the store); nil counts them in this
 	// process.
 	SignIns SignInFailures
+	// Tickets signs studio tickets for the account's pages (nil: the console mints none).
+	Tickets *studio.Tickets
 
 	pages    map[string]*template.Template
 	throttle signInThrottle
@@ -119,6 +122,7 @@ func (h *Handler) Routes() http.Handler {
 	h.operatorRoutes(mux)
 	h.usageRoutes(mux)
 	h.jobRoutes(mux)
+	h.studioRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound

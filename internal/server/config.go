@@ -125,6 +125,9 @@ type Config struct {
 	// WebhookAllowPrivate is the operator's comma-separated list of private ranges webhooks
 	// may reach (serve --webhook-allow-private); empty, as shipped: public hosts only.
 	WebhookAllowPrivate string
+	// StudioOrigins are the origins whose pages may open the studio live route with a ticket
+	// (serve --studio-origins); empty: none.
+	StudioOrigins []string
 
 	APIDisabled    bool
 	DisableProduct []string

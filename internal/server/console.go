@@ -26,7 +26,8 @@ func (s *Server) wireConsole(d Deps, cat *catalog.Catalog, signer jobview.Signer
 		Secret: []byte("console " + s.cfg.Secret), Secure: strings.HasPrefix(s.urls.API, "https://"), APIBase: s.urls.API,
 		Webhooks: s.account.Webhooks, Directory: d.DB, KeysUsed: d.DB, Usage: s.usage, Now: d.Now, Log: s.log, Jobs: s.jobs, Signer: signer,
 		Deliveries: sqlstore.Webhooks{DB: d.DB}, JobCount: sqlstore.Jobs{DB: d.DB}, SignIns: d.DB,
-		Paused: func(product string) bool { return sw.APIDisabled.Load() || sw.ProductDisabled(product) }}
+		Paused:  func(product string) bool { return sw.APIDisabled.Load() || sw.ProductDisabled(product) },
+		Tickets: s.account.Tickets}
 }
 
 // withConsole serves /console and everything under it from the console, the rest from api.

@@ -257,6 +257,12 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// Every process merging into a studio document compares and swaps on its revision, so any
 	// number of processes agree.
 	acct.Studio = studio.NewService(studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log})
+	// Tickets are signed under the deployment secret and claimed in the database, so a ticket
+	// minted by one process opens one connection on any.
+	acct.Tickets, acct.TicketClaims = studio.NewTickets(signingSecret, d.Now), sqlstore.Studio{DB: d.DB}
+	if acct.StudioOrigins, err = accountapi.ParseOrigins(cfg.StudioOrigins); err != nil {
+		return nil, fmt.Errorf("--studio-origins: %w", err)
+	}
 	s.account = acct
 	if s.hookPolicy, err = webhooks.ParseAllowList(cfg.WebhookAllowPrivate); err != nil {
 		return nil, fmt.Errorf("--webhook-allow-private: %w", err)

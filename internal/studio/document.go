@@ -88,4 +88,38 @@ type Store interface {
 	ProjectExists(ctx context.Context, account, project string) (bool, error)
 	// Put stores p.State as revision p.Prev+1, or returns ErrRevisionMoved.
 	Put(ctx context.Context, p PutParams) error
+	GenerationStore
+}
+
+// GenerationStore keeps a document's lineage beside its revision.
+type GenerationStore interface {
+	// Lineage returns the stored lineage (zero when nothing is stored or never saved whole).
+	Lineage(ctx context.Context, k Key) (Lineage, error)
+	// Replace is Put for a whole-document save: it also advances the generation and stores
+	// p.Retired.
+	Replace(ctx context.Context, p ReplaceParams) error
+}
+
+// Lineage is what whole-document saves left on a document: how many there were, and what they
+// dropped (Retired, encoded; empty before the first save).
+type Lineage struct {
+	Generation int64
+	Retired    []byte
+}
+
+// ReplaceParams is a whole-document save: PutParams, and what all saves so far dropped.
+type ReplaceParams struct {
+	PutParams
+	Retired []byte
+}
+
+// StaleError refuses an update made in an older generation of the document than the stored
+// one: a whole-document save replaced the copy it was made in. Nothing changed.
+type StaleError struct {
+	Doc     Name
+	Current int64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the %s was replaced by a whole-document save (generation %d); load it into a new document and connect again", e.Doc, e.Current)
 }

@@ -94,8 +94,14 @@ type Session struct {
 	peer     Peer
 	e        *entry
 	canWrite bool
-	// admit is asked before each write; an error ends the session (rate limits).
-	admit func(ctx context.Context) error
+	// admit is asked before each write that changes something; an error ends the session.
+	admit func(ctx context.Context, e Edit) error
+	// replied: the peer's first sync reply (step 2) was taken.
+	replied bool
+	// gen is the generation of the document the peer's copy belongs to, once known (genKnown):
+	// declared when it joined, or the stored one when its first sync shows it holds nothing.
+	gen      int64
+	genKnown bool
 }
 
 // JoinParams opens a live session.
@@ -103,8 +109,15 @@ type JoinParams struct {
 	Key      Key
 	Peer     Peer
 	CanWrite bool
-	// Admit, when set, is asked before each write is merged; its error is returned by Receive.
-	Admit func(ctx context.Context) error
+	// Admit, when set, is asked before each write that changes something is merged; its error
+	// is returned by Receive. Sync replies with nothing to merge are not admitted: they spend
+	// nothing.
+	Admit func(ctx context.Context, e Edit) error
+	// Generation is the generation of the copy the peer holds, when it said (HasGeneration).
+	// Otherwise the peer's first sync places it: a copy holding anything a whole-document save
+	// dropped is refused, any other takes the stored generation.
+	Generation    int64
+	HasGeneration bool
 }
 
 // Join adds p.Peer to the document's room and sends it the server's sync step 1 and the
@@ -122,7 +135,8 @@ func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 	if len(e.room.clients) > 0 {
 		p.Peer.Send(awarenessMessage(e.room.clients))
 	}
-	return &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit}, nil
+	return &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit,
+		gen: p.Generation, genKnown: p.HasGeneration}, nil
 }
 
 // Close takes the peer out of the room and tells the others its awareness clients left.
@@ -166,8 +180,12 @@ func (ss *Session) Receive(ctx context.Context, msg []byte) error {
 		switch step {
 		case syncStep1:
 			return ss.answerStep1(payload)
-		case syncStep2, syncUpdate:
-			return ss.write(ctx, payload)
+		case syncStep2:
+			first := !ss.replied
+			ss.replied = true
+			return ss.write(ctx, payload, first)
+		case syncUpdate:
+			return ss.write(ctx, payload, false)
 		default:
 			return &MalformedError{Offset: 1, Reason: fmt.Sprintf("unknown sync step %d", step)}
 		}
@@ -203,6 +221,9 @@ func (ss *Session) answerStep1(sv []byte) error {
 			return err
 		}
 	}
+	if err := ss.placeGeneration(readStateVector(sv)); err != nil {
+		return err
+	}
 	diff, err := encode(e.doc, sv)
 	if err != nil {
 		return err
@@ -211,17 +232,72 @@ func (ss *Session) answerStep1(sv []byte) error {
 	return nil
 }
 
-func (ss *Session) write(ctx context.Context, update []byte) error {
+// placeGeneration settles which generation the peer's copy belongs to and refuses a copy of an
+// older one (*StaleError): after a whole-document save, a provider that reconnects with its
+// pre-save copy would merge the removed content back. A peer that did not say its generation
+// is placed by what it holds (sv, its state vector; nil when it has not sent it): a copy
+// holding anything a save dropped is of an older generation; any other copy (nothing, or
+// edits made since, its own included) is of the stored one. Under ss.e.mu.
+func (ss *Session) placeGeneration(sv map[uint64]uint64) error {
+	e := ss.e
+	switch {
+	case ss.genKnown:
+	case sv != nil && !e.gone.holds(sv), sv == nil && e.gen == 0:
+		ss.gen, ss.genKnown = e.gen, true
+	default:
+		return &StaleError{Doc: ss.key.Doc, Current: e.gen}
+	}
+	if ss.gen != e.gen {
+		return &StaleError{Doc: ss.key.Doc, Current: e.gen}
+	}
+	return nil
+}
+
+// Edit is a write as admission sees it: its size, its operations (Operations), and whether it
+// is the peer's first sync reply, which carries whatever the peer holds that the server lacks
+// (a whole document at most) and is sent once per connection.
+type Edit struct {
+	Bytes, Ops int
+	FirstSync  bool
+}
+
+// Outdated reports whether the stored document is of another generation than the peer's copy
+// (false while the copy is not placed yet): a save, on this process or another, replaced it.
+func (ss *Session) Outdated(ctx context.Context) (bool, error) {
+	ss.e.mu.Lock()
+	gen, known := ss.gen, ss.genKnown
+	ss.e.mu.Unlock()
+	if !known {
+		return false, nil
+	}
+	l, err := ss.svc.store.Lineage(ctx, ss.key)
+	return err == nil && l.Generation != gen, err
+}
+
+func (ss *Session) write(ctx context.Context, update []byte, firstSync bool) error {
+	ops, err := Operations(update)
+	if err != nil {
+		return err
+	}
+	if ops == 0 {
+		return nil // a sync reply with nothing in it: nothing to store or send on
+	}
+	ss.e.mu.Lock()
+	err = ss.placeGeneration(nil)
+	ss.e.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if !ss.canWrite {
 		ss.peer.Send(append([]byte{msgAuth, authPermissionDenied}, appendBytes(nil, []byte("this key has studio:read only; edits are not saved"))...))
 		return ErrReadOnly
 	}
 	if ss.admit != nil {
-		if err := ss.admit(ctx); err != nil {
+		if err := ss.admit(ctx, Edit{Bytes: len(update), Ops: ops, FirstSync: firstSync}); err != nil {
 			return err
 		}
 	}
-	_, err := ss.svc.Apply(ctx, ApplyParams{Key: ss.key, Update: update, Origin: ss.peer})
+	_, err = ss.svc.Apply(ctx, ApplyParams{Key: ss.key, Update: update, Origin: ss.peer, InGeneration: true, Generation: ss.gen})
 	return err
 }
 

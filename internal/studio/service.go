@@ -17,8 +17,11 @@ import (
 // Ack is the brief state acknowledgement (spec 01): the document's revision, its state vector
 // and its weight after the write.
 type Ack struct {
-	Doc         Name
-	Rev         int64
+	Doc Name
+	Rev int64
+	// Generation counts the whole-document saves (0: never saved whole); live clients of an
+	// older generation may not merge (StaleError).
+	Generation  int64
 	StateVector []byte
 	Bytes       int
 }
@@ -77,6 +80,8 @@ type entry struct {
 	refs  int        // callers holding the entry, under Service.mu
 	used  time.Time  // last release, under Service.mu
 	rev   int64      // the cache below is of this stored revision; under mu
+	gen   int64      // the stored generation of that revision
+	gone  retired    // what the saves up to that generation dropped
 	state []byte
 	doc   *y.Doc // nil: not decoded (or thrown away after a refused write)
 	room  room
@@ -208,12 +213,20 @@ func (s *Service) load(ctx context.Context, k Key, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("studio: stored %s of %s revision %d does not decode: %w", k.Doc, k.Project, st.Rev, err)
 	}
-	e.doc, e.rev, e.state = doc, st.Rev, st.State
+	l, err := s.store.Lineage(ctx, k)
+	if err != nil {
+		return err
+	}
+	gone, err := decodeRetired(l.Retired)
+	if err != nil {
+		return fmt.Errorf("studio: stored lineage of %s of %s does not decode: %w", k.Doc, k.Project, err)
+	}
+	e.doc, e.rev, e.gen, e.gone, e.state = doc, st.Rev, l.Generation, gone, st.State
 	return nil
 }
 
 func (e *entry) ack(k Key) Ack {
-	return Ack{Doc: k.Doc, Rev: e.rev, StateVector: stateVector(e.doc), Bytes: len(e.state)}
+	return Ack{Doc: k.Doc, Rev: e.rev, Generation: e.gen, StateVector: stateVector(e.doc), Bytes: len(e.state)}
 }
 
 func (e *entry) snapshot(k Key) Snapshot {
@@ -255,6 +268,11 @@ type ApplyParams struct {
 	Seed bool
 	// Origin is the live peer the update came from; it is not sent its own update back.
 	Origin Peer
+	// InGeneration (a live client's update) refuses the merge with *StaleError unless the
+	// stored generation is still Generation, the one the update was made in: a whole-document
+	// save replaced that copy. Without it (the state route) any generation takes the update.
+	InGeneration bool
+	Generation   int64
 }
 
 // Apply merges p.Update into the stored document and persists the result before any live peer
@@ -272,6 +290,9 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 	for attempt := 0; ; attempt++ {
 		if err := s.load(ctx, p.Key, e); err != nil {
 			return Ack{}, err
+		}
+		if p.InGeneration && p.Generation != e.gen {
+			return Ack{}, &StaleError{Doc: p.Key.Doc, Current: e.gen}
 		}
 		if p.Seed && e.rev > 0 {
 			return Ack{}, &ConflictError{Reason: fmt.Sprintf("the %s already has content (revision %d); a seed is accepted only while nothing is stored: load this one", p.Key.Doc, e.rev),
@@ -350,7 +371,8 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 	if e.rev != p.Rev {
 		return Ack{}, conflict()
 	}
-	err = s.store.Put(ctx, PutParams{Key: p.Key, Prev: p.Rev, State: state, Now: s.now()})
+	gone := e.gone.with(stateVectorOf(e.doc), stateVectorOf(doc))
+	err = s.store.Replace(ctx, ReplaceParams{PutParams: PutParams{Key: p.Key, Prev: p.Rev, State: state, Now: s.now()}, Retired: gone.encode()})
 	if errors.Is(err, ErrRevisionMoved) {
 		e.doc = nil
 		if err := s.load(ctx, p.Key, e); err != nil {
@@ -362,23 +384,17 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 		e.doc = nil
 		return Ack{}, err
 	}
-	e.doc, e.rev, e.state = doc, p.Rev+1, state
+	e.doc, e.rev, e.gen, e.gone, e.state = doc, p.Rev+1, e.gen+1, gone, state
 	e.room.replaced()
 	return e.ack(p.Key), nil
 }
 
 // Read returns the stored document as one update, or, with a state vector, only what that
-// state lacks. A project the account has no document in is ErrNotFound; a project without
-// this document reads as the empty document at revision 0. sv must have passed
-// ValidateStateVector.
+// state lacks. A document never written, in a project never written too, reads as the empty
+// document at revision 0, as the live route syncs it: an editor may open a new project by
+// either. sv must have passed ValidateStateVector.
 func (s *Service) Read(ctx context.Context, k Key, sv []byte) (Snapshot, error) {
-	ok, err := s.store.ProjectExists(ctx, k.Account, k.Project)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	if !ok {
-		return Snapshot{}, ErrNotFound
-	}
+	var err error
 	e := s.acquire(k)
 	defer s.release(k, e)
 	e.mu.Lock()

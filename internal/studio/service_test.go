@@ -191,7 +191,8 @@ func TestSTU08_SaveReplacesOnlyFromTheStoredRevision(t *testing.T) {
 	}
 }
 
-// Projects are per account: another account's project reads as not found.
+// Projects are per account: another account's project of the same id is its own, unwritten
+// project, which reads as the empty document (issue 27 item 6: the answer the live route gives).
 func TestSTU01_ProjectsArePerAccount(t *testing.T) {
 	ctx := context.Background()
 	svc := newTestService(NewMemStore())
@@ -199,8 +200,8 @@ func TestSTU01_ProjectsArePerAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := Key{Account: "acct_b", Project: brief.Project, Doc: Brief}
-	if _, err := svc.Read(ctx, other, nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("another account's project: %v, want not found", err)
+	if snap, err := svc.Read(ctx, other, nil); err != nil || snap.Rev != 0 || !bytes.Equal(snap.Update, []byte{0, 0}) {
+		t.Fatalf("another account's project: rev %d %v %v, want the empty document", snap.Rev, snap.Update, err)
 	}
 	if _, err := svc.Read(ctx, Key{Account: "acct_a", Project: "launch", Doc: Canvas("none")}, nil); err != nil {
 		t.Fatalf("an unwritten canvas of an existing project reads empty: %v", err)

@@ -18,10 +18,11 @@ func (e *MalformedError) Error() string {
 	return fmt.Sprintf("not a Yjs update: %s at byte %d", e.Reason, e.Offset)
 }
 
-// maxAnyDepth bounds nesting of lib0 "any" values (objects in arrays in objects...): yjs
-// itself never writes deep values, and the bound keeps a hostile update from exhausting the
-// stack.
-const maxAnyDepth = 64
+// maxAnyDepth bounds nesting of lib0 "any" values (objects in arrays in objects...) far above
+// what yjs itself can read back (its recursive decoder runs out of stack at a few thousand
+// levels in Node), so every document yjs produces is accepted; the bound only keeps the
+// recursion of this reader and of the merging library to a stack of a few megabytes.
+const maxAnyDepth = 100_000
 
 // reader reads lib0 encodings from a byte slice; the first failure sticks.
 type reader struct {
@@ -176,18 +177,29 @@ const (
 // each struct's item info, origins, parent and content, then the delete set, with nothing left
 // over. The library that merges trusts its input; nothing reaches it that Validate refused.
 func Validate(update []byte) error {
+	_, err := Operations(update)
+	return err
+}
+
+// Operations validates update as Validate does and counts what it changes: its structs and its
+// delete ranges. An update that changes nothing (what a sync reply with nothing to send
+// holds) counts 0.
+func Operations(update []byte) (int, error) {
 	r := &reader{b: update}
+	ops := 0
 	for clients := r.count("number of clients"); clients > 0 && r.err == nil; clients-- {
 		structs := r.count("number of structs")
 		r.uint("client id")
 		r.uint("clock")
 		for ; structs > 0 && r.err == nil; structs-- {
 			r.item()
+			ops++
 		}
 	}
 	for clients := r.count("delete set size"); clients > 0 && r.err == nil; clients-- {
 		r.uint("delete set client")
 		for n := r.count("delete ranges"); n > 0 && r.err == nil; n-- {
+			ops++
 			r.uint("delete clock")
 			if r.uint("delete length") == 0 && r.err == nil {
 				r.fail("empty delete range")
@@ -198,9 +210,9 @@ func Validate(update []byte) error {
 		r.fail(fmt.Sprintf("%d bytes after the delete set", len(update)-r.pos))
 	}
 	if r.err != nil {
-		return r.err
+		return 0, r.err
 	}
-	return nil
+	return ops, nil
 }
 
 // item reads one struct: a GC range, a Skip or an Item with its content.

@@ -8,8 +8,12 @@ import { randomUUID } from "node:crypto";
 import * as Y from "yjs";
 import { WebsocketProvider } from "y-websocket";
 import WebSocket from "ws";
+import { execFileSync } from "node:child_process";
 
-import { API_URL, mintKey, newAccount } from "../lib/env.mjs";
+import { API_URL, BIN, DATA, SECRET, mintKey, newAccount } from "../lib/env.mjs";
+
+// The origin serve was told to allow (--studio-origins in run.sh).
+const ORIGIN = process.env.INTEROP_STUDIO_ORIGIN;
 
 // The studio keys live on an account of this file's own, so the shared one keeps room.
 const ACCOUNT = newAccount();
@@ -159,19 +163,94 @@ after(() =>
   }),
 );
 
+const wsBase = (projectId) => API_URL.replace(/^http/, "ws") + `/v1/studio/projects/${projectId}`;
+
+// provider is a server-side client (Node): room "brief/live", the key in the Authorization
+// header of every handshake, as docs/studio.md shows.
 function provider(projectId, doc, key = KEY) {
-  const serverUrl = API_URL.replace(/^http/, "ws") + `/v1/studio/projects/${projectId}`;
-  // Room "brief/live": the provider dials {serverUrl}/brief/live?key=… (a browser cannot send
-  // an Authorization header on a WebSocket, so the route takes the key as a query parameter).
-  const p = new WebsocketProvider(serverUrl, "brief/live", doc, { WebSocketPolyfill: WebSocket, params: { key }, disableBc: true });
+  const WS = class extends WebSocket {
+    constructor(u, p) {
+      super(u, p, { headers: { Authorization: `Bearer ${key}` } });
+    }
+  };
+  const p = new WebsocketProvider(wsBase(projectId), "brief/live", doc, { WebSocketPolyfill: WS, disableBc: true });
   providers.push(p);
   return p;
 }
 
-function until(what, check, ms = 10000) {
+async function mintTicket(projectId, key = KEY) {
+  const r = await call("POST", `/v1/studio/projects/${projectId}/tickets`, undefined, key);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.ticket;
+}
+
+// browserProvider is what a page does (docs/studio.md): its handshakes carry its origin, as a
+// browser's do, and it asks its backend (here: mintTicket) for a fresh ticket before every
+// connection, reconnects included, holding the provider's own retry meanwhile.
+function browserProvider(projectId, doc, { origin = ORIGIN, minted = [] } = {}) {
+  const WS = class extends WebSocket {
+    constructor(u, p) {
+      super(u, p, { origin });
+    }
+  };
+  const p = new WebsocketProvider(wsBase(projectId), "brief/live", doc, { WebSocketPolyfill: WS, disableBc: true, connect: false });
+  const connect = async () => {
+    const ticket = await mintTicket(projectId);
+    minted.push(ticket);
+    p.params = { ticket };
+    p.connect();
+  };
+  p.on("connection-close", () => {
+    if (!p.shouldConnect) return; // closed on purpose
+    p.shouldConnect = false;
+    setTimeout(connect, Math.min(100 * 2 ** p.wsUnsuccessfulReconnects, 2500));
+  });
+  providers.push(p);
+  connect();
+  return p;
+}
+
+// handshake dials url with ws and answers the status: 101, or the refusal's status and body.
+function handshake(url, options = {}) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, options);
+    ws.on("open", () => {
+      ws.close();
+      resolve({ status: 101 });
+    });
+    ws.on("unexpected-response", (req, res) => {
+      let body = "";
+      res.on("data", (d) => (body += d)).on("end", () => resolve({ status: res.statusCode, body: JSON.parse(body) }));
+    });
+    ws.on("error", (err) => reject(err));
+  });
+}
+
+async function storedText(path, key = KEY) {
+  const r = await call("GET", path, undefined, key);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const d = new Y.Doc();
+  Y.applyUpdate(d, unb64(r.body.update));
+  return { text: d.getText("body").toString(), doc: d, body: r.body };
+}
+
+async function untilStored(path, want, key = KEY) {
+  let last;
+  await until(`stored text ${JSON.stringify(want)}`, () => last === want, 10000, async () => (last = (await storedText(path, key)).text));
+}
+
+// keyWithID mints a studio key and answers it with its public id (for revocation).
+function keyWithID(scopes = "studio:write") {
+  const out = execFileSync(BIN, ["keys", "mint", "--data", DATA, "--secret", SECRET, "--account", ACCOUNT, "--scopes", scopes, "--json"], { encoding: "utf8" });
+  return JSON.parse(out);
+}
+
+// until waits, at most ms, for check to hold; poll (optional) refreshes what check reads.
+function until(what, check, ms = 10000, poll = async () => {}) {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const tick = () => {
+    const tick = async () => {
+      await poll();
       if (check()) return resolve();
       if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${what}`));
       setTimeout(tick, 20);
@@ -242,5 +321,158 @@ describe("y-websocket against the live route", () => {
     }
     assert.match(denials.join("\n"), /studio:read only/);
     assert.equal((await call("GET", path)).body.rev, 1, "a read-only edit is not stored");
+  });
+});
+
+// closes records the close codes and reasons a provider's connections end with.
+function closes(p) {
+  const seen = [];
+  p.on("connection-close", (event) => event && seen.push({ code: event.code, reason: String(event.reason ?? "") }));
+  return seen;
+}
+
+describe("issue 27: the live route for real editors", () => {
+  test("a browser page connects with a fresh ticket on every connection, from the allowed origin only", async () => {
+    const id = project();
+    const path = `/v1/studio/projects/${id}/brief`;
+    const live = `${wsBase(id)}/brief/live`;
+    const minted = [];
+    const doc = new Y.Doc();
+    const p = browserProvider(id, doc, { minted });
+    await until("the page's provider synced", () => p.synced);
+    doc.getText("body").insert(0, "typed in a page");
+    await untilStored(path, "typed in a page");
+
+    // The connection drops; the page reconnects with a new ticket and keeps editing.
+    p.ws.close();
+    await until("reconnected", () => minted.length >= 2 && p.synced);
+    doc.getText("body").insert(doc.getText("body").length, ", again");
+    await untilStored(path, "typed in a page, again");
+
+    // A ticket opens one connection; an origin off the list, a key in the URL and a key from a
+    // browser are refused.
+    const used = await handshake(`${live}?ticket=${encodeURIComponent(minted[0])}`, { origin: ORIGIN });
+    assert.equal(used.status, 401);
+    assert.equal(used.body.error, "invalid_api_key");
+    assert.match(used.body.message, /already used/);
+    const evil = await handshake(`${live}?ticket=${encodeURIComponent(await mintTicket(id))}`, { origin: "https://evil.example" });
+    assert.equal(evil.status, 403);
+    assert.equal(evil.body.error, "browser_origin_refused");
+    const inURL = await handshake(`${live}?key=${encodeURIComponent(KEY)}`);
+    assert.equal(inURL.status, 400);
+    assert.equal(inURL.body.error, "invalid_body");
+    const keyed = await handshake(live, { origin: ORIGIN, headers: { Authorization: `Bearer ${KEY}` } });
+    assert.equal(keyed.status, 403);
+    assert.equal(keyed.body.error, "browser_origin_refused");
+  });
+
+  test("revoking the key closes its open socket with 4001 within 2 s, and later edits are not stored", async (t) => {
+    const id = project();
+    const path = `/v1/studio/projects/${id}/brief`;
+    const { key, id: keyID } = keyWithID();
+    const doc = new Y.Doc();
+    const p = provider(id, doc, key);
+    const seen = closes(p);
+    await until("synced", () => p.synced);
+    doc.getText("body").insert(0, "before");
+    await untilStored(path, "before");
+
+    const started = Date.now();
+    execFileSync(BIN, ["keys", "revoke", "--data", DATA, "--secret", SECRET, keyID]);
+    doc.getText("body").insert(6, " after");
+    await until("closed with 4001", () => seen.some((c) => c.code === 4001), 2000);
+    assert.ok(Date.now() - started <= 2000);
+    t.diagnostic(`closed ${Date.now() - started} ms after the revocation command returned`);
+    assert.match(seen.find((c) => c.code === 4001).reason, /^key_revoked/);
+    p.destroy();
+    assert.equal((await storedText(path)).text, "before");
+  });
+
+  test("after a whole-document save, a provider's pre-save copy never comes back", async () => {
+    const id = project();
+    const path = `/v1/studio/projects/${id}/brief`;
+    const seed = new Y.Doc();
+    seed.getText("body").insert(0, "old draft");
+    assert.equal((await call("POST", `${path}/state`, { update: b64(Y.encodeStateAsUpdate(seed)), seed: true })).status, 200);
+
+    // A: a stock provider left to itself. B: an editor that, as docs/studio.md shows, loads
+    // the saved document into a new Y.Doc when its connection closes with 4000 or 4002.
+    const a = new Y.Doc();
+    const pa = provider(id, a);
+    const seenA = closes(pa);
+    let b = new Y.Doc();
+    let pb = provider(id, b);
+    const reload = (event) => {
+      if (event?.code === 4000 || event?.code === 4002) {
+        pb.destroy();
+        b = new Y.Doc();
+        pb = provider(id, b);
+        pb.on("connection-close", reload);
+      }
+    };
+    pb.on("connection-close", reload);
+    await until("synced", () => pa.synced && pb.synced);
+    a.getText("body").insert(9, ", edited");
+    await untilStored(path, "old draft, edited");
+
+    const restored = new Y.Doc();
+    restored.getText("body").insert(0, "restored");
+    const { body } = await storedText(path);
+    const saved = await call("POST", path, { update: b64(Y.encodeStateAsUpdate(restored)), rev: body.rev });
+    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+
+    // A is closed (4000), reconnects with its old copy and is refused (4002) before any of it
+    // is merged; B loads the saved document and edits it.
+    await until("A refused as an older generation", () => seenA.some((c) => c.code === 4002));
+    assert.ok(seenA.some((c) => c.code === 4000));
+    await until("B loaded the saved document", () => pb.synced && b.getText("body").toString() === "restored");
+    b.getText("body").insert(8, " and kept");
+    await untilStored(path, "restored and kept");
+    const now = await storedText(path);
+    assert.equal(now.body.generation, 1);
+    pa.destroy();
+  });
+
+  test("a value nested 1,000 levels deep is stored and synced", async () => {
+    const id = project();
+    const path = `/v1/studio/projects/${id}/brief`;
+    let deep = { leaf: "bottom" };
+    for (let i = 1; i < 1000; i++) deep = { v: deep };
+    const a = new Y.Doc();
+    const pa = provider(id, a);
+    const seen = closes(pa);
+    const b = new Y.Doc();
+    const pb = provider(id, b);
+    await until("synced", () => pa.synced && pb.synced);
+    a.getMap("meta").set("deep", deep);
+    await until("b has the deep value", () => b.getMap("meta").get("deep") !== undefined);
+    let v = (await storedText(path)).doc.getMap("meta").get("deep");
+    let depth = 1;
+    while (v.v) {
+      v = v.v;
+      depth++;
+    }
+    assert.equal(depth, 1000);
+    assert.equal(v.leaf, "bottom");
+    assert.deepEqual(seen, []);
+  });
+
+  test("typing 20 keys a second is never throttled", async (t) => {
+    const id = project();
+    const path = `/v1/studio/projects/${id}/brief`;
+    const doc = new Y.Doc();
+    const p = provider(id, doc);
+    const seen = closes(p);
+    await until("synced", () => p.synced);
+    let typed = "";
+    for (let i = 0; i < 100; i++) {
+      const c = String.fromCharCode(97 + (i % 26));
+      doc.getText("body").insert(typed.length, c);
+      typed += c;
+      await new Promise((r) => setTimeout(r, 50)); // a typist's pace: 20 keys a second
+    }
+    await untilStored(path, typed);
+    assert.deepEqual(seen, []);
+    t.diagnostic(`${typed.length} keys typed, ${seen.length} closes`);
   });
 });

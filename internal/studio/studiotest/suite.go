@@ -22,6 +22,48 @@ func RunStoreSuite(t *testing.T, open func(t *testing.T) studio.Store) {
 	t.Run("CompareAndSwap", func(t *testing.T) { testCAS(t, open(t)) })
 	t.Run("PerAccountProjects", func(t *testing.T) { testPerAccount(t, open(t)) })
 	t.Run("RacingWritersOneWins", func(t *testing.T) { testRace(t, open(t)) })
+	t.Run("ReplaceAdvancesGeneration", func(t *testing.T) { testGeneration(t, open(t)) })
+}
+
+// testGeneration: merges keep the lineage; a whole-document save (Replace) advances the
+// generation with the revision, under the same compare-and-swap, and stores what it retired.
+func testGeneration(t *testing.T, s studio.Store) {
+	ctx := context.Background()
+	replace := func(k studio.Key, prev int64, state, retired []byte) error {
+		return s.Replace(ctx, studio.ReplaceParams{PutParams: studio.PutParams{Key: k, Prev: prev, State: state, Now: t0}, Retired: retired})
+	}
+	if l, err := s.Lineage(ctx, brief); err != nil || l.Generation != 0 || len(l.Retired) != 0 {
+		t.Fatalf("Lineage of nothing: %+v %v", l, err)
+	}
+	if err := s.Put(ctx, studio.PutParams{Key: brief, Prev: 0, State: []byte{1}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.Lineage(ctx, brief); l.Generation != 0 || len(l.Retired) != 0 {
+		t.Fatalf("lineage %+v after a merge, want none", l)
+	}
+	if err := replace(brief, 0, []byte{2}, []byte{9}); !errors.Is(err, studio.ErrRevisionMoved) {
+		t.Fatalf("Replace from a stale revision: %v, want ErrRevisionMoved", err)
+	}
+	if err := replace(brief, 1, []byte{2}, []byte{1, 7, 1, 0, 3}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Document(ctx, brief)
+	if l, _ := s.Lineage(ctx, brief); l.Generation != 1 || !bytes.Equal(l.Retired, []byte{1, 7, 1, 0, 3}) || got.Rev != 2 || !bytes.Equal(got.State, []byte{2}) {
+		t.Fatalf("after Replace: %+v, %+v", l, got)
+	}
+	if err := s.Put(ctx, studio.PutParams{Key: brief, Prev: 2, State: []byte{3}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.Lineage(ctx, brief); l.Generation != 1 || !bytes.Equal(l.Retired, []byte{1, 7, 1, 0, 3}) {
+		t.Fatalf("a merge after a save changed the lineage: %+v", l)
+	}
+	other := studio.Key{Account: "acct_a", Project: "fresh", Doc: studio.Brief}
+	if err := replace(other, 0, []byte{3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.Lineage(ctx, other); l.Generation != 1 || len(l.Retired) != 0 {
+		t.Fatalf("a first save: %+v, want generation 1", l)
+	}
 }
 
 var brief = studio.Key{Account: "acct_a", Project: "launch", Doc: studio.Brief}
