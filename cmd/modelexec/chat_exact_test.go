@@ -366,7 +366,7 @@ func TestSCP07_TextKeysUploadChatFiles(t *testing.T) {
 		{"text/plain", []byte("Notes for the chat, in plain text: ünïcode too.\n"), []byte("text\x00with a NUL")},
 		{"audio/mpeg", []byte("ID3\x04\x00\x00\x00\x00\x00\x00"), []byte("%PDF-1.7")},
 		{"video/webm", []byte{0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81}, []byte("RIFF....WAVE")},
-		{"image/png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), []byte("GIF89a")},
+		{"image/png", wholePNG(t), []byte("GIF89a")},
 	} {
 		body := `{"content_type":"` + c.contentType + `","product":"chat","filename":"f"}`
 		up := w.do("POST", "/v1/uploads", textKey(), body)
@@ -666,4 +666,14 @@ func TestCHAT_ResponsesTools(t *testing.T) {
 	if w.balance(acct) != before {
 		t.Fatal("a refusal charged")
 	}
+}
+
+// wholePNG is a readable 2×2 PNG: uploads are decoded in full before they are kept.
+func wholePNG(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pngenc.Encode(&b, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

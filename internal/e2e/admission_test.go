@@ -1,61 +1,27 @@
 package e2e_test
 
 import (
-	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
-// admissionFaults fails, while its flags are up, the hold of the accounts (the read of their
-// keys and jobs in flight the admission check needs) or the write of a batch's charges.
-type admissionFaults struct {
-	jobs.Store
-	failCount, failCharge *atomic.Bool
-}
-
-func (f *admissionFaults) InOneStatement(ctx context.Context, fn func(jobs.Tx) error) error {
-	return f.InTx(ctx, fn)
-}
-
-func (f *admissionFaults) InTx(ctx context.Context, fn func(jobs.Tx) error) error {
-	return f.Store.InTx(ctx, func(tx jobs.Tx) error { return fn(admissionTx{Tx: tx, f: f}) })
-}
-
-type admissionTx struct {
-	jobs.Tx
-	f *admissionFaults
-}
-
-func (t admissionTx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger.HeldRows, error) {
-	if t.f.failCount.Load() {
-		return ledger.HeldRows{}, errInjected
-	}
-	return t.Tx.LedgerHold(ctx, pairs)
-}
-
-func (t admissionTx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
-	if t.f.failCharge.Load() {
-		return errInjected
-	}
-	return t.Tx.LedgerChargeAll(ctx, cs)
-}
-
 // TestERR55_ServiceBusyWhenAdmissionCannotRun proves ERR-55's second half and ERR-92 over
-// HTTP: a submit whose admission check cannot run (the database fails the hold of the accounts,
-// with their jobs in flight) answers 503 service_busy with Retry-After, nothing charged and no job written, on
-// the queue and synchronous hosts; a submit whose charge cannot be written answers 500
+// HTTP: a submit whose admission check cannot run (the database fails the hold of the
+// accounts, with their jobs in flight) answers 503 service_busy with Retry-After, nothing
+// charged and no job written, on the queue and synchronous hosts; a submit whose charge cannot be written answers 500
 // credit_reserve_failed, nothing charged. Once the store answers, the same idempotency key
 // runs and is charged once.
 func TestERR55_ServiceBusyWhenAdmissionCannotRun(t *testing.T) {
-	var failCount, failCharge atomic.Bool
+	var faults *storetest.AdmissionFaults
 	wrap := func(s jobs.Store) jobs.Store {
-		return &admissionFaults{Store: s, failCount: &failCount, failCharge: &failCharge}
+		faults = &storetest.AdmissionFaults{Store: s}
+		return faults
 	}
 	each(t, options{store: wrap}, func(t *testing.T, h *harness) {
+		failCount, failCharge := &faults.FailHold, &faults.FailCharge
 		before, n := h.balance(), h.countJobs()
 		body := `{"positivePrompt":"ok","idempotency_key":"admit-1"}`
 		failCount.Store(true)
