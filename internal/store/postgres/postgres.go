@@ -87,7 +87,7 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 	if !strings.Contains(dsn, "pool_max_conns=") {
 		cfg.MaxConns = int32(max(4, 4*runtime.GOMAXPROCS(0)))
 	}
-	// Idle connections are kept: one closed loses its prepared statements.
+	// An idle connection is kept five minutes: one closed loses its prepared statements.
 	cfg.MinConns, cfg.MaxConnIdleTime = 0, 5*time.Minute
 	return cfg, nil
 }
@@ -98,17 +98,8 @@ func (c *Conn) Migrate(ctx context.Context, version int64) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, c.db, sub)
-	if err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
-	}
-	if version > 0 {
-		_, err = p.UpTo(ctx, version)
-	} else {
-		_, err = p.Up(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+	if err := sqlstore.Migrate(ctx, c.db, goose.DialectPostgres, sub, version); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
 }

@@ -69,17 +69,8 @@ func (c *conn) Migrate(ctx context.Context, version int64) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, c.raw, sub)
-	if err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	if version > 0 {
-		_, err = p.UpTo(ctx, version)
-	} else {
-		_, err = p.Up(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+	if err := sqlstore.Migrate(ctx, c.raw, goose.DialectSQLite3, sub, version); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
 	}
 	return nil
 }

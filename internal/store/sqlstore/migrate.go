@@ -1,0 +1,28 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+)
+
+// Migrate applies a store's goose migrations (the .sql files at the top of fsys, in dialect d)
+// to db, up to version (every one when 0).
+func Migrate(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS, version int64) error {
+	p, err := goose.NewProvider(d, db, fsys)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if version > 0 {
+		_, err = p.UpTo(ctx, version)
+	} else {
+		_, err = p.Up(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
