@@ -22,7 +22,8 @@ const (
 type Conn interface {
 	Querier
 	// InTx runs fn in one transaction, committed when fn returns nil; the store retries it
-	// where its database asks for that (a serialization failure or a deadlock).
+	// where its database asks for that (a serialization failure, a deadlock, a session the
+	// server ended before the transaction took effect).
 	InTx(ctx context.Context, fn func(Querier) error) error
 	// InOneStatement runs fn, which makes at most one statement, as a transaction of its own.
 	InOneStatement(ctx context.Context, fn func(Querier) error) error
