@@ -174,9 +174,10 @@ func (s *Service) Sweep(ctx context.Context) {
 }
 
 // startAllQueued starts what waits while this process has slots: on every model (all), or only
-// on the models that queue.
+// on the models that queue. Language models (chat turns, embeddings) are models too: a turn
+// taken by a process without the worker role is handed off like any job.
 func (s *Service) startAllQueued(ctx context.Context, all bool) {
-	for _, m := range s.catalog.Models() {
+	for _, m := range append(s.catalog.Models(), s.catalog.LanguageModels("")...) {
 		if all || m.Lifecycle.Queue == catalog.QueueOffers {
 			s.startQueued(ctx, m.Slug)
 		}

@@ -35,7 +35,6 @@ import (
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/builtin"
 	"github.com/modelexec/modelexec/internal/runners/cog"
-	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
@@ -62,6 +61,8 @@ type Server struct {
 	metrics  *metrics.Metrics // nil without an operator listener
 	// hookPolicy is where webhooks may go: public hosts, plus --webhook-allow-private.
 	hookPolicy webhooks.URLPolicy
+	// closeNotifier releases the notices' own connection (nil when it opened none).
+	closeNotifier func() error
 }
 
 // The listen addresses as shipped.
@@ -183,16 +184,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		// nearly always a batch of its own, written at once, and the COMMIT gathers them.
 		jcfg.SubmitBatch.InFlight, jcfg.SettleBatch.InFlight = sqliteInFlight, sqliteInFlight
 	}
-	var notifier jobs.Notifier
-	if d.DB.Dialect() == sqlstore.Postgres {
-		// Processes over one PostgreSQL database tell each other of hand-offs and of jobs
-		// that started or settled (LISTEN/NOTIFY).
-		n, err := postgres.NewNotifier(d.DB)
-		if err != nil {
-			return nil, err
-		}
-		notifier = n
+	notifier, closeNotifier, err := cfg.notifier(d.DB)
+	if err != nil {
+		return nil, err
 	}
+	s.closeNotifier = closeNotifier
 	if jcfg.Runs && !roles.Whole() {
 		// Submits reach this worker through the database only (another process's hand-offs):
 		// it is told of them (notifier), and looks for them every HandOffPoll besides, one
@@ -383,12 +379,16 @@ func (s *Server) URLs() URLs { return s.urls }
 // Workers is how many background workers Run starts.
 func (s *Server) Workers() int { return len(s.workers) }
 
-// Close releases what New opened (the blob bucket).
+// Close releases what New opened (the blob bucket, the notices' Redis client).
 func (s *Server) Close() error {
-	if s.ownsBkt {
-		return s.bucket.Close()
+	var err error
+	if s.closeNotifier != nil {
+		err = s.closeNotifier()
 	}
-	return nil
+	if s.ownsBkt {
+		err = errors.Join(err, s.bucket.Close())
+	}
+	return err
 }
 
 // addr is the listen address of a surface.
