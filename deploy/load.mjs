@@ -79,7 +79,7 @@ async function follow(key, id) {
       last = r.json?.status ?? last;
       if (last === "COMPLETED") return last;
     }
-    await pause(50);
+    await pause(100);
   }
   return last;
 }

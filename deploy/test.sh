@@ -146,21 +146,23 @@ done
 echo "deploy: 2 fronts, 2 workers and haproxy up after $((SECONDS - started))s (api $MODELEXEC_PUBLIC_URL_API)"
 
 created_at="$(date -u -d '48 hours ago' +%Y-%m-%dT%H:%M:%SZ)"
-new_account() { "$bin" accounts create --data "$tmp/console" --plan pro --credits 100000 --created-at "$created_at" --json | jq -r .id; }
+# new_account PLAN: an account made two days ago (the new-account limits do not apply).
+new_account() { "$bin" accounts create --data "$tmp/console" --plan "$1" --credits 100000 --created-at "$created_at" --json | jq -r .id; }
 mint() { "$bin" keys mint --data "$tmp/console" --account "$1" --json | jq -r .key; }
 
 # The real clients through the balancer (the interop tests, pointed at its URLs).
-account="$(new_account)"
+account="$(new_account pro)"
 export INTEROP_API_URL="$MODELEXEC_PUBLIC_URL_API" INTEROP_QUEUE_URL="$MODELEXEC_PUBLIC_URL_QUEUE" INTEROP_SYNC_URL="$MODELEXEC_PUBLIC_URL_SYNC"
 export INTEROP_KEY="$(mint "$account")" INTEROP_ACCOUNT="$account" INTEROP_DATA="$tmp/console" INTEROP_BIN="$bin" INTEROP_ROOT="$root" INTEROP_BALANCED=1
 echo "deploy: real clients through the balancer"
 (cd "$root/interop" && node --test --test-concurrency=1 test/fal.test.mjs test/openai.test.mjs test/fal_webhook.test.mjs)
 
-# Load, and a front and a worker killed under it.
+# Load, and a front and a worker killed under it: twelve clients, each on a key of its own
+# (rate buckets are per key) of three ultimate accounts (50 jobs in flight each).
 keys=()
-for _ in 1 2 3 4; do
-  a="$(new_account)"
-  keys+=("$(mint "$a")" "$(mint "$a")")
+for _ in 1 2 3; do
+  a="$(new_account ultimate)"
+  for _ in 1 2 3 4; do keys+=("$(mint "$a")"); done
 done
 export LOAD_QUEUE_URL="$MODELEXEC_PUBLIC_URL_QUEUE" LOAD_KEYS="$(IFS=,; echo "${keys[*]}")" LOAD_SECONDS=20 LOAD_SETTLE_SECONDS=90
 export LOAD_OUT="$tmp/load.json" LOAD_PROGRESS="$tmp/load.progress"

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/server"
@@ -18,10 +21,29 @@ import (
 // worker process at once, though the worker here looks for hand-offs on its own only once an
 // hour; a request held on the API process answers with the settlement the worker made; and a
 // cancel asked on the API process stops the run on the worker at once.
-func TestI26_NoticesBetweenProcesses(t *testing.T) {
+func TestI26_NoticesBetweenProcesses(t *testing.T) { noticesBetweenProcesses(t, "") }
+
+// TestI26_NoticesThroughRedis: the same, with --redis given: the notices travel through Redis
+// pub/sub, which wins over PostgreSQL's LISTEN/NOTIFY (no process listens on the database).
+func TestI26_NoticesThroughRedis(t *testing.T) { noticesBetweenProcesses(t, testRedis(t)) }
+
+// testRedis is MODELEXEC_TEST_REDIS; the test is skipped without it (and fails under CI=true,
+// where .ci/run starts Redis).
+func testRedis(t *testing.T) string {
+	u := os.Getenv("MODELEXEC_TEST_REDIS")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MODELEXEC_TEST_REDIS is not set under CI=true")
+		}
+		t.Skip("MODELEXEC_TEST_REDIS not set; skipping")
+	}
+	return u
+}
+
+func noticesBetweenProcesses(t *testing.T, redisURL string) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		if h.db.Dialect() != sqlstore.Postgres {
-			t.Skip("notices between processes travel through PostgreSQL")
+			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
 		}
 		h.stopWorker() // the harness's own process plays no part
 		var queueH http.Handler
@@ -29,17 +51,24 @@ func TestI26_NoticesBetweenProcesses(t *testing.T) {
 		defer api.Close()
 		apiRoles, _ := server.ParseRoles("api,queue,sync")
 		workerRoles, _ := server.ParseRoles("worker")
-		apiSrv := h.newServer(server.Config{Roles: apiRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
+		apiSrv := h.newServer(server.Config{Roles: apiRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL, Redis: redisURL}, nil, nil, nil)
 		queueH = apiSrv.Handler(server.RoleQueue)
 		lazy := func(c *jobs.Config) { c.PollEvery, c.SweepEvery, c.HeartbeatEvery = time.Hour, time.Hour, time.Hour }
-		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, lazy, nil)
+		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL, Redis: redisURL}, nil, lazy, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{}, 2)
 		for _, s := range []*server.Server{apiSrv, worker} {
 			go func() { _ = s.Jobs().Run(ctx); done <- struct{}{} }()
 		}
 		defer func() { cancel(); <-done; <-done }()
-		waitForListeners(t, h.db, 2)
+		if redisURL == "" {
+			waitForListeners(t, h.db, 2)
+		} else {
+			waitForSubscribers(t, redisURL, server.NoticeChannel(secret), 2)
+			if n := listeners(t, h.db); n != 0 {
+				t.Fatalf("%d sessions LISTEN on PostgreSQL though Redis carries the notices", n)
+			}
+		}
 
 		for i := range 3 {
 			r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, fmt.Sprintf(`{"positivePrompt":"ok %d"}`, i))
@@ -78,15 +107,44 @@ func waitForListeners(t *testing.T, db *sqlstore.DB, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		var listening int
-		if err := db.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
- WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&listening); err != nil {
-			t.Fatal(err)
-		}
-		if listening >= n {
+		if listeners(t, db) >= n {
 			return
 		}
 		time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
 	}
 	t.Fatalf("fewer than %d processes listen for notices", n)
+}
+
+// listeners counts the sessions of the database that LISTEN.
+func listeners(t *testing.T, db *sqlstore.DB) int {
+	t.Helper()
+	var listening int
+	if err := db.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+ WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&listening); err != nil {
+		t.Fatal(err)
+	}
+	return listening
+}
+
+// waitForSubscribers returns once Redis counts n subscribers on channel.
+func waitForSubscribers(t *testing.T, redisURL, channel string, n int64) {
+	t.Helper()
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		counts, err := rdb.PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counts[channel] >= n {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
+	}
+	t.Fatalf("fewer than %d processes subscribe to %s", n, channel)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -82,6 +83,7 @@ type Service struct {
 	slots    map[string]int         // running jobs per model in this process
 	running  map[string]*runningJob // by request id
 	stopping bool
+	quiesced atomic.Bool // Quiesce: take no work from the database
 	wg       sync.WaitGroup
 	base     context.Context
 	wake     chan struct{}

@@ -125,6 +125,10 @@ type Config struct {
 	// WebhookAllowPrivate is the operator's comma-separated list of private ranges webhooks
 	// may reach (serve --webhook-allow-private); empty, as shipped: public hosts only.
 	WebhookAllowPrivate string
+	// DrainDelay is how long a stopping process keeps its listeners open while /readyz answers
+	// 503 (0: none; `serve --drain-delay`, 2 s as shipped). Give at least the load balancer's health
+	// check interval times the failures it counts before it takes a process out.
+	DrainDelay time.Duration
 
 	APIDisabled    bool
 	DisableProduct []string

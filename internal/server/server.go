@@ -63,6 +63,8 @@ type Server struct {
 	hookPolicy webhooks.URLPolicy
 	// closeNotifier releases the notices' own connection (nil when it opened none).
 	closeNotifier func() error
+	// draining fails /readyz once the process begins to stop (drain.go).
+	draining drainer
 }
 
 // The listen addresses as shipped.
@@ -241,7 +243,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.usage.MaxExportRows = cfg.UsageExportRows
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
 		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
-		Ready: []accountapi.Pinger{d.DB}, Now: d.Now, Log: d.Log}
+		Ready: []accountapi.Pinger{&s.draining, d.DB}, Now: d.Now, Log: d.Log}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any
@@ -430,7 +432,9 @@ func (s *Server) Run(ctx context.Context) error {
 		workers <- err
 	}()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { <-gctx.Done(); return nil }) // a process of workers only serves nothing, until told to stop
+	// Told to stop, the process drains first (drain), then each listener shuts down.
+	drained := make(chan struct{})
+	var servers []*http.Server
 	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
 		h := s.handlers[role]
 		if h == nil {
@@ -441,6 +445,7 @@ func (s *Server) Run(ctx context.Context) error {
 			var err error
 			if ln, err = net.Listen("tcp", s.cfg.addr(role)); err != nil {
 				stopServing()
+				close(drained)
 				_ = g.Wait()
 				stopWork()
 				<-workers
@@ -451,6 +456,7 @@ func (s *Server) Run(ctx context.Context) error {
 			ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			BaseContext: func(net.Listener) context.Context { return held }}
 		s.log.Info("listening", "surface", string(role), "addr", ln.Addr().String())
+		servers = append(servers, hs)
 		g.Go(func() error {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -458,10 +464,16 @@ func (s *Server) Run(ctx context.Context) error {
 			return nil
 		})
 		g.Go(func() error {
-			<-gctx.Done()
+			<-drained
 			return s.shutdown(hs, role, grace, endHeld)
 		})
 	}
+	g.Go(func() error {
+		<-gctx.Done()
+		s.drain(servers)
+		close(drained)
+		return nil
+	})
 	err := g.Wait()
 	stopWork()
 	err = errors.Join(err, <-workers)
