@@ -96,6 +96,10 @@ type runningJob struct {
 	logs     []LogLine
 	progress float64
 	dirty    bool
+	// flushing: a write of the progress for other processes is scheduled; flushedAt: the
+	// last one (or the start), so they come at most every ProgressEvery (progress.go).
+	flushing  bool
+	flushedAt time.Time
 	// done is closed when the run is over, after its settlement (if any) was committed;
 	// settled is then the job as committed (nil when the settlement failed or the process
 	// stopped): a held request reads it here instead of from the database (settled.go).
