@@ -147,8 +147,10 @@ echo "deploy: 2 fronts, 2 workers and haproxy up after $((SECONDS - started))s (
 
 created_at="$(date -u -d '48 hours ago' +%Y-%m-%dT%H:%M:%SZ)"
 # new_account PLAN: an account made two days ago (the new-account limits do not apply).
-new_account() { "$bin" accounts create --data "$tmp/console" --plan "$1" --credits 100000 --created-at "$created_at" --json | jq -r .id; }
-mint() { "$bin" keys mint --data "$tmp/console" --account "$1" --json | jq -r .key; }
+# field NAME: the field NAME of the JSON object on stdin.
+field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
+new_account() { "$bin" accounts create --data "$tmp/console" --plan "$1" --credits 100000 --created-at "$created_at" --json | field id; }
+mint() { "$bin" keys mint --data "$tmp/console" --account "$1" --json | field key; }
 
 # The real clients through the balancer (the interop tests, pointed at its URLs).
 account="$(new_account pro)"
@@ -156,6 +158,40 @@ export INTEROP_API_URL="$MODELEXEC_PUBLIC_URL_API" INTEROP_QUEUE_URL="$MODELEXEC
 export INTEROP_KEY="$(mint "$account")" INTEROP_ACCOUNT="$account" INTEROP_DATA="$tmp/console" INTEROP_BIN="$bin" INTEROP_ROOT="$root" INTEROP_BALANCED=1
 echo "deploy: real clients through the balancer"
 (cd "$root/interop" && node --test --test-concurrency=1 test/fal.test.mjs test/openai.test.mjs test/fal_webhook.test.mjs)
+
+# Graceful drain: synchronous runs held on both fronts while front1 is told to stop. The
+# balancer sees /readyz answer 503 and takes front1 out while its listeners are still open;
+# requests sent meanwhile go to front2; the held runs get their results; front1 exits 0.
+echo "deploy: SIGTERM to front1 with runs held through the balancer"
+drain_account="$(new_account ultimate)"
+export HELD_SYNC_URL="$MODELEXEC_PUBLIC_URL_SYNC" HELD_API_URL="$MODELEXEC_PUBLIC_URL_API" HELD_KEY="$(mint "$drain_account")"
+export HELD_RUNS=4 HELD_PROBE_FILE="$tmp/draining"
+node "$here/held.mjs" &
+held_pid=$!
+pids+=($held_pid)
+held_running() {
+  [ "$(psql -At "$database" -c "SELECT count(*) FROM jobs WHERE account_id = '$drain_account' AND status = 'IN_PROGRESS'")" -ge 2 ]
+}
+wait_for "held runs running" 30 held_running
+# haproxy_says TEXT: the balancer logged TEXT after the line count in $mark.
+haproxy_says() { tail -n "+$((mark + 1))" "$tmp/haproxy.log" | grep -q "$1"; }
+mark="$(wc -l <"$tmp/haproxy.log")"
+kill -TERM "$pid_front1"
+touch "$HELD_PROBE_FILE"
+front1_down() { haproxy_says "front1 is DOWN"; }
+wait_for "the balancer taking front1 out" 10 front1_down
+front1_stopped() { ! kill -0 "$pid_front1"; }
+wait_for "front1 to stop" 30 front1_stopped
+front1_status=0
+wait "$pid_front1" || front1_status=$?
+[ "$front1_status" -eq 0 ] || { echo "deploy: front1 exited $front1_status after SIGTERM" >&2; exit 1; }
+wait "$held_pid"
+grep -q '"msg":"draining: /readyz answers 503 before the listeners close"' "$tmp/front1.log" || { echo "deploy: front1 did not drain" >&2; exit 1; }
+mv "$tmp/front1.log" "$tmp/front1-drained.log"
+mark="$(wc -l <"$tmp/haproxy.log")"
+start front1 --roles api,queue,sync --api-addr "127.0.0.1:$f1_api" --queue-addr "127.0.0.1:$f1_queue" --sync-addr "127.0.0.1:$f1_sync"
+front1_up() { haproxy_says "front1 is UP"; }
+wait_for "front1 back in the balancer" 30 front1_up
 
 # Load, and a front and a worker killed under it: twelve clients, each on a key of its own
 # (rate buckets are per key) of three ultimate accounts (50 jobs in flight each).
@@ -190,7 +226,7 @@ if [ -s "$tmp/check.out" ]; then
   cat "$tmp/check.out" >&2
   exit 1
 fi
-accepted_ids="$(jq -r '.accepted[].id' "$LOAD_OUT" | sort -u)"
+accepted_ids="$(node -e 'for (const j of require(process.argv[1]).accepted) console.log(j.id)' "$LOAD_OUT" | sort -u)"
 completed_ids="$(psql -At "$database" -c "SELECT request_id FROM jobs WHERE status = 'COMPLETED'" | sort -u)"
 lost="$(comm -23 <(echo "$accepted_ids") <(echo "$completed_ids"))"
 [ -z "$lost" ] || { echo "deploy: accepted jobs missing or unsettled: $lost" >&2; exit 1; }
