@@ -148,3 +148,34 @@ func waitForSubscribers(t *testing.T, redisURL, channel string, n int64) {
 	}
 	t.Fatalf("fewer than %d processes subscribe to %s", n, channel)
 }
+
+// TestI26_FrontProcessHearsNotices: a process without the worker role, wired as `serve` wires
+// it (its background work started by RunWorkers), listens for the other processes' notices,
+// so a request it holds is answered when a worker settles the job, not at its next poll.
+func TestI26_FrontProcessHearsNotices(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		if h.db.Dialect() != sqlstore.Postgres {
+			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
+		}
+		h.stopWorker()
+		var queueH http.Handler
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
+		defer api.Close()
+		frontRoles, _ := server.ParseRoles("api,queue,sync")
+		workerRoles, _ := server.ParseRoles("worker")
+		front := h.newServer(server.Config{Roles: frontRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
+		queueH = front.Handler(server.RoleQueue)
+		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{}, 2)
+		for _, s := range []*server.Server{front, worker} {
+			go func() { _ = s.RunWorkers(ctx); done <- struct{}{} }()
+		}
+		defer func() { cancel(); <-done; <-done }()
+		waitForListeners(t, h.db, 2)
+		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held on the front"}`)
+		if r.Code != http.StatusOK || r.str("status") != "COMPLETED" {
+			t.Fatalf("held submit on the front: %d %s", r.Code, r.Raw)
+		}
+	})
+}

@@ -275,12 +275,16 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.handlers[RoleSync] = sh.Routes()
 	}
 	s.instrument()
+	// The jobs engine's Run in every process: a worker's runs, and in any process the
+	// batchers and the notices of the other processes (a front's held requests and streams
+	// hear of the settlements a worker makes).
+	s.workers = append(s.workers, s.jobs.Run)
 	if roles[RoleWorker] {
 		every := cfg.AllowanceEvery
 		if every == 0 {
 			every = time.Minute
 		}
-		s.workers = append(s.workers, s.jobs.Run, allowanceWorker(d.DB, d.Now, every, d.Log))
+		s.workers = append(s.workers, allowanceWorker(d.DB, d.Now, every, d.Log))
 	}
 	if roles[RoleWebhooks] {
 		s.workers = append(s.workers, hookWorkers...)
