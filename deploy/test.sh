@@ -108,7 +108,7 @@ secret="$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex")
 # Every process and every console command reads these (MODELEXEC_<FLAG>).
 export MODELEXEC_SECRET="$secret" MODELEXEC_DATABASE="$database" MODELEXEC_REDIS="$redis_url" MODELEXEC_BLOBS="$blobs"
 export MODELEXEC_PUBLIC_URL_API="http://127.0.0.1:$lb_api" MODELEXEC_PUBLIC_URL_QUEUE="http://127.0.0.1:$lb_queue"
-export MODELEXEC_PUBLIC_URL_SYNC="http://127.0.0.1:$lb_sync" MODELEXEC_LOG_FORMAT=json MODELEXEC_SHUTDOWN_GRACE=5s
+export MODELEXEC_PUBLIC_URL_SYNC="http://127.0.0.1:$lb_sync" MODELEXEC_LOG_FORMAT=json MODELEXEC_SHUTDOWN_GRACE=15s
 
 # The webhook receiver is https on 127.0.0.1 with a self-signed certificate the processes trust.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=127.0.0.1" \
@@ -181,7 +181,7 @@ touch "$HELD_PROBE_FILE"
 front1_down() { haproxy_says "front1 is DOWN"; }
 wait_for "the balancer taking front1 out" 10 front1_down
 front1_stopped() { ! kill -0 "$pid_front1"; }
-wait_for "front1 to stop" 30 front1_stopped
+wait_for "front1 to stop" 40 front1_stopped
 front1_status=0
 wait "$pid_front1" || front1_status=$?
 [ "$front1_status" -eq 0 ] || { echo "deploy: front1 exited $front1_status after SIGTERM" >&2; exit 1; }
