@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,5 +178,56 @@ func TestI26_FrontProcessHearsNotices(t *testing.T) {
 		if r.Code != http.StatusOK || r.str("status") != "COMPLETED" {
 			t.Fatalf("held submit on the front: %d %s", r.Code, r.Raw)
 		}
+	})
+}
+
+// TestI26_DrainingWorkerTakesNoWork: a worker that drains (Quiesce, the first step of its
+// stop) takes no hand-off, though it hears of it at once: the job waits for a worker that
+// does not drain, which runs it.
+func TestI26_DrainingWorkerTakesNoWork(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		if h.db.Dialect() != sqlstore.Postgres {
+			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
+		}
+		h.stopWorker()
+		var queueH http.Handler
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
+		defer api.Close()
+		frontRoles, _ := server.ParseRoles("api,queue,sync")
+		workerRoles, _ := server.ParseRoles("worker")
+		cfg := server.Config{Roles: frontRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}
+		front := h.newServer(cfg, nil, nil, nil)
+		queueH = front.Handler(server.RoleQueue)
+		cfg.Roles = workerRoles
+		named := func(owner string) func(*jobs.Config) { return func(c *jobs.Config) { c.Owner = owner } }
+		draining := h.newServer(cfg, nil, named("proc_draining"), nil)
+		draining.Jobs().Quiesce()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan struct{}, 3)
+		run := func(s *server.Server) { go func() { _ = s.RunWorkers(ctx); done <- struct{}{} }() }
+		run(front)
+		run(draining)
+		waitForListeners(t, h.db, 2)
+
+		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, `{"positivePrompt":"handed off while a worker drains"}`)
+		if r.Code != http.StatusOK || r.str("status") != "IN_QUEUE" {
+			t.Fatalf("hand-off: %d %s", r.Code, r.Raw)
+		}
+		run(h.newServer(cfg, nil, named("proc_live"), nil))
+		j := h.waitSettled(r.str("request_id"))
+		var ran string
+		for _, l := range j.Logs {
+			if _, owner, ok := strings.Cut(l.Message, " started on "); ok {
+				ran = owner
+			}
+		}
+		if j.Outcome != jobs.Succeeded || ran != "proc_live" {
+			t.Fatalf("job %s ran on %q, want the worker that does not drain", j.Outcome, ran)
+		}
+		cancel()
+		<-done
+		<-done
+		<-done
 	})
 }
