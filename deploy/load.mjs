@@ -57,11 +57,11 @@ async function submit(key, idem) {
       if (r.json.replayed) tally.replayed++;
       return r.json.request_id;
     }
-    if (r.status === 0 || r.status === 502 || r.status === 503 || r.status === 504) {
-      tally.cut++;
-    } else if (r.status === 429) {
-      const code = r.json?.error ?? "429";
-      tally.refused[code] = (tally.refused[code] ?? 0) + 1;
+    const code = r.json?.error;
+    if (r.status === 429 || (r.status === 503 && code)) {
+      tally.refused[code ?? "429"] = (tally.refused[code ?? "429"] ?? 0) + 1; // the service's own refusal
+    } else if (r.status === 0 || r.status === 502 || r.status === 503 || r.status === 504) {
+      tally.cut++; // a cut connection, or the balancer's answer for a process gone
     } else {
       throw new Error(`submit ${idem}: unexpected answer ${r.status} ${r.text}`);
     }
