@@ -35,6 +35,7 @@ type ServeCmd struct {
 	Blobs            string            `help:"Blob storage: a directory (default <data>/blobs) or s3://bucket?endpoint=...&region=..."`
 	Roles            string            `default:"api,queue,sync,worker,webhooks" help:"Comma-separated roles this process runs."`
 	ShutdownGrace    time.Duration     `default:"20s" help:"How long shutdown waits for in-flight requests."`
+	DrainDelay       time.Duration     `default:"2s" help:"Told to stop, how long the process keeps serving while /readyz answers 503, so a load balancer's health check takes it out first (0 to close at once)."`
 	APIDisabled      bool              `help:"Answer every request 503 api_disabled (order of checks step 1)."`
 	DisableProduct   []string          `help:"Products to pause (api_disabled for their routes), e.g. --disable-product music."`
 	Cog              map[string]string `help:"Run a model on a Cog model server instead of the built-in runner: --cog image-4b=http://gpu-1:5000 (repeatable)."`
@@ -105,7 +106,8 @@ func (c *ServeCmd) config() (server.Config, error) {
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, ReferenceModels: c.ReferenceModels || c.Dev, WebhookAllowPrivate: c.WebhookAllowPrivate,
-		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}, StudioOrigins: c.StudioOrigins}, nil
+		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}, StudioOrigins: c.StudioOrigins,
+		DrainDelay: c.DrainDelay}, nil
 }
 
 // build wires the service from the flags (server.New does the wiring).

@@ -72,12 +72,13 @@ func TestWH37_ServeWiresWebhooks(t *testing.T) {
 			t.Fatalf("%s %s: %d %s", r[0], r[1], rec.Code, rec.Body)
 		}
 	}
-	// The engine and the relay, and (as every serving process) the keys' last-use writer.
-	if a.Workers() != 3 {
-		t.Fatalf("webhooks role runs %d workers, want the engine, the relay and the last-use writer", a.Workers())
+	// The webhooks engine and the relay, and (as every serving process) the jobs engine's
+	// Run (batchers, notices from the other processes) and the keys' last-use writer.
+	if a.Workers() != 4 {
+		t.Fatalf("webhooks role runs %d workers, want the webhooks engine, the relay, the jobs engine and the last-use writer", a.Workers())
 	}
-	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); a.Workers() != 1 {
-		t.Fatalf("api role alone runs %d workers, want the last-use writer", a.Workers())
+	if a := buildServe(t, "a-20-byte-secret-xyz", "api", "hmac"); a.Workers() != 2 {
+		t.Fatalf("api role alone runs %d workers, want the jobs engine and the last-use writer", a.Workers())
 	}
 	// Without a deployment secret nothing is wired: the whole service runs only the worker
 	// role's two (jobs and allowances) and the last-use writer, and a process of only some

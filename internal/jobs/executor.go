@@ -91,7 +91,7 @@ func (s *Service) start(j Job) error {
 		stall = time.Duration(m.Lifecycle.StallCeilingSeconds) * time.Second
 	}
 	ctx, cancel := context.WithCancelCause(s.base)
-	rj := &runningJob{job: j, cancel: cancel, done: make(chan struct{})}
+	rj := &runningJob{job: j, cancel: cancel, done: make(chan struct{}), flushedAt: time.Now()}
 	s.running[j.RequestID] = rj
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -125,7 +125,7 @@ func (s *Service) execute(ctx context.Context, rj *runningJob) (res runners.Resu
 		return runners.Result{}, &runners.Failure{Code: string(apierr.RunFailed), Message: runFailedOnOurSide, Cause: err}
 	}
 	rj.addLog("info", "job "+rj.job.ID+" started on "+s.cfg.Owner, s.now())
-	env := s.env(rj.job, &reporter{rj: rj, now: s.now, broker: s.broker})
+	env := s.env(rj.job, &reporter{rj: rj, now: s.now, broker: s.broker, soon: s.progressSoon})
 	return rn.Run(ctx, runners.Job{ID: rj.job.ID, RequestID: rj.job.RequestID, Address: "svc-serverless/" + rj.job.Model,
 		Slug: rj.job.Model, Input: rj.job.Input}, env)
 }
@@ -336,22 +336,26 @@ func eventOf(j Job, now time.Time) Event {
 		Reserved: j.Reserved, Webhook: j.Webhook, CreatedAt: now}
 }
 
-// reporter collects a runner's logs and progress.
+// reporter collects a runner's logs and progress; soon has them written for the other
+// processes (progressSoon).
 type reporter struct {
 	rj     *runningJob
 	now    func() time.Time
 	broker *broker
+	soon   func(*runningJob)
 }
 
 func (r *reporter) Log(level, message string) {
 	r.rj.addLog(level, message, r.now())
 	r.broker.publish(r.rj.job.RequestID)
+	r.soon(r.rj)
 }
 
 func (r *reporter) Progress(f float64) {
 	r.rj.mu.Lock()
 	r.rj.progress, r.rj.dirty = f, true
 	r.rj.mu.Unlock()
+	r.soon(r.rj)
 }
 
 func (rj *runningJob) addLog(level, message string, at time.Time) {

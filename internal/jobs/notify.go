@@ -18,6 +18,9 @@ const (
 	Changed NoticeKind = "changed"
 	// CancelAsked: the caller of request Key asked its run to stop.
 	CancelAsked NoticeKind = "cancel"
+	// Progressed: the running job of request Key wrote new progress or logs (at most every
+	// ProgressEvery).
+	Progressed NoticeKind = "progress"
 )
 
 // Notice is one notice.
@@ -42,7 +45,8 @@ func (s *Service) notify(kind NoticeKind, key string) {
 }
 
 // heard acts on a notice from any process: a hand-off wakes this worker's look for queued
-// jobs; a changed job wakes its waiters here; a cancel stops the job's run if it runs here.
+// jobs; a changed or progressed job wakes its waiters and streams here (they read it again);
+// a cancel stops the job's run if it runs here.
 func (s *Service) heard(n Notice) {
 	switch n.Kind {
 	case HandOff:
@@ -52,7 +56,7 @@ func (s *Service) heard(n Notice) {
 			default:
 			}
 		}
-	case Changed:
+	case Changed, Progressed:
 		s.broker.publish(n.Key)
 	case CancelAsked:
 		s.signalCancel(n.Key) // the process running it stops it; the others run nothing of it

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -82,6 +83,7 @@ type Service struct {
 	slots    map[string]int         // running jobs per model in this process
 	running  map[string]*runningJob // by request id
 	stopping bool
+	quiesced atomic.Bool // Quiesce: take no work from the database
 	wg       sync.WaitGroup
 	base     context.Context
 	wake     chan struct{}
@@ -94,6 +96,10 @@ type runningJob struct {
 	logs     []LogLine
 	progress float64
 	dirty    bool
+	// flushing: a write of the progress for other processes is scheduled; flushedAt: the
+	// last one (or the start), so they come at most every ProgressEvery (progress.go).
+	flushing  bool
+	flushedAt time.Time
 	// done is closed when the run is over, after its settlement (if any) was committed;
 	// settled is then the job as committed (nil when the settlement failed or the process
 	// stopped): a held request reads it here instead of from the database (settled.go).

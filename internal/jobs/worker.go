@@ -104,6 +104,12 @@ func (s *Service) stop() {
 	}
 }
 
+// Quiesce stops this process from taking work that waits in the database: it starts no
+// queued or handed-off job and takes over no lost one, so a process that drains before it stops
+// leaves them to the other processes' workers (whose sweeps look every SweepEvery). The jobs it
+// runs run on, and its own submits still start here.
+func (s *Service) Quiesce() { s.quiesced.Store(true) }
+
 // Drain waits for the running jobs to settle (tests and graceful stops with time to spare).
 func (s *Service) Drain() { s.wg.Wait() }
 
@@ -174,9 +180,10 @@ func (s *Service) Sweep(ctx context.Context) {
 }
 
 // startAllQueued starts what waits while this process has slots: on every model (all), or only
-// on the models that queue.
+// on the models that queue. Language models (chat turns, embeddings) are models too: a turn
+// taken by a process without the worker role is handed off like any job.
 func (s *Service) startAllQueued(ctx context.Context, all bool) {
-	for _, m := range s.catalog.Models() {
+	for _, m := range append(s.catalog.Models(), s.catalog.LanguageModels("")...) {
 		if all || m.Lifecycle.Queue == catalog.QueueOffers {
 			s.startQueued(ctx, m.Slug)
 		}
@@ -185,6 +192,9 @@ func (s *Service) startAllQueued(ctx context.Context, all bool) {
 
 // takeOver runs again a job whose owner stopped heartbeating (crash or restart).
 func (s *Service) takeOver(ctx context.Context, j Job) {
+	if s.quiesced.Load() {
+		return
+	}
 	if j.Attempts >= s.cfg.MaxAttempts {
 		st := settlement{outcome: Failed, code: string(apierr.RunFailed), message: "the job was lost by its runner too many times"}
 		if err := s.settle(ctx, j.RequestID, st); err != nil {
@@ -234,6 +244,9 @@ var errSkip = errors.New("skip")
 // startQueued starts waiting jobs of model while this process has slots, charging each as it
 // starts (a queued job costs nothing until then).
 func (s *Service) startQueued(ctx context.Context, model string) {
+	if s.quiesced.Load() {
+		return
+	}
 	for {
 		// Cheap look first: with every slot taken there is nothing to claim.
 		if !s.slotFree(model) {

@@ -128,6 +128,10 @@ type Config struct {
 	// StudioOrigins are the origins whose pages may open the studio live route with a ticket
 	// (serve --studio-origins); empty: none.
 	StudioOrigins []string
+	// DrainDelay is how long a stopping process keeps its listeners open while /readyz answers
+	// 503 (0: none; `serve --drain-delay`, 2 s as shipped). Give at least the load balancer's health
+	// check interval times the failures it counts before it takes a process out.
+	DrainDelay time.Duration
 
 	APIDisabled    bool
 	DisableProduct []string

@@ -37,7 +37,6 @@ import (
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/builtin"
 	"github.com/modelexec/modelexec/internal/runners/cog"
-	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
@@ -64,6 +63,10 @@ type Server struct {
 	metrics  *metrics.Metrics // nil without an operator listener
 	// hookPolicy is where webhooks may go: public hosts, plus --webhook-allow-private.
 	hookPolicy webhooks.URLPolicy
+	// closeNotifier releases the notices' own connection (nil when it opened none).
+	closeNotifier func() error
+	// draining fails /readyz once the process begins to stop (drain.go).
+	draining drainer
 }
 
 // The listen addresses as shipped.
@@ -185,16 +188,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		// nearly always a batch of its own, written at once, and the COMMIT gathers them.
 		jcfg.SubmitBatch.InFlight, jcfg.SettleBatch.InFlight = sqliteInFlight, sqliteInFlight
 	}
-	var notifier jobs.Notifier
-	if d.DB.Dialect() == sqlstore.Postgres {
-		// Processes over one PostgreSQL database tell each other of hand-offs and of jobs
-		// that started or settled (LISTEN/NOTIFY).
-		n, err := postgres.NewNotifier(d.DB)
-		if err != nil {
-			return nil, err
-		}
-		notifier = n
+	notifier, closeNotifier, err := cfg.notifier(d.DB)
+	if err != nil {
+		return nil, err
 	}
+	s.closeNotifier = closeNotifier
 	if jcfg.Runs && !roles.Whole() {
 		// Submits reach this worker through the database only (another process's hand-offs):
 		// it is told of them (notifier), and looks for them every HandOffPoll besides, one
@@ -251,7 +249,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.usage.MaxExportRows = cfg.UsageExportRows
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
 		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
-		Ready: []accountapi.Pinger{d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
+		Ready: []accountapi.Pinger{&s.draining, d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any
@@ -289,12 +287,16 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.handlers[RoleSync] = sh.Routes()
 	}
 	s.instrument()
+	// The jobs engine's Run in every process: a worker's runs, and in any process the
+	// batchers and the notices of the other processes (a front's held requests and streams
+	// hear of the settlements a worker makes).
+	s.workers = append(s.workers, s.jobs.Run)
 	if roles[RoleWorker] {
 		every := cfg.AllowanceEvery
 		if every == 0 {
 			every = time.Minute
 		}
-		s.workers = append(s.workers, s.jobs.Run, allowanceWorker(d.DB, d.Now, every, d.Log))
+		s.workers = append(s.workers, allowanceWorker(d.DB, d.Now, every, d.Log))
 		if cfg.Retain.Outputs > 0 || cfg.Retain.Uploads > 0 {
 			sweeper := &blobs.Sweeper{Bucket: s.bucket, Retention: cfg.Retain, Now: d.Now, Log: d.Log}
 			s.workers = append(s.workers, sweeper.Run)
@@ -428,12 +430,16 @@ func (s *Server) URLs() URLs { return s.urls }
 // Workers is how many background workers Run starts.
 func (s *Server) Workers() int { return len(s.workers) }
 
-// Close releases what New opened (the blob bucket).
+// Close releases what New opened (the blob bucket, the notices' Redis client).
 func (s *Server) Close() error {
-	if s.ownsBkt {
-		return s.bucket.Close()
+	var err error
+	if s.closeNotifier != nil {
+		err = s.closeNotifier()
 	}
-	return nil
+	if s.ownsBkt {
+		err = errors.Join(err, s.bucket.Close())
+	}
+	return err
 }
 
 // addr is the listen address of a surface.
@@ -475,7 +481,9 @@ func (s *Server) Run(ctx context.Context) error {
 		workers <- err
 	}()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { <-gctx.Done(); return nil }) // a process of workers only serves nothing, until told to stop
+	// Told to stop, the process drains first (drain), then each listener shuts down.
+	drained := make(chan struct{})
+	var servers []*http.Server
 	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
 		h := s.handlers[role]
 		if h == nil {
@@ -486,6 +494,7 @@ func (s *Server) Run(ctx context.Context) error {
 			var err error
 			if ln, err = net.Listen("tcp", s.cfg.addr(role)); err != nil {
 				stopServing()
+				close(drained)
 				_ = g.Wait()
 				stopWork()
 				<-workers
@@ -496,6 +505,7 @@ func (s *Server) Run(ctx context.Context) error {
 			ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			BaseContext: func(net.Listener) context.Context { return held }}
 		s.log.Info("listening", "surface", string(role), "addr", ln.Addr().String())
+		servers = append(servers, hs)
 		g.Go(func() error {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -503,10 +513,16 @@ func (s *Server) Run(ctx context.Context) error {
 			return nil
 		})
 		g.Go(func() error {
-			<-gctx.Done()
+			<-drained
 			return s.shutdown(hs, role, grace, endHeld)
 		})
 	}
+	g.Go(func() error {
+		<-gctx.Done()
+		s.drain(servers)
+		close(drained)
+		return nil
+	})
 	err := g.Wait()
 	stopWork()
 	err = errors.Join(err, <-workers)

@@ -21,6 +21,7 @@ import (
 // running is a server started with Run on listeners of its own.
 type running struct {
 	srv     *server.Server
+	apiURL  string
 	syncURL string
 	key     string
 	stop    context.CancelFunc
@@ -28,7 +29,7 @@ type running struct {
 	logs    *syncLog
 }
 
-func startServer(t *testing.T, grace time.Duration, rn runners.Runner) *running {
+func startServer(t *testing.T, grace time.Duration, rn runners.Runner, edit ...func(*server.Config)) *running {
 	t.Helper()
 	lns := map[server.Role]net.Listener{}
 	for _, role := range []server.Role{server.RoleAPI, server.RoleQueue, server.RoleSync} {
@@ -42,7 +43,11 @@ func startServer(t *testing.T, grace time.Duration, rn runners.Runner) *running 
 	logs := &syncLog{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher(secret), func() time.Time { return time.Now().UTC() }, slog.New(slog.DiscardHandler))
-	srv, err := server.New(context.Background(), server.Config{Secret: secret, NoRateLimits: true, Listeners: lns, ShutdownGrace: grace},
+	cfg := server.Config{Secret: secret, NoRateLimits: true, Listeners: lns, ShutdownGrace: grace}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	srv, err := server.New(context.Background(), cfg,
 		server.Deps{DB: db, Auth: as, Bucket: blobs.NewMemory(), Log: log,
 			Runners: func(*catalog.Catalog) runners.Registry { return runners.Registry{"image-4b": rn} }})
 	if err != nil {
@@ -54,7 +59,7 @@ func startServer(t *testing.T, grace time.Duration, rn runners.Runner) *running 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{srv: srv, syncURL: srv.URLs().Sync, key: m.Key, stop: cancel, done: make(chan error, 1), logs: logs}
+	r := &running{srv: srv, apiURL: srv.URLs().API, syncURL: srv.URLs().Sync, key: m.Key, stop: cancel, done: make(chan error, 1), logs: logs}
 	go func() { r.done <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

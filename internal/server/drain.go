@@ -1,0 +1,43 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// errDraining is /readyz's reason while the process drains.
+var errDraining = errors.New("the process is draining before it stops")
+
+// drainer is the readiness check that fails from the moment the process begins to drain.
+type drainer struct{ on atomic.Bool }
+
+// Ping answers errDraining once the process drains (accountapi.Pinger).
+func (d *drainer) Ping(context.Context) error {
+	if d.on.Load() {
+		return errDraining
+	}
+	return nil
+}
+
+// drain is the first step of a graceful stop: /readyz answers 503, every answer from now on
+// closes its connection (so the balancer's kept-alive connections do not outlive the
+// process), the jobs engine takes no more work from the database, and, for a process that
+// serves HTTP, the listeners stay open for DrainDelay while the balancer notices.
+func (s *Server) drain(servers []*http.Server) {
+	s.draining.on.Store(true)
+	for _, hs := range servers {
+		hs.SetKeepAlivesEnabled(false)
+	}
+	s.jobs.Quiesce()
+	delay := s.cfg.DrainDelay
+	if len(servers) == 0 || delay <= 0 {
+		return
+	}
+	s.log.Info("draining: /readyz answers 503 before the listeners close", "delay", delay.String())
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	<-t.C
+}

@@ -1,0 +1,65 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/server"
+)
+
+// readyz asks the account API's readiness check, and whether the answer closes its
+// connection; a refused connection answers 0.
+func (r *running) readyz(t *testing.T) (int, bool) {
+	t.Helper()
+	res, err := http.Get(r.apiURL + "/readyz")
+	if err != nil {
+		return 0, false
+	}
+	res.Body.Close()
+	return res.StatusCode, res.Close
+}
+
+// TestI26_DrainBeforeStop: a process told to stop (SIGTERM ends Run's context) drains first:
+// /readyz answers 503 while the listeners still take requests, and its answers close their
+// connections, so a load balancer's health check takes the process out before it goes; then
+// the listeners close (no new work), and the synchronous run held all along gets its result.
+func TestI26_DrainBeforeStop(t *testing.T) {
+	rn := &holdRunner{started: make(chan struct{}, 1), release: make(chan struct{})}
+	r := startServer(t, time.Minute, rn, func(c *server.Config) { c.DrainDelay = 1500 * time.Millisecond })
+	if code, _ := r.readyz(t); code != http.StatusOK {
+		t.Fatalf("readyz before the stop: %d", code)
+	}
+	ans := r.hold()
+	<-rn.started
+	r.stop()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, closes := r.readyz(t)
+		if code == http.StatusServiceUnavailable {
+			if !closes {
+				t.Error("an answer while draining keeps its connection open (no Connection: close)")
+			}
+			break
+		}
+		if code != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("readyz while draining: %d, want 503 before the listener closes", code)
+		}
+		time.Sleep(time.Millisecond) // polling a condition; no outcome depends on the time
+	}
+	r.closed(t) // after the drain delay: no new connection is taken ...
+	close(rn.release)
+	a := <-ans // ... and the held run gets the job's result
+	if a.err != nil || a.code != http.StatusOK || !strings.Contains(a.body, `"ok":true`) {
+		t.Fatalf("held run through the drain: %d %s %v", a.code, a.body, a.err)
+	}
+	if err := <-r.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r.done <- nil // for the cleanup
+	if len(r.logs.lines(t, "draining: /readyz answers 503 before the listeners close")) != 1 {
+		t.Fatalf("drain not logged:\n%s", r.logs)
+	}
+}
