@@ -107,27 +107,39 @@ func (s *Service) waitRunning(ctx context.Context, accountID, requestID string, 
 // A settled job never changes again (COMPLETED is final, and nothing rewrites or deletes a
 // settled row), so a read of one may be answered from memory: the status poll that sees
 // COMPLETED and the result read that follows it read nothing when this process settled the
-// job or read it settled before. The memory is bounded: the most recent settledKept jobs.
-const settledKept = 4096
+// job or read it settled before. The memory is bounded twice: the most recent settledKept
+// jobs, holding at most settledBytes of inputs, results and logs together; a job that alone
+// holds more than settledBytes/64 is not kept (its reads go to the store), so requests with
+// large inputs cannot fill the memory with what they sent.
+const (
+	settledKept  = 4096
+	settledBytes = 16 << 20
+)
 
 // finals holds recently settled jobs by request id, oldest evicted first.
 type finals struct {
 	mu    sync.Mutex
-	jobs  map[string]Job
-	order []string // ring of request ids, next is the slot to evict and reuse
-	next  int
+	jobs  map[string]keptJob
+	order []string // request ids, oldest first from head
+	head  int
+	bytes int // held by the jobs kept
+}
+
+type keptJob struct {
+	job  Job
+	size int
 }
 
 func newFinals() *finals {
-	return &finals{jobs: make(map[string]Job), order: make([]string, 0, settledKept)}
+	return &finals{jobs: make(map[string]keptJob)}
 }
 
 // get answers the settled job with request id id, if kept.
 func (f *finals) get(id string) (Job, bool) {
 	f.mu.Lock()
-	j, ok := f.jobs[id]
+	k, ok := f.jobs[id]
 	f.mu.Unlock()
-	return j, ok
+	return k.job, ok
 }
 
 // keep remembers j, which must be settled and as a read answers it.
@@ -136,18 +148,73 @@ func (f *finals) keep(j Job) {
 		return
 	}
 	j.BalanceAfter = nil // known to the request that waited on the job, not to later reads
+	size := heldBytes(j)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.jobs[j.RequestID]; ok {
-		f.jobs[j.RequestID] = j
+	if old, ok := f.jobs[j.RequestID]; ok {
+		f.bytes += size - old.size
+		f.jobs[j.RequestID] = keptJob{j, size}
+		f.evict()
 		return
 	}
-	if len(f.order) < settledKept {
-		f.order = append(f.order, j.RequestID)
-	} else {
-		delete(f.jobs, f.order[f.next])
-		f.order[f.next] = j.RequestID
-		f.next = (f.next + 1) % settledKept
+	if size > settledBytes/64 {
+		return
 	}
-	f.jobs[j.RequestID] = j
+	f.order = append(f.order, j.RequestID)
+	f.jobs[j.RequestID] = keptJob{j, size}
+	f.bytes += size
+	f.evict()
+}
+
+// evict drops the oldest jobs while more are kept, or more bytes held, than the bounds allow.
+func (f *finals) evict() {
+	for len(f.jobs) > settledKept || f.bytes > settledBytes {
+		id := f.order[f.head]
+		f.head++
+		if k, ok := f.jobs[id]; ok {
+			f.bytes -= k.size
+			delete(f.jobs, id)
+		}
+	}
+	if f.head > settledKept && f.head*2 > len(f.order) {
+		f.order = append(f.order[:0:0], f.order[f.head:]...)
+		f.head = 0
+	}
+}
+
+// heldBytes estimates what j holds beyond its fixed fields: its input, its result's document
+// and files, its error and its logs.
+func heldBytes(j Job) int {
+	n := 512 + len(j.Input) + len(j.ErrorMessage)
+	for _, l := range j.Logs {
+		n += 64 + len(l.Message)
+	}
+	for _, v := range j.ErrorDetail {
+		n += 64 + len(v.Msg)
+	}
+	if j.Result != nil {
+		n += valueBytes(j.Result.Document) + 256*len(j.Result.Files)
+	}
+	return n
+}
+
+// valueBytes estimates the memory a decoded JSON value holds.
+func valueBytes(v any) int {
+	switch v := v.(type) {
+	case string:
+		return 16 + len(v)
+	case map[string]any:
+		n := 48
+		for k, x := range v {
+			n += 16 + len(k) + valueBytes(x)
+		}
+		return n
+	case []any:
+		n := 24
+		for _, x := range v {
+			n += valueBytes(x)
+		}
+		return n
+	}
+	return 16
 }
