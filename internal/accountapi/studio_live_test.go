@@ -41,6 +41,10 @@ type liveEnv struct {
 	a, b *httptest.Server
 	// switches are the operator's switches of a and b.
 	switches []*httpapi.Switches
+	// studios are a's and b's studio services; with fanOut each tells the other what it
+	// stored, as the service's notices between processes do.
+	studios []*studio.Service
+	fanOut  bool
 }
 
 func newLiveEnv(t *testing.T, db *sqlstore.DB) *liveEnv {
@@ -63,8 +67,18 @@ func (e *liveEnv) process(now func() time.Time, recheck time.Duration) *httptest
 	sw := &httpapi.Switches{}
 	e.switches = append(e.switches, sw)
 	gate := &httpapi.Gate{Auth: svc, Pacer: httpapi.Admission{Adm: adm, Now: now}, Switches: sw, Now: now, Log: lg}
+	self := len(e.studios)
+	changed := func(k studio.Key, rev int64) {
+		for i, other := range e.studios {
+			if i != self && e.fanOut {
+				go other.Heard(context.Background(), k, rev) //nolint:errcheck // the test reads what the peers got
+			}
+		}
+	}
+	st := studio.NewService(studio.Config{Store: sqlstore.Studio{DB: e.db}, Now: now, Log: lg, Changed: changed})
+	e.studios = append(e.studios, st)
 	h := &accountapi.Handler{Gate: gate, Auth: svc, Now: now, Log: lg,
-		Studio:  studio.NewService(studio.Config{Store: sqlstore.Studio{DB: e.db}, Now: now, Log: lg}),
+		Studio:  st,
 		Tickets: studio.NewTickets([]byte("deployment-secret-0123456789"), now), TicketClaims: sqlstore.Studio{DB: e.db},
 		StudioOrigins: []string{studioOrigin}, StudioRecheck: recheck}
 	srv := httptest.NewServer(h.Routes())
@@ -554,5 +568,41 @@ func TestI27_TypingIsAdmittedByEditBudget(t *testing.T) {
 	nextSync("the seeder's key")
 	if text, _ := e.storedText(path, key); !strings.Contains(text, strings.Repeat("h", 1000)) || !strings.HasSuffix(text, "!") {
 		t.Fatalf("stored %.40q…", text)
+	}
+}
+
+// Issue 26 item 1: an edit stored through one process reaches the live clients of another
+// (each process tells the others the revision it stored; theirs send their peers what the
+// stored document holds beyond their copy): a client on b sees what two clients on a type,
+// with no reconnect; without the fan-out it sees nothing.
+func TestI26_StudioEditsReachOtherProcesses(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newLiveEnv(t, db)
+		e.fanOut = true
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key, _ := e.mint("acct_a", auth.StudioWrite)
+		const live = "/v1/studio/projects/p1/brief/live"
+		onA, onB := mustHandshake(t, e.a, live, keyHeader(key)), mustHandshake(t, e.b, live, keyHeader(key))
+		onA.sync()
+		onB.sync()
+		start := time.Now()
+		onA.typeText("typed on a")
+		onB.waitForText("typed on a")
+		t.Logf("an edit through a reached b's client in %v", time.Since(start))
+		other := mustHandshake(t, e.a, live, keyHeader(key))
+		other.sync()
+		other.typeText(", then more")
+		onB.waitForText("typed on a, then more")
+	})
+}
+
+// waitForText reads messages until the client's text is want (each read bounded by next's
+// timeout).
+func (c *liveClient) waitForText(want string) {
+	c.t.Helper()
+	for c.text() != want {
+		if _, _, err := c.next(); err != nil {
+			c.t.Fatalf("waiting for %q (have %q): %v", want, c.text(), err)
+		}
 	}
 }

@@ -1,9 +1,14 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +17,7 @@ import (
 	"github.com/modelexec/modelexec/internal/jobs/redisnotify"
 	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/studio"
 )
 
 // notifier is how the processes over one PostgreSQL database tell each other of hand-offs, of
@@ -44,4 +50,65 @@ func (c Config) notifier(db *sqlstore.DB) (jobs.Notifier, func() error, error) {
 func NoticeChannel(secret string) string {
 	sum := sha256.Sum256([]byte("modelexec job notices\n" + secret))
 	return "modelexec:jobs:" + hex.EncodeToString(sum[:8])
+}
+
+// studioChanged is the notice of a studio document stored at a new revision by some process.
+const studioChanged jobs.NoticeKind = "studio"
+
+// studioNotice is the key of studioChanged: the document's account, project and doc, each
+// escaped, and the revision stored.
+func studioNotice(k studio.Key, rev int64) string {
+	return url.PathEscape(k.Account) + "/" + url.PathEscape(k.Project) + "/" + url.PathEscape(string(k.Doc)) + "/" + strconv.FormatInt(rev, 10)
+}
+
+// studioHeard reads a studioChanged key back; ok is false for anything else.
+func studioHeard(key string) (k studio.Key, rev int64, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 {
+		return studio.Key{}, 0, false
+	}
+	var err error
+	var p [3]string
+	for i := range p {
+		if p[i], err = url.PathUnescape(parts[i]); err != nil {
+			return studio.Key{}, 0, false
+		}
+	}
+	if rev, err = strconv.ParseInt(parts[3], 10, 64); err != nil {
+		return studio.Key{}, 0, false
+	}
+	return studio.Key{Account: p[0], Project: p[1], Doc: studio.Name(p[2])}, rev, true
+}
+
+// studioFanOut carries the studio edits of every process to the live peers of every other,
+// through the notifier: what a process stores is told (the Changed of its studio service), and
+// what any process told brings this one's rooms up to date (Heard).
+func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger) (changed func(studio.Key, int64), listen func(context.Context) error) {
+	changed = func(k studio.Key, rev int64) { n.Notify(jobs.Notice{Kind: studioChanged, Key: studioNotice(k, rev)}) }
+	heard := func(ctx context.Context) func(jobs.Notice) {
+		return func(x jobs.Notice) {
+			k, rev, ok := studioHeard(x.Key)
+			if x.Kind != studioChanged || !ok {
+				return
+			}
+			if err := svc().Heard(ctx, k, rev); err != nil {
+				log.Warn("studio: a change on another process did not reach this one's live peers", "project", k.Project, "doc", k.Doc, "err", err)
+			}
+		}
+	}
+	listen = func(ctx context.Context) error {
+		for {
+			err := n.Listen(ctx, heard(ctx))
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.Warn("studio: notices from other processes interrupted", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return changed, listen
 }

@@ -254,7 +254,13 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any
 	// number of processes agree.
-	acct.Studio = studio.NewService(studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log})
+	scfg := studio.Config{Store: sqlstore.Studio{DB: d.DB}, Now: d.Now, Log: d.Log}
+	var studioListen func(context.Context) error
+	if notifier != nil && roles[RoleAPI] {
+		// Edits stored by any process reach the live peers of every other.
+		scfg.Changed, studioListen = studioFanOut(notifier, func() *studio.Service { return acct.Studio }, d.Log)
+	}
+	acct.Studio = studio.NewService(scfg)
 	// Tickets are signed under the deployment secret and claimed in the database, so a ticket
 	// minted by one process opens one connection on any.
 	acct.Tickets, acct.TicketClaims = studio.NewTickets(signingSecret, d.Now), sqlstore.Studio{DB: d.DB}
@@ -291,6 +297,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// batchers and the notices of the other processes (a front's held requests and streams
 	// hear of the settlements a worker makes).
 	s.workers = append(s.workers, s.jobs.Run)
+	if studioListen != nil {
+		s.workers = append(s.workers, studioListen)
+	}
 	if roles[RoleWorker] {
 		every := cfg.AllowanceEvery
 		if every == 0 {

@@ -61,6 +61,10 @@ type Config struct {
 	// CacheDocs is how many idle documents stay decoded in memory (default 64). Documents with
 	// a merge under way or live peers always stay.
 	CacheDocs int
+	// Changed, when set, is told of every revision this process stores (k and the revision),
+	// once it is stored: it tells the service's other processes, whose live peers then hear the
+	// change (Heard).
+	Changed func(k Key, rev int64)
 }
 
 // Service merges, saves and reads documents and runs live rooms.
@@ -69,6 +73,7 @@ type Service struct {
 	now       func() time.Time
 	log       *slog.Logger
 	cacheDocs int
+	changed   func(Key, int64)
 
 	mu      sync.Mutex
 	entries map[Key]*entry
@@ -92,7 +97,7 @@ func NewService(cfg Config) *Service {
 	if cfg.CacheDocs <= 0 {
 		cfg.CacheDocs = 64
 	}
-	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, entries: map[Key]*entry{}}
+	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, changed: cfg.Changed, entries: map[Key]*entry{}}
 }
 
 func (s *Service) acquire(k Key) *entry {
@@ -328,6 +333,7 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 		}
 		e.rev, e.state = e.rev+1, state
 		e.room.broadcast(syncUpdateMessage(p.Update), p.Origin)
+		s.tell(p.Key, e.rev)
 		return e.ack(p.Key), nil
 	}
 }
@@ -386,7 +392,53 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 	}
 	e.doc, e.rev, e.gen, e.gone, e.state = doc, p.Rev+1, e.gen+1, gone, state
 	e.room.replaced()
+	s.tell(p.Key, e.rev)
 	return e.ack(p.Key), nil
+}
+
+// tell passes a stored revision to Changed, when set.
+func (s *Service) tell(k Key, rev int64) {
+	if s.changed != nil {
+		s.changed(k, rev)
+	}
+}
+
+// Heard brings this process's live peers of k up to revision rev, stored by another process
+// (Changed told it there): they are sent what the stored document holds beyond the copy their
+// room last had, or, when a whole-document save replaced it, told so (Peer.Replaced). A
+// document without live peers here, or already at rev, needs nothing.
+func (s *Service) Heard(ctx context.Context, k Key, rev int64) error {
+	s.mu.Lock()
+	e := s.entries[k]
+	if e != nil {
+		e.refs++
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	defer s.release(k, e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.room.peers) == 0 || e.doc == nil || e.rev >= rev {
+		return nil
+	}
+	had, gen := stateVector(e.doc), e.gen
+	if err := s.load(ctx, k, e); err != nil {
+		return err
+	}
+	if e.gen != gen {
+		e.room.replaced()
+		return nil
+	}
+	diff, err := encode(e.doc, had)
+	if err != nil {
+		return err
+	}
+	if n, err := Operations(diff); err == nil && n > 0 {
+		e.room.broadcast(syncUpdateMessage(diff), nil)
+	}
+	return nil
 }
 
 // Read returns the stored document as one update, or, with a state vector, only what that
