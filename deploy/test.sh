@@ -117,10 +117,12 @@ export INTEROP_TLS_KEY="$tmp/receiver-key.pem" INTEROP_TLS_CERT="$tmp/receiver-c
 
 "$bin" migrate --data "$tmp/console" >/dev/null
 
-# start NAME ARGS...: one serve process, its log in $tmp/NAME.log, its pid in pid_NAME.
+# start NAME ARGS...: one serve process, its log in $tmp/NAME.log, its pid in pid_NAME. The
+# reference language models are turned on: the openai client's tests chat with them.
 start() {
   local name="$1"; shift
-  SSL_CERT_FILE="$tmp/receiver-cert.pem" "$bin" serve --data "$tmp/$name" --webhook-allow-private 127.0.0.1 "$@" >"$tmp/$name.log" 2>&1 &
+  SSL_CERT_FILE="$tmp/receiver-cert.pem" "$bin" serve --data "$tmp/$name" --webhook-allow-private 127.0.0.1 \
+    --reference-models "$@" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
   printf -v "pid_$name" '%s' "$!"
 }

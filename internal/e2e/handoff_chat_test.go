@@ -22,7 +22,7 @@ func TestI26_ChatTurnHandedOff(t *testing.T) {
 		defer api.Close()
 		apiRoles, _ := server.ParseRoles("api,queue,sync")
 		workerRoles, _ := server.ParseRoles("worker")
-		cfg := server.Config{PublicURLAPI: api.URL, PublicURLQueue: api.URL, PublicURLSync: api.URL}
+		cfg := server.Config{PublicURLAPI: api.URL, PublicURLQueue: api.URL, PublicURLSync: api.URL, ReferenceModels: true}
 		cfg.Roles = apiRoles
 		front := h.newServer(cfg, nil, nil, nil)
 		apiH = front.Handler(server.RoleAPI)
