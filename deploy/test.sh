@@ -161,6 +161,13 @@ export INTEROP_KEY="$(mint "$account")" INTEROP_ACCOUNT="$account" INTEROP_DATA=
 echo "deploy: real clients through the balancer"
 (cd "$root/interop" && node --test --test-concurrency=1 test/fal.test.mjs test/openai.test.mjs test/fal_webhook.test.mjs)
 
+# A live studio session whose two clients sit on the two fronts (straight to each, so that they
+# are on different processes): the edits typed on one reach the other through the notices.
+echo "deploy: a live studio session across the two fronts"
+studio_key="$("$bin" keys mint --data "$tmp/console" --account "$account" --scopes studio:write --json | field key)"
+(cd "$root/interop" && STUDIO_FRONT_URLS="http://127.0.0.1:$f1_api,http://127.0.0.1:$f2_api" STUDIO_KEY="$studio_key" \
+  node --test test/studio_processes.test.mjs)
+
 # Graceful drain: synchronous runs held on both fronts while front1 is told to stop. The
 # balancer sees /readyz answer 503 and takes front1 out while its listeners are still open;
 # requests sent meanwhile go to front2; the held runs get their results; front1 exits 0.
