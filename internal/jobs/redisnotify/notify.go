@@ -15,30 +15,20 @@ package redisnotify
 
 import (
 	"context"
-	"strings"
-	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/modelexec/modelexec/internal/jobs"
 )
 
-const (
-	// maxMessage bounds one PUBLISH: notices beyond it go in the next.
-	maxMessage = 32 << 10
-	// maxPending bounds the notices waiting to be published; past it the oldest are dropped
-	// (each process's sweep and waiters' polls find what a lost notice would have told).
-	maxPending = 10000
-)
+// maxMessage bounds one PUBLISH: notices beyond it go in the next.
+const maxMessage = 32 << 10
 
 // Notifier is the Redis pub/sub jobs.Notifier.
 type Notifier struct {
 	rdb     *goredis.Client
 	channel string
-
-	mu      sync.Mutex
-	pending []jobs.Notice
-	wake    chan struct{}
+	queue   *jobs.NoticeQueue
 }
 
 var _ jobs.Notifier = (*Notifier)(nil)
@@ -47,22 +37,11 @@ var _ jobs.Notifier = (*Notifier)(nil)
 // (and closes). Every process of one deployment must name the same channel, and deployments
 // sharing one Redis different ones.
 func New(rdb *goredis.Client, channel string) *Notifier {
-	return &Notifier{rdb: rdb, channel: channel, wake: make(chan struct{}, 1)}
+	return &Notifier{rdb: rdb, channel: channel, queue: jobs.NewNoticeQueue(maxMessage)}
 }
 
 // Notify queues x for the next PUBLISH.
-func (n *Notifier) Notify(x jobs.Notice) {
-	n.mu.Lock()
-	if len(n.pending) >= maxPending {
-		n.pending = n.pending[1:]
-	}
-	n.pending = append(n.pending, x)
-	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
-}
+func (n *Notifier) Notify(x jobs.Notice) { n.queue.Add(x) }
 
 // Listen subscribes to the channel and calls fn with every notice any process published (this
 // one's included) until ctx ends; meanwhile it publishes this process's. It answers once
@@ -80,7 +59,7 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sent := make(chan struct{})
-	go func() { defer close(sent); n.send(ctx) }()
+	go func() { defer close(sent); n.queue.Send(ctx, n.publish) }()
 	defer func() { <-sent }()
 	msgs := ps.Channel()
 	for {
@@ -91,50 +70,12 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 			if !ok {
 				return nil
 			}
-			for _, line := range strings.Split(m.Payload, "\n") {
-				if kind, key, ok := strings.Cut(line, " "); ok {
-					fn(jobs.Notice{Kind: jobs.NoticeKind(kind), Key: key})
-				}
-			}
+			jobs.ReadNotices(m.Payload, fn)
 		}
 	}
 }
 
-// send publishes the pending notices whenever some wait, until ctx ends.
-func (n *Notifier) send(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.wake:
-		}
-		for msg := n.take(); msg != ""; msg = n.take() {
-			if err := n.rdb.Publish(ctx, n.channel, msg).Err(); err != nil {
-				break // the notices are lost; the sweep and the polls cover them
-			}
-		}
-	}
-}
-
-// take removes the pending notices that fit in one message and answers it.
-func (n *Notifier) take() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var b strings.Builder
-	i := 0
-	for ; i < len(n.pending); i++ {
-		line := string(n.pending[i].Kind) + " " + n.pending[i].Key
-		if b.Len()+len(line)+1 > maxMessage {
-			break
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(line)
-	}
-	if i == 0 && len(n.pending) > 0 {
-		i = 1 // a notice longer than a message is never sent
-	}
-	n.pending = n.pending[i:]
-	return b.String()
+// publish sends one payload of notices.
+func (n *Notifier) publish(ctx context.Context, payload string) error {
+	return n.rdb.Publish(ctx, n.channel, payload).Err()
 }

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,11 +15,8 @@ import (
 // of one payload), sent by Listen's own loop: a busy process sends a few NOTIFYs a second,
 // not one a job. It serves PostgreSQL only; a service of one process over SQLite needs none.
 type Notifier struct {
-	c *Conn
-
-	mu      sync.Mutex
-	pending []jobs.Notice
-	wake    chan struct{}
+	c     *Conn
+	queue *jobs.NoticeQueue
 }
 
 var _ jobs.Notifier = (*Notifier)(nil)
@@ -30,9 +25,6 @@ const (
 	notifyChannel = "modelexec_jobs"
 	// maxPayload stays under PostgreSQL's limit of 8,000 bytes a notification.
 	maxPayload = 7000
-	// maxPending bounds the notices waiting to be sent; past it the oldest are dropped (each
-	// process's sweep and waiters' polls find what a lost notice would have told).
-	maxPending = 10000
 )
 
 // NewNotifier answers the notifier of the database of db, a store this package opened.
@@ -41,22 +33,11 @@ func NewNotifier(db *sqlstore.DB) (*Notifier, error) {
 	if !ok {
 		return nil, errors.New("postgres: notices between processes need a PostgreSQL database")
 	}
-	return &Notifier{c: c, wake: make(chan struct{}, 1)}, nil
+	return &Notifier{c: c, queue: jobs.NewNoticeQueue(maxPayload)}, nil
 }
 
-// Notify queues n for the next NOTIFY.
-func (n *Notifier) Notify(x jobs.Notice) {
-	n.mu.Lock()
-	if len(n.pending) >= maxPending {
-		n.pending = n.pending[1:]
-	}
-	n.pending = append(n.pending, x)
-	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
-}
+// Notify queues x for the next NOTIFY.
+func (n *Notifier) Notify(x jobs.Notice) { n.queue.Add(x) }
 
 // Listen holds a connection that listens on the channel and calls fn with every notice any
 // process sent (this one's included) until ctx ends; meanwhile it sends this process's.
@@ -70,7 +51,7 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sent := make(chan struct{})
-	go func() { defer close(sent); n.send(ctx) }()
+	go func() { defer close(sent); n.queue.Send(ctx, n.notify) }()
 	defer func() { <-sent }()
 	if _, err := pc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
@@ -83,49 +64,12 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 			}
 			return err
 		}
-		for _, line := range strings.Split(note.Payload, "\n") {
-			if kind, key, ok := strings.Cut(line, " "); ok {
-				fn(jobs.Notice{Kind: jobs.NoticeKind(kind), Key: key})
-			}
-		}
+		jobs.ReadNotices(note.Payload, fn)
 	}
 }
 
-// send writes the pending notices as NOTIFYs whenever some wait, until ctx ends.
-func (n *Notifier) send(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.wake:
-		}
-		for payload := n.take(); payload != ""; payload = n.take() {
-			if _, err := n.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload); err != nil {
-				break // the notices are lost; the sweep and the polls cover them
-			}
-		}
-	}
-}
-
-// take removes the pending notices that fit in one payload and answers it.
-func (n *Notifier) take() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var b strings.Builder
-	i := 0
-	for ; i < len(n.pending); i++ {
-		line := string(n.pending[i].Kind) + " " + n.pending[i].Key
-		if b.Len()+len(line)+1 > maxPayload {
-			break
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(line)
-	}
-	if i == 0 && len(n.pending) > 0 {
-		i = 1 // a notice longer than a payload is never sent
-	}
-	n.pending = n.pending[i:]
-	return b.String()
+// notify sends one payload of notices.
+func (n *Notifier) notify(ctx context.Context, payload string) error {
+	_, err := n.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload)
+	return err
 }
