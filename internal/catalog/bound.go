@@ -39,13 +39,8 @@ func oversized(s jsonscan.Shape) string {
 // languageOversized is the refusal of a language model's input over its bounds; nil within.
 func languageOversized(raw []byte) error {
 	s := jsonscan.Measure(raw)
-	switch {
-	case s.Values > MaxLanguageValues:
-		return apierr.Newf(apierr.InvalidBody, "The body holds %d JSON values; a request holds at most %d.", s.Values, MaxLanguageValues).
-			With("limit", MaxLanguageValues)
-	case s.Depth > MaxLanguageDepth:
-		return apierr.Newf(apierr.InvalidBody, "The body nests %d levels deep; a request nests at most %d.", s.Depth, MaxLanguageDepth).
-			With("limit", MaxLanguageDepth)
+	if e := apierr.OverBounds(s.Values, s.Depth, MaxLanguageValues, MaxLanguageDepth); e != nil {
+		return e
 	}
 	return nil
 }

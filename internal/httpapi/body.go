@@ -26,13 +26,8 @@ const (
 // may; nil otherwise. It allocates nothing on a body within the bounds.
 func refuseOversized(b []byte) error {
 	s := jsonscan.Measure(b)
-	switch {
-	case s.Values > MaxValues:
-		return apierr.Newf(apierr.InvalidBody, "The body holds %d JSON values; a request holds at most %d.", s.Values, MaxValues).
-			With("limit", MaxValues)
-	case s.Depth > MaxDepth:
-		return apierr.Newf(apierr.InvalidBody, "The body nests %d levels deep; a request nests at most %d.", s.Depth, MaxDepth).
-			With("limit", MaxDepth)
+	if e := apierr.OverBounds(s.Values, s.Depth, MaxValues, MaxDepth); e != nil {
+		return e
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/modelexec/modelexec/internal/studio"
 )
@@ -57,9 +58,14 @@ func (s Studio) Put(ctx context.Context, p studio.PutParams) error {
 		}
 		return err
 	}
-	res, err := s.sql.ExecContext(ctx, `UPDATE studio_documents SET rev = rev + 1, state = $1, updated_at = $2
+	return movedUnlessOne(s.sql.ExecContext(ctx, `UPDATE studio_documents SET rev = rev + 1, state = $1, updated_at = $2
  WHERE account_id = $3 AND project = $4 AND doc = $5 AND rev = $6`,
-		p.State, micros(p.Now), p.Key.Account, p.Key.Project, string(p.Key.Doc), p.Prev)
+		p.State, micros(p.Now), p.Key.Account, p.Key.Project, string(p.Key.Doc), p.Prev))
+}
+
+// movedUnlessOne answers a compare-and-swap update of a document: ErrRevisionMoved unless it
+// changed exactly one row (the stored revision was still the caller's).
+func movedUnlessOne(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}

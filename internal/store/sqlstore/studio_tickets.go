@@ -54,18 +54,7 @@ func (s Studio) Replace(ctx context.Context, p studio.ReplaceParams) error {
 		}
 		return err
 	}
-	res, err := s.sql.ExecContext(ctx, `UPDATE studio_documents SET rev = rev + 1, generation = generation + 1, retired = $7, state = $1, updated_at = $2
+	return movedUnlessOne(s.sql.ExecContext(ctx, `UPDATE studio_documents SET rev = rev + 1, generation = generation + 1, retired = $7, state = $1, updated_at = $2
  WHERE account_id = $3 AND project = $4 AND doc = $5 AND rev = $6`,
-		p.State, micros(p.Now), p.Key.Account, p.Key.Project, string(p.Key.Doc), p.Prev, p.Retired)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n != 1 {
-		return studio.ErrRevisionMoved
-	}
-	return nil
+		p.State, micros(p.Now), p.Key.Account, p.Key.Project, string(p.Key.Doc), p.Prev, p.Retired))
 }
