@@ -11,7 +11,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -94,14 +93,7 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 
 // Migrate applies the migrations up to version (every one when 0).
 func (c *Conn) Migrate(ctx context.Context, version int64) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	if err := sqlstore.Migrate(ctx, c.db, goose.DialectPostgres, sub, version); err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	return nil
+	return sqlstore.Migrate(ctx, c.db, goose.DialectPostgres, migrations, version)
 }
 
 func (c *Conn) Dialect() sqlstore.Dialect { return sqlstore.Postgres }

@@ -9,8 +9,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/pressly/goose/v3"
@@ -65,14 +63,7 @@ var _ sqlstore.Conn = (*conn)(nil)
 
 // Migrate applies the migrations up to version (every one when 0).
 func (c *conn) Migrate(ctx context.Context, version int64) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	if err := sqlstore.Migrate(ctx, c.raw, goose.DialectSQLite3, sub, version); err != nil {
-		return fmt.Errorf("sqlite: %w", err)
-	}
-	return nil
+	return sqlstore.Migrate(ctx, c.raw, goose.DialectSQLite3, migrations, version)
 }
 
 func (c *conn) Dialect() sqlstore.Dialect      { return sqlstore.SQLite }
