@@ -50,13 +50,12 @@ type Stats struct {
 
 // DB is an open, migrated database.
 type DB struct {
-	sql     Conn
-	dialect Dialect
-	d       *dialectSQL
+	sql Conn
+	d   *dialectSQL // the SQL of c's database
 }
 
 // New is the store over c.
-func New(c Conn) *DB { return &DB{sql: c, dialect: c.Dialect(), d: dialects[c.Dialect()]} }
+func New(c Conn) *DB { return &DB{sql: c, d: dialects[c.Dialect()]} }
 
 // Migrate applies every migration not applied yet.
 func (db *DB) Migrate(ctx context.Context) error { return db.sql.Migrate(ctx, 0) }
@@ -65,7 +64,7 @@ func (db *DB) Migrate(ctx context.Context) error { return db.sql.Migrate(ctx, 0)
 func (db *DB) Conn() Conn { return db.sql }
 
 // Dialect reports the database kind.
-func (db *DB) Dialect() Dialect { return db.dialect }
+func (db *DB) Dialect() Dialect { return db.d.name }
 
 // SQL is a database/sql handle on the database, for tests and tools.
 func (db *DB) SQL() *sql.DB { return db.sql.SQL() }
@@ -148,9 +147,8 @@ type Rows interface {
 
 // Tx is one transaction; the domain packages see it through their own Tx ports.
 type Tx struct {
-	q       Querier
-	dialect Dialect
-	sql     *dialectSQL
+	q   Querier
+	sql *dialectSQL
 }
 
 // InTx runs fn in one transaction, committing when it returns nil.
@@ -169,7 +167,7 @@ func (db *DB) InOneStatement(ctx context.Context, fn func(*Tx) error) error {
 func (db *DB) direct() *Tx { return db.tx(db.sql) }
 
 // tx is a Tx whose statements go to q.
-func (db *DB) tx(q Querier) *Tx { return &Tx{q: q, dialect: db.dialect, sql: db.d} }
+func (db *DB) tx(q Querier) *Tx { return &Tx{q: q, sql: db.d} }
 
 // forUpdate is the row-lock suffix for a SELECT that precedes an update of the same row.
 func (tx *Tx) forUpdate() string { return tx.sql.rowLock }

@@ -5,6 +5,7 @@ import "encoding/json"
 // dialectSQL is what one database writes its own way; the rest of the store's SQL is the same
 // on both. A DB and its transactions carry their database's.
 type dialectSQL struct {
+	name Dialect
 	// rowLock follows a SELECT whose rows the transaction updates next. SQLite needs none: an
 	// immediate transaction holds the whole database already.
 	rowLock string
@@ -31,6 +32,7 @@ type dialectSQL struct {
 
 var dialects = map[Dialect]*dialectSQL{
 	SQLite: {
+		name:  SQLite,
 		index: func(name string) string { return " INDEXED BY " + name },
 		list: func(ids []string) any {
 			b, _ := json.Marshal(ids)
@@ -40,6 +42,7 @@ var dialects = map[Dialect]*dialectSQL{
 		ledgerArgs:    9,
 	},
 	Postgres: {
+		name:          Postgres,
 		rowLock:       " FOR UPDATE",
 		claimLock:     " FOR UPDATE SKIP LOCKED",
 		index:         func(string) string { return "" },

@@ -148,18 +148,18 @@ func HotQueries(d Dialect) []string {
 func (db *DB) Explain(ctx context.Context, name string) ([]string, error) {
 	h, ok := hot[name]
 	if search, isSearch := hotSearches[name]; isSearch {
-		h.sql, h.args = searchJobsSQL(db.dialect, "acct", search)
+		h.sql, h.args = searchJobsSQL(db.d.name, "acct", search)
 		ok = true
 	}
-	if q, held := hotHeld[name]; held && q[db.dialect] != "" {
-		h.sql, h.args, ok = q[db.dialect], []any{db.d.list([]string{"a", "b"})}, true
+	if q, held := hotHeld[name]; held && q[db.d.name] != "" {
+		h.sql, h.args, ok = q[db.d.name], []any{db.d.list([]string{"a", "b"})}, true
 	}
-	if only, one := hotOnly[name]; !ok || (one && only != db.dialect) {
-		return nil, fmt.Errorf("sqlstore: no hot query %q on %s", name, db.dialect)
+	if only, one := hotOnly[name]; !ok || (one && only != db.d.name) {
+		return nil, fmt.Errorf("sqlstore: no hot query %q on %s", name, db.d.name)
 	}
 	q := h.sql
 	if name == "read: list jobs" {
-		q = qListJobs[db.dialect]
+		q = qListJobs[db.d.name]
 	}
 	return db.sql.Explain(ctx, q, h.args...)
 }

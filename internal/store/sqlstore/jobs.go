@@ -216,7 +216,7 @@ var qCountQueuedOf = map[Dialect]string{
 // CountQueuedOf counts the jobs waiting for a slot of each model of slugs, in one statement.
 func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
 	out := make(map[string]int, len(slugs))
-	err := eachRow(tx.q.QueryContext(ctx, qCountQueuedOf[tx.dialect], tx.list(slugs)))(func(row Row) error {
+	err := eachRow(tx.q.QueryContext(ctx, qCountQueuedOf[tx.sql.name], tx.list(slugs)))(func(row Row) error {
 		var v string
 		var n int
 		err := row.Scan(&v, &n)
@@ -291,7 +291,7 @@ func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, erro
 }
 
 func (s Jobs) ListJobs(ctx context.Context, accountID string, before time.Time, limit int) ([]jobs.Job, error) {
-	return s.list(ctx, qListJobs[s.dialect], accountID, micros(before), limit)
+	return s.list(ctx, qListJobs[s.d.name], accountID, micros(before), limit)
 }
 
 func (s Jobs) Queued(ctx context.Context, model string, limit int) ([]jobs.Job, error) {

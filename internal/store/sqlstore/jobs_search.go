@@ -92,7 +92,7 @@ func newestSQL(d Dialect, cols, cond, limit string) string {
 
 // SearchJobs reads a page of an account's jobs narrowed by q, newest first.
 func (s Jobs) SearchJobs(ctx context.Context, accountID string, q jobs.Search) ([]jobs.Job, error) {
-	query, args := searchJobsSQL(s.dialect, accountID, q)
+	query, args := searchJobsSQL(s.d.name, accountID, q)
 	rows, err := s.sql.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

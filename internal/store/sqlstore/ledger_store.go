@@ -86,7 +86,7 @@ func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int
 	args := []any{e.AccountID, e.KeyID, e.JobID, e.Model, string(e.Kind), int64(e.Amount), auth.Period(e.At), micros(e.At), floor,
 		micros(e.At) / dayMicros * dayMicros, charged, refunded, jobs, counted, monthMicros(e.At)}
 	var bal int64
-	err := tx.q.QueryRowContext(ctx, qLedgerApply[tx.dialect], args[:tx.sql.ledgerArgs]...).Scan(&bal)
+	err := tx.q.QueryRowContext(ctx, qLedgerApply[tx.sql.name], args[:tx.sql.ledgerArgs]...).Scan(&bal)
 	if isNoRows(err) {
 		return 0, tx.refused(ctx, e.AccountID, floor)
 	}
@@ -203,10 +203,10 @@ func (tx *Tx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger
 	out := ledger.HeldRows{InFlight: map[string]int{}}
 	var reads []Read
 	var each []func(Row) error
-	if q := qHoldLock[tx.dialect]; q != "" {
+	if q := qHoldLock[tx.sql.name]; q != "" {
 		reads, each = append(reads, NewRead(q, tx.list(accountIDs))), append(each, func(row Row) error { return row.Scan(new(string)) })
 	}
-	reads = append(reads, NewRead(qHoldKeys[tx.dialect], tx.list(keyIDs)), NewRead(qHoldInFlight[tx.dialect], tx.list(accountIDs)))
+	reads = append(reads, NewRead(qHoldKeys[tx.sql.name], tx.list(keyIDs)), NewRead(qHoldInFlight[tx.sql.name], tx.list(accountIDs)))
 	each = append(each, func(row Row) error {
 		a, k, err := scanAccountKey(row)
 		keys[k.ID] = held{a, k}
