@@ -16,14 +16,23 @@ const INPUT = { positivePrompt: "a lighthouse at dusk", width: 1536, height: 153
 const headers = { Authorization: `Key ${KEY}`, "Content-Type": "application/json" };
 const pause = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
+// run holds one synchronous run. A run refused 429 before it started (four sent at once may
+// meet the key's rate limit) is sent again after its Retry-After, as a client does: it was never
+// held, and the drain must still answer it.
 async function run(i) {
   const started = Date.now();
-  try {
-    const res = await fetch(`${SYNC}/svc-serverless/image-4b`, { method: "POST", headers, body: JSON.stringify(INPUT), signal: AbortSignal.timeout(60000) });
-    const body = await res.json().catch(() => null);
-    return { i, status: res.status, ok: res.status === 200 && body?.images?.length === 1, ms: Date.now() - started, error: body?.error };
-  } catch (err) {
-    return { i, status: 0, ok: false, ms: Date.now() - started, error: String(err) };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await fetch(`${SYNC}/svc-serverless/image-4b`, { method: "POST", headers, body: JSON.stringify(INPUT), signal: AbortSignal.timeout(60000) });
+      const body = await res.json().catch(() => null);
+      if (res.status === 429 && attempt < 3) {
+        await pause(1000 * Number(res.headers.get("retry-after") || "1"));
+        continue;
+      }
+      return { i, status: res.status, ok: res.status === 200 && body?.images?.length === 1, ms: Date.now() - started, error: body?.error };
+    } catch (err) {
+      return { i, status: 0, ok: false, ms: Date.now() - started, error: String(err) };
+    }
   }
 }
 
