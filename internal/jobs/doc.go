@@ -6,7 +6,7 @@
 //
 // Every submit is charged and recorded by chargeSubmits (submit.go), alone or with the submits
 // waiting at the same moment; a queued job is charged at its turn by chargeTurn. Both judge the
-// charge with ledger.Judge. The engine's two batchers (batcher.go), of submits and of
+// charge with ledger.Judge. The engine's two batchers (internal/batch), of submits and of
 // settlements that move no credit, are parts of the engine: started by Run, stopped with it.
 //
 // It must not import net/http handlers, database/sql or any driver: storage is the Store port,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/batch"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
@@ -39,9 +40,9 @@ type Config struct {
 	// PollEvery, when set, makes Run look for hand-offs at that interval besides the sweep: a
 	// worker that serves no surface is told of no submit, so it looks.
 	PollEvery time.Duration
-	// SubmitBatch and SettleBatch configure the submit and the settle batchers (batcher.go).
-	SubmitBatch BatchConfig
-	SettleBatch BatchConfig
+	// SubmitBatch and SettleBatch configure the submit and the settle batchers (internal/batch).
+	SubmitBatch batch.Config
+	SettleBatch batch.Config
 }
 
 // DefaultConfig is the configuration as shipped.
@@ -50,7 +51,7 @@ func DefaultConfig() Config {
 		Owner: "proc_" + randomHex(6), LeaseTTL: 15 * time.Second, HeartbeatEvery: 5 * time.Second, SweepEvery: time.Second,
 		ModelConcurrency: 4, MaxAttempts: 3, Runs: true, HandOffWait: 30 * time.Second,
 		InFlight:    map[auth.Plan]int{auth.Free: 0, auth.Pro: 10, auth.Max: 25, auth.Ultimate: 50},
-		SubmitBatch: DefaultBatchConfig(), SettleBatch: DefaultBatchConfig(),
+		SubmitBatch: batch.DefaultConfig(), SettleBatch: batch.DefaultConfig(),
 	}
 }
 
@@ -71,9 +72,9 @@ type Service struct {
 
 	broker  *broker
 	seats   Seats
-	finals  *finals                  // recently settled jobs (settled.go)
-	submits *batcher[*pendingSubmit] // submits charged together (submit.go)
-	closes  *batcher[*closing]       // settlements that move no credit, written together (settle.go)
+	finals  *finals                        // recently settled jobs (settled.go)
+	submits *batch.Batcher[*pendingSubmit] // submits charged together (submit.go)
+	closes  *batch.Batcher[*closing]       // settlements that move no credit, written together (settle.go)
 
 	recorder Recorder // nil: settled jobs are logged only
 	notifier Notifier // nil: one process
@@ -127,8 +128,8 @@ func New(d Deps, cfg Config) *Service {
 	s := &Service{store: d.Store, ledger: d.Ledger, catalog: d.Catalog, runners: d.Runners, env: d.Env, now: d.Now, log: d.Log, cfg: cfg,
 		seats: d.Seats, rand: randomUint32, broker: newBroker(), finals: newFinals(), slots: map[string]int{}, running: map[string]*runningJob{},
 		base: context.Background(), wake: make(chan struct{}, 1), notifier: d.Notifier, handoffs: make(chan struct{}, 1)}
-	s.submits = newBatcher(cfg.SubmitBatch, func(p *pendingSubmit) string { return p.base.AccountID + "\x00" + p.base.IdempotencyKey }, s.writeSubmits)
-	s.closes = newBatcher(cfg.SettleBatch, func(c *closing) string { return c.job.AccountID + "\x00" + c.job.ID }, s.writeCloses)
+	s.submits = batch.New(cfg.SubmitBatch, func(p *pendingSubmit) string { return p.base.AccountID + "\x00" + p.base.IdempotencyKey }, s.writeSubmits)
+	s.closes = batch.New(cfg.SettleBatch, func(c *closing) string { return c.job.AccountID + "\x00" + c.job.ID }, s.writeCloses)
 	return s
 }
 

@@ -21,7 +21,7 @@ type closing struct {
 // ErrSettled (settled already) or the store's error.
 func (s *Service) closeJob(ctx context.Context, j Job, ev Event) error {
 	c := &closing{ctx: ctx, job: j, ev: ev, done: make(chan error, 1)}
-	s.closes.do(c)
+	s.closes.Do(c)
 	return <-c.done
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // A submit's transaction. Every submit is charged and recorded by chargeSubmits, alone or with
-// the submits waiting at the same moment (the submit batcher, batcher.go): a batch of one is
+// the submits waiting at the same moment (the submit batcher, internal/batch): a batch of one is
 // the alone case. The transaction holds the submits' accounts (ledger.Service.Hold), counts
 // their jobs in flight and the jobs waiting for their models, judges each submit in the order
 // of checks (ledger.Judge) on the accounts as the submits before it left them, places it (a
@@ -58,7 +58,7 @@ func admission(err error) error {
 func (s *Service) submit(ctx context.Context, r SubmitRequest, job Job, together bool) *pendingSubmit {
 	p := &pendingSubmit{ctx: ctx, req: r, base: job, done: make(chan struct{})}
 	if together {
-		s.submits.do(p)
+		s.submits.Do(p)
 	} else {
 		s.writeSubmits([]*pendingSubmit{p})
 	}

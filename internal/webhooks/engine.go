@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/batch"
 )
 
 // Ladder is the gap before attempts 2 to 7 (spec 02 "Retries and pausing" #3); each gap is a
@@ -33,7 +35,7 @@ const (
 	DefaultReleaseSpacing  = 3 * time.Second // 20 a minute after a passing re-challenge
 	DefaultMaxEndpoints    = 5
 	DefaultClaimBatch      = 1000
-	DefaultWorkers         = 8
+	DefaultWorkers         = 16
 	defaultLeaseMultiplier = 2
 )
 
@@ -71,8 +73,10 @@ type Config struct {
 	PerEndpointRun int           // 100
 	ReleaseSpacing time.Duration // 3 s
 	ClaimBatch     int           // 1000
-	Workers        int           // 8
+	Workers        int           // 16
 	Lease          time.Duration // how long a claimed row is hidden from other sweeps
+	// RecordBatch configures the attempt recorder (recorder.go); zero: batch.DefaultConfig.
+	RecordBatch batch.Config
 }
 
 func (c *Config) fill() error {
@@ -119,6 +123,9 @@ func (c *Config) fill() error {
 	setDefault(&c.ReleaseSpacing, DefaultReleaseSpacing)
 	setDefault(&c.ClaimBatch, DefaultClaimBatch)
 	setDefault(&c.Workers, DefaultWorkers)
+	if c.RecordBatch == (batch.Config{}) {
+		c.RecordBatch = batch.DefaultConfig()
+	}
 	// A claimed endpoint group is sent one by one, each bounded by TotalTimeout.
 	setDefault(&c.Lease, time.Duration(c.PerEndpointRun*defaultLeaseMultiplier)*TotalTimeout)
 	return nil
@@ -133,8 +140,9 @@ func setDefault[T int | time.Duration](v *T, d T) {
 // Engine sends due deliveries: a sweep (RunOnce) every SweepInterval, woken early by Wake.
 // Several engines may share one Store: rows are leased when claimed.
 type Engine struct {
-	cfg  Config
-	wake chan struct{}
+	cfg      Config
+	wake     chan struct{}
+	recorder *batch.Batcher[*recording] // attempt records written together (recorder.go)
 }
 
 // NewEngine builds the delivery engine.
@@ -142,7 +150,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, wake: make(chan struct{}, 1)}, nil
+	e := &Engine{cfg: cfg, wake: make(chan struct{}, 1)}
+	e.recorder = e.newRecorder()
+	return e, nil
 }
 
 // Wake asks a running Run loop to sweep now (new events were queued).
@@ -153,13 +163,21 @@ func (e *Engine) Wake() {
 	}
 }
 
-// Run sweeps at once, then every SweepInterval or on Wake, until ctx ends.
+// Run sweeps at once, then every SweepInterval or on Wake, and again as soon as a sweep that
+// claimed deliveries ends (more may be due), until ctx ends. The attempt recorder runs under it.
 func (e *Engine) Run(ctx context.Context) error {
+	recorder := make(chan error, 1)
+	go func() { recorder <- e.recorder.Run(ctx) }()
+	defer func() { <-recorder }()
 	t := time.NewTicker(e.cfg.SweepInterval)
 	defer t.Stop()
 	for {
-		if _, err := e.RunOnce(ctx, e.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
+		stats, err := e.RunOnce(ctx, e.cfg.Clock.Now())
+		if err != nil && ctx.Err() == nil {
 			e.cfg.Logger.Error("webhooks: sweep failed", "err", err)
+		}
+		if err == nil && stats.Claimed > 0 && ctx.Err() == nil {
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -262,6 +280,7 @@ func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) 
 func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery) (SweepStats, error) {
 	var stats SweepStats
 	var ep *Endpoint
+	pauses := map[string]time.Time{} // hosts' pauses as last read or counted: checked once a group
 	if id := group[0].EndpointID; id != "" {
 		got, err := e.cfg.Store.GetEndpoint(ctx, id)
 		if errors.Is(err, ErrNotFound) {
@@ -276,27 +295,31 @@ func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery)
 		if ctx.Err() != nil {
 			return stats, ctx.Err()
 		}
-		next, s, err := e.attempt(ctx, now, d, ep)
+		next, s, err := e.attempt(ctx, now, d, ep, pauses)
 		stats.add(s)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
 		if err != nil {
 			return stats, err
 		}
-		if ep != nil && next.ID != "" {
-			ep = &next
+		if ep != nil && !next.Gone && next.Endpoint.ID != "" {
+			ep = &next.Endpoint
 		}
 	}
 	return stats, nil
 }
 
-// attempt sends one claimed delivery and records the outcome.
-func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *Endpoint) (Endpoint, SweepStats, error) {
+// attempt sends one claimed delivery and records the outcome (through the recorder). pauses
+// holds the hosts' pauses known to the group: a host not in it is read from the gate, and the
+// pause counted with this attempt is kept in it.
+func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *Endpoint, pauses map[string]time.Time) (outcome, SweepStats, error) {
 	var stats SweepStats
 	rec := AttemptParams{DeliveryID: d.ID, EndpointID: d.EndpointID, Now: now, DisableAfter: e.cfg.DisableAfter}
-	record := func() (Endpoint, SweepStats, error) {
-		got, err := e.cfg.Store.RecordAttempt(ctx, rec)
+	var sentTo string // the host an attempt went to
+	success := false
+	record := func() (outcome, SweepStats, error) {
+		got, err := e.record(ctx, rec, sentTo, !success)
+		if sentTo != "" {
+			pauses[sentTo] = got.hostPausedUntil
+		}
 		return got, stats, err
 	}
 	if now.Sub(d.CreatedAt) >= e.cfg.Retention {
@@ -319,9 +342,16 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 		return record()
 	}
 	host := hostOf(target)
-	until, err := e.cfg.Hosts.PausedUntil(ctx, host, now)
-	if err != nil {
-		return Endpoint{}, stats, err
+	until, checked := pauses[host]
+	if !checked {
+		var err error
+		if until, err = e.cfg.Hosts.PausedUntil(ctx, host, now); err != nil {
+			return outcome{}, stats, err
+		}
+		pauses[host] = until
+	}
+	if !until.After(now) {
+		until = time.Time{}
 	}
 	if !until.IsZero() {
 		rec.Status, rec.NextAttemptAt = DeliveryScheduled, until
@@ -338,10 +368,8 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 		return record()
 	}
 	ans := e.cfg.Sender.Post(ctx, target, header, d.Body)
-	success := ans.StatusCode >= 200 && ans.StatusCode < 300
-	if err := e.cfg.Hosts.Record(ctx, host, now, !success); err != nil {
-		e.cfg.Logger.Warn("webhooks: host counter", "host", host, "err", err)
-	}
+	success = ans.StatusCode >= 200 && ans.StatusCode < 300
+	sentTo = host
 	rec.Attempted = true
 	if ans.StatusCode != 0 {
 		code := ans.StatusCode

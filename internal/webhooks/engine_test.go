@@ -449,7 +449,7 @@ func TestWH50_HostPause(t *testing.T) {
 	// Registered endpoints on a paused host keep their counter.
 	g := NewMemHostGate()
 	for i := 0; i < HostMaxDeliveriesPerHour-1; i++ {
-		g.Record(h.ctx, "h", t0.Add(time.Duration(i)*time.Second), false)
+		g.Record(h.ctx, t0.Add(time.Duration(i)*time.Second), []HostTally{{Host: "h", Attempts: 1}})
 	}
 	if u, _ := g.PausedUntil(h.ctx, "h", t0.Add(time.Hour-time.Second)); !u.IsZero() {
 		t.Fatal("paused before 2000")
@@ -457,7 +457,7 @@ func TestWH50_HostPause(t *testing.T) {
 	at := t0.Add(HostMaxDeliveriesPerHour * time.Second / 2)
 	g2 := NewMemHostGate()
 	for i := 0; i < HostMaxDeliveriesPerHour; i++ {
-		g2.Record(h.ctx, "h", t0.Add(time.Duration(i)*time.Second/2), false)
+		g2.Record(h.ctx, t0.Add(time.Duration(i)*time.Second/2), []HostTally{{Host: "h", Attempts: 1}})
 	}
 	if u, _ := g2.PausedUntil(h.ctx, "h", at); u.IsZero() {
 		t.Fatal("2000 deliveries within an hour must pause")
@@ -465,7 +465,7 @@ func TestWH50_HostPause(t *testing.T) {
 	// Spread over more than an hour, 2000 deliveries do not pause.
 	g3 := NewMemHostGate()
 	for i := 0; i < HostMaxDeliveriesPerHour; i++ {
-		g3.Record(h.ctx, "h", t0.Add(time.Duration(i)*2*time.Second), false)
+		g3.Record(h.ctx, t0.Add(time.Duration(i)*2*time.Second), []HostTally{{Host: "h", Attempts: 1}})
 	}
 	if u, _ := g3.PausedUntil(h.ctx, "h", t0.Add(4001*time.Second)); !u.IsZero() {
 		t.Fatal("sliding window")
@@ -478,7 +478,7 @@ func TestWH50_PauseIsNotAFailure(t *testing.T) {
 	ep := h.register("acc_1")
 	host := "127.0.0.1"
 	for i := 0; i < HostMaxFailuresPerHour; i++ {
-		h.hosts.Record(h.ctx, host, t0, true)
+		h.hosts.Record(h.ctx, t0, []HostTally{{Host: host, Attempts: 1, Failures: 1}})
 	}
 	h.notify(jobEvent("acc_1", "photo_k", "photo", JobSucceeded))
 	st := h.sweep(t0)

@@ -23,8 +23,16 @@ const (
 type HostGate interface {
 	// PausedUntil returns when the host's pause ends, or the zero time when it is not paused.
 	PausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error)
-	// Record counts one attempt to host (failed: it did not get a 2xx).
-	Record(ctx context.Context, host string, now time.Time, failed bool) error
+	// Record counts attempts made at about now, each tally's to its host, in one transaction
+	// where the gate is a store; it pauses a host that reached a threshold. It answers, for
+	// each tally, when its host's pause ends (the zero time when it is not paused).
+	Record(ctx context.Context, now time.Time, tallies []HostTally) ([]time.Time, error)
+}
+
+// HostTally is attempts to one host counted together: Failures of them did not get a 2xx.
+type HostTally struct {
+	Host               string
+	Attempts, Failures int
 }
 
 // MemHostGate is an in-memory HostGate over sliding one-hour windows.
@@ -64,23 +72,31 @@ func prune(ts []time.Time, from time.Time) []time.Time {
 	return ts[i:]
 }
 
-func (g *MemHostGate) Record(_ context.Context, host string, now time.Time, failed bool) error {
+func (g *MemHostGate) Record(_ context.Context, now time.Time, tallies []HostTally) ([]time.Time, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	w := g.hosts[host]
-	if w == nil {
-		w = &hostWindow{}
-		g.hosts[host] = w
+	paused := make([]time.Time, len(tallies))
+	for i, t := range tallies {
+		w := g.hosts[t.Host]
+		if w == nil {
+			w = &hostWindow{}
+			g.hosts[t.Host] = w
+		}
+		from := now.Add(-time.Hour)
+		w.attempts, w.failures = prune(w.attempts, from), prune(w.failures, from)
+		for range t.Attempts {
+			w.attempts = append(w.attempts, now)
+		}
+		for range t.Failures {
+			w.failures = append(w.failures, now)
+		}
+		if len(w.attempts) >= g.maxAttempts || len(w.failures) >= g.maxFailures {
+			w.pausedUntil = now.Add(HostPause)
+			w.attempts, w.failures = nil, nil
+		}
+		if now.Before(w.pausedUntil) {
+			paused[i] = w.pausedUntil
+		}
 	}
-	from := now.Add(-time.Hour)
-	w.attempts = append(prune(w.attempts, from), now)
-	w.failures = prune(w.failures, from)
-	if failed {
-		w.failures = append(w.failures, now)
-	}
-	if len(w.attempts) >= g.maxAttempts || len(w.failures) >= g.maxFailures {
-		w.pausedUntil = now.Add(HostPause)
-		w.attempts, w.failures = nil, nil
-	}
-	return nil
+	return paused, nil
 }

@@ -224,12 +224,20 @@ func (m *MemStore) ClaimDue(_ context.Context, p ClaimParams) ([]Delivery, error
 	return out, nil
 }
 
-func (m *MemStore) RecordAttempt(_ context.Context, p AttemptParams) (Endpoint, error) {
+func (m *MemStore) RecordAttempts(_ context.Context, ps []AttemptParams) ([]Recorded, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	out := make([]Recorded, len(ps))
+	for i, p := range ps {
+		out[i] = m.recordLocked(p)
+	}
+	return out, nil
+}
+
+func (m *MemStore) recordLocked(p AttemptParams) Recorded {
 	d, ok := m.deliveries[p.DeliveryID]
 	if !ok {
-		return Endpoint{}, ErrNotFound // deleted with its endpoint meanwhile
+		return Recorded{Gone: true} // deleted with its endpoint meanwhile
 	}
 	if p.Attempted {
 		d.Attempts++
@@ -247,32 +255,15 @@ func (m *MemStore) RecordAttempt(_ context.Context, p AttemptParams) (Endpoint, 
 	m.deliveries[d.ID] = d
 	if p.EndpointID == "" || p.Effect == EffectNone {
 		if e, ok := m.endpoints[p.EndpointID]; ok {
-			return cloneEndpoint(e), nil
+			return Recorded{Endpoint: cloneEndpoint(e)}
 		}
-		return Endpoint{}, nil
+		return Recorded{}
 	}
 	e, ok := m.endpoints[p.EndpointID]
 	if !ok {
-		return Endpoint{}, ErrNotFound
+		return Recorded{Gone: true}
 	}
-	hold := false
-	switch p.Effect {
-	case EffectSuccess:
-		e.ConsecutiveFailures, e.LastSuccessAt, e.LastStatusCode = 0, tp(p.Now), p.StatusCode
-	case EffectFailure, EffectGone:
-		e.ConsecutiveFailures++
-		e.LastFailureAt = tp(p.Now)
-		if p.StatusCode != nil {
-			e.LastStatusCode = p.StatusCode
-		}
-		if p.Effect == EffectGone && e.Status != StatusDead {
-			e.Status, e.DisabledReason, e.DeadAt = StatusDead, ReasonEndpointGone, tp(p.Now)
-			hold = true
-		} else if e.Status == StatusActive && p.DisableAfter > 0 && e.ConsecutiveFailures >= p.DisableAfter {
-			e.Status, e.DisabledReason = StatusDisabled, ReasonTooManyFailures
-			hold = true
-		}
-	}
+	hold := ApplyEffect(&e, p)
 	m.endpoints[e.ID] = e
 	if hold {
 		for id, o := range m.deliveries {
@@ -282,7 +273,7 @@ func (m *MemStore) RecordAttempt(_ context.Context, p AttemptParams) (Endpoint, 
 			}
 		}
 	}
-	return cloneEndpoint(e), nil
+	return Recorded{Endpoint: cloneEndpoint(e)}
 }
 
 func (m *MemStore) ExpireOld(_ context.Context, p ExpireParams) (int, error) {

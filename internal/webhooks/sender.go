@@ -63,9 +63,11 @@ func NewSender(cfg SenderConfig) *Sender {
 		TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   ConnectTimeout,
 		ResponseHeaderTimeout: TotalTimeout,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		// An idle connection per engine worker and then some: a host taking many deliveries at
+		// once keeps its connections rather than paying a TLS handshake per delivery.
+		MaxIdleConnsPerHost: 4 * DefaultWorkers,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
 	}
 	ua := cfg.UserAgent
 	if ua == "" {

@@ -251,12 +251,16 @@ func (s *Service) List(ctx context.Context, account string) ([]Endpoint, error) 
 // ids are deterministic, so notifying the same job outcome twice enqueues once. Returns the
 // ids of the deliveries inserted and wakes the engine.
 func (s *Service) Notify(ctx context.Context, ev JobEvent) ([]string, error) {
-	return s.notify(ctx, ev, s.cfg.Store.ListEndpoints)
+	news, err := s.deliveriesOf(ctx, ev, s.cfg.Store.ListEndpoints)
+	if err != nil {
+		return nil, err
+	}
+	return s.enqueue(ctx, news)
 }
 
-// NotifyAll is Notify for each event in order, reading each account's endpoints once for the
-// lot (the relay hands a batch of settled jobs at once). It answers how many events were
-// notified before the first error.
+// NotifyAll is Notify for each event in order, in one transaction, reading each account's
+// endpoints once for the lot (the relay hands a batch of settled jobs at once). It answers how
+// many events were notified before the first error.
 func (s *Service) NotifyAll(ctx context.Context, evs []JobEvent) (int, error) {
 	seen := map[string][]Endpoint{}
 	list := func(ctx context.Context, account string) ([]Endpoint, error) {
@@ -269,15 +273,42 @@ func (s *Service) NotifyAll(ctx context.Context, evs []JobEvent) (int, error) {
 		}
 		return eps, err
 	}
+	var news []NewDelivery
 	for i, ev := range evs {
-		if _, err := s.notify(ctx, ev, list); err != nil {
+		got, err := s.deliveriesOf(ctx, ev, list)
+		if err != nil {
+			// The events before this one are still notified; it and the rest are not.
+			if _, err := s.enqueue(ctx, news); err != nil {
+				return 0, err
+			}
 			return i, err
 		}
+		news = append(news, got...)
+	}
+	if _, err := s.enqueue(ctx, news); err != nil {
+		return 0, err
 	}
 	return len(evs), nil
 }
 
-func (s *Service) notify(ctx context.Context, ev JobEvent, list func(context.Context, string) ([]Endpoint, error)) ([]string, error) {
+// enqueue inserts news and wakes the engine when any was new.
+func (s *Service) enqueue(ctx context.Context, news []NewDelivery) ([]string, error) {
+	if len(news) == 0 {
+		return nil, nil
+	}
+	ids, err := s.cfg.Store.EnqueueDeliveries(ctx, EnqueueParams{Now: s.cfg.Clock.Now(), Deliveries: news})
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 {
+		s.engine.Wake()
+	}
+	return ids, nil
+}
+
+// deliveriesOf is the deliveries an event makes: one per active or disabled endpoint of its
+// account taking its product, and its per-request callback. A chat turn makes none.
+func (s *Service) deliveriesOf(ctx context.Context, ev JobEvent, list func(context.Context, string) ([]Endpoint, error)) ([]NewDelivery, error) {
 	if ev.Chat || ev.Product == ProductChat {
 		return nil, nil
 	}
@@ -313,17 +344,7 @@ func (s *Service) notify(ctx context.Context, ev JobEvent, list func(context.Con
 		news = append(news, NewDelivery{ID: DeliveryID("request:"+ev.Account, ev.EventID()), Account: ev.Account, EventID: ev.EventID(),
 			EventType: typ, JobID: ev.JobID, RequestID: ev.RequestID, URL: ev.CallbackURL, Body: body})
 	}
-	if len(news) == 0 {
-		return nil, nil
-	}
-	ids, err := s.cfg.Store.EnqueueDeliveries(ctx, EnqueueParams{Now: s.cfg.Clock.Now(), Deliveries: news})
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) > 0 {
-		s.engine.Wake()
-	}
-	return ids, nil
+	return news, nil
 }
 
 // Record is the webhook endpoint record of spec 01 as the API answers it.

@@ -180,7 +180,7 @@ const (
 )
 
 // AttemptParams records an attempt (or a pause) of one claimed delivery and its effect on the
-// endpoint, in one transaction.
+// endpoint.
 type AttemptParams struct {
 	DeliveryID    string
 	EndpointID    string
@@ -193,6 +193,37 @@ type AttemptParams struct {
 	CloseReason   string         // when Status is failed
 	Effect        EndpointEffect
 	DisableAfter  int // consecutive failures that disable an active endpoint
+}
+
+// ApplyEffect applies an attempt's effect to its endpoint's counters and state, and says
+// whether the endpoint stopped taking deliveries (its scheduled ones are then held).
+func ApplyEffect(e *Endpoint, p AttemptParams) (hold bool) {
+	now := p.Now
+	switch p.Effect {
+	case EffectSuccess:
+		e.ConsecutiveFailures, e.LastSuccessAt, e.LastStatusCode = 0, &now, p.StatusCode
+	case EffectFailure, EffectGone:
+		e.ConsecutiveFailures++
+		e.LastFailureAt = &now
+		if p.StatusCode != nil {
+			e.LastStatusCode = p.StatusCode
+		}
+		if p.Effect == EffectGone && e.Status != StatusDead {
+			e.Status, e.DisabledReason, e.DeadAt = StatusDead, ReasonEndpointGone, &now
+			return true
+		}
+		if e.Status == StatusActive && p.DisableAfter > 0 && e.ConsecutiveFailures >= p.DisableAfter {
+			e.Status, e.DisabledReason = StatusDisabled, ReasonTooManyFailures
+			return true
+		}
+	}
+	return false
+}
+
+// Recorded is what recording one attempt left: its endpoint after the change, or Gone.
+type Recorded struct {
+	Endpoint Endpoint
+	Gone     bool // the delivery (or its endpoint) was deleted meanwhile
 }
 
 // ExpireParams closes old deliveries.
@@ -236,11 +267,13 @@ type Store interface {
 	// created_at, id), capped per endpoint, and leases them until LeaseUntil
 	// (SELECT … FOR UPDATE SKIP LOCKED, then UPDATE next_attempt_at).
 	ClaimDue(ctx context.Context, p ClaimParams) ([]Delivery, error)
-	// RecordAttempt stores an attempt's outcome and applies Effect to the endpoint. When the
-	// endpoint turns disabled (active and ConsecutiveFailures reaching DisableAfter) or dead
-	// (EffectGone), every scheduled delivery of it becomes held, this one included when it
-	// was to be retried. Returns the endpoint after the change (zero for per-request).
-	RecordAttempt(ctx context.Context, p AttemptParams) (Endpoint, error)
+	// RecordAttempts stores attempts' outcomes, in order, in one transaction: each applies its
+	// Effect to its endpoint. When an endpoint turns disabled (active and ConsecutiveFailures
+	// reaching DisableAfter) or dead (EffectGone), every scheduled delivery of it becomes held,
+	// the attempt's own included when it was to be retried. Answers, for each attempt, the
+	// endpoint after the change (zero for per-request), or Gone when the delivery or its
+	// endpoint was deleted meanwhile.
+	RecordAttempts(ctx context.Context, ps []AttemptParams) ([]Recorded, error)
 	// ExpireOld closes every scheduled or held delivery created before CreatedBefore as
 	// failed/held_past_window; returns how many.
 	ExpireOld(ctx context.Context, p ExpireParams) (int, error)

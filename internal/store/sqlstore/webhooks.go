@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -124,11 +123,10 @@ func (tx *Tx) saveEndpoint(ctx context.Context, e webhooks.Endpoint) error {
 		}
 		verification = string(b)
 	}
-	_, err := tx.q.ExecContext(ctx, `UPDATE webhook_endpoints SET status = $2, verified = $3, verified_at = $4, consecutive_failures = $5,
+	return tx.q.WriteAtCommit(ctx, `UPDATE webhook_endpoints SET status = $2, verified = $3, verified_at = $4, consecutive_failures = $5,
  last_success_at = $6, last_failure_at = $7, last_status_code = $8, disabled_reason = $9, verification = $10, dead_at = $11 WHERE id = $1`,
-		e.ID, string(e.Status), boolInt(e.Verified), nullMicros(e.VerifiedAt), e.ConsecutiveFailures, nullMicros(e.LastSuccessAt),
-		nullMicros(e.LastFailureAt), nullInt(e.LastStatusCode), e.DisabledReason, verification, nullMicros(e.DeadAt))
-	return err
+		[]any{e.ID, string(e.Status), boolInt(e.Verified), nullMicros(e.VerifiedAt), e.ConsecutiveFailures, nullMicros(e.LastSuccessAt),
+			nullMicros(e.LastFailureAt), nullInt(e.LastStatusCode), e.DisabledReason, verification, nullMicros(e.DeadAt)}, nil)
 }
 
 // CreateEndpoint inserts a pending endpoint, counting the account's endpoints that are not
@@ -264,44 +262,41 @@ func (s Webhooks) EnqueueDeliveries(ctx context.Context, p webhooks.EnqueueParam
 	var ids []string
 	err := s.InTx(ctx, func(tx *Tx) error {
 		ids = nil
-		statusOf := map[string]webhooks.EndpointStatus{}
+		statusOf, err := tx.endpointStatuses(ctx, p.Deliveries)
+		if err != nil {
+			return err
+		}
+		var rows [][]any
 		for _, n := range p.Deliveries {
 			status := webhooks.DeliveryScheduled
 			if n.EndpointID != "" {
-				st, ok := statusOf[n.EndpointID]
-				if !ok {
-					// Locked so a concurrent disable (which holds scheduled rows) cannot miss this one.
-					e, err := tx.endpoint(ctx, n.EndpointID, true)
-					switch {
-					case err == nil:
-						st = e.Status
-					case errors.Is(err, webhooks.ErrNotFound):
-						st = ""
-					default:
-						return err
-					}
-					statusOf[n.EndpointID] = st
-				}
-				switch st {
+				switch statusOf[n.EndpointID] {
 				case webhooks.StatusActive:
 				case webhooks.StatusDisabled:
 					status = webhooks.DeliveryHeld
 				default:
-					continue
+					continue // pending, dead or deleted: nothing is queued
 				}
 			}
 			body := n.Body
 			if body == nil {
 				body = []byte{}
 			}
-			k, err := tx.execN(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_id, event_type, job_id, request_id, url, body,
- status, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-				n.ID, n.EndpointID, n.Account, n.EventID, n.EventType, n.JobID, n.RequestID, n.URL, body, string(status), micros(p.Now), micros(p.Now))
-			if err != nil {
+			rows = append(rows, []any{n.ID, n.EndpointID, n.Account, n.EventID, n.EventType, n.JobID, n.RequestID, n.URL, body,
+				string(status), micros(p.Now), micros(p.Now)})
+		}
+		inserted := map[string]bool{}
+		for len(rows) > 0 {
+			chunk := rows[:min(len(rows), enqueueChunk)]
+			rows = rows[len(chunk):]
+			if err := tx.insertDeliveries(ctx, chunk, inserted); err != nil {
 				return err
 			}
-			if k > 0 {
+		}
+		for _, n := range p.Deliveries {
+			if inserted[n.ID] {
 				ids = append(ids, n.ID)
+				delete(inserted, n.ID)
 			}
 		}
 		return nil
@@ -309,9 +304,70 @@ func (s Webhooks) EnqueueDeliveries(ctx context.Context, p webhooks.EnqueueParam
 	return ids, err
 }
 
+// enqueueChunk is the rows one INSERT of deliveries carries (12 parameters each).
+const enqueueChunk = 256
+
+// endpointStatuses reads the status of the deliveries' endpoints, locked so that a concurrent
+// disable (which holds the endpoint's scheduled rows) cannot miss a row inserted here.
+func (tx *Tx) endpointStatuses(ctx context.Context, ds []webhooks.NewDelivery) (map[string]webhooks.EndpointStatus, error) {
+	var ids []string
+	out := map[string]webhooks.EndpointStatus{}
+	for _, n := range ds {
+		if _, ok := out[n.EndpointID]; n.EndpointID != "" && !ok {
+			out[n.EndpointID] = ""
+			ids = append(ids, n.EndpointID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := tx.q.ReadAll(ctx, []Read{NewRead(qRecordEndpoints[tx.sql.name], tx.list(ids))}, func(_ int, row Row) error {
+		e, err := scanEndpoint(row)
+		out[e.ID] = e.Status
+		return err
+	})
+	return out, err
+}
+
+// insertDeliveries inserts rows (skipping ids that exist) in one statement and marks the ids
+// inserted.
+func (tx *Tx) insertDeliveries(ctx context.Context, rows [][]any, inserted map[string]bool) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_id, event_type, job_id, request_id, url, body,
+ status, next_attempt_at, created_at) VALUES `)
+	args := make([]any, 0, len(rows)*12)
+	for i, r := range rows {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(")
+		for c := range r {
+			if c > 0 {
+				q.WriteString(", ")
+			}
+			args = append(args, r[c])
+			q.WriteString("$" + itoa(len(args)))
+		}
+		q.WriteString(")")
+	}
+	q.WriteString(` ON CONFLICT (id) DO NOTHING RETURNING id`)
+	return eachRow(tx.q.QueryContext(ctx, q.String(), args...))(func(row Row) error {
+		var id string
+		err := row.Scan(&id)
+		inserted[id] = true
+		return err
+	})
+}
+
 // ClaimDue picks due rows, at most PerEndpoint per endpoint (a window over the due rows),
 // locks them (SKIP LOCKED on PostgreSQL, so concurrent sweeps take disjoint rows) and leases
 // them until LeaseUntil.
+// qLeaseDeliveries leases the deliveries a claim took (a list of ids, $2) until $1.
+var qLeaseDeliveries = map[Dialect]string{
+	Postgres: `UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id = ANY($2::text[])`,
+	SQLite:   `UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id IN (SELECT value FROM json_each($2))`,
+}
+
 func (s Webhooks) ClaimDue(ctx context.Context, p webhooks.ClaimParams) ([]webhooks.Delivery, error) {
 	var out []webhooks.Delivery
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -345,11 +401,15 @@ func (s Webhooks) ClaimDue(ctx context.Context, p webhooks.ClaimParams) ([]webho
 		if err != nil {
 			return err
 		}
+		ids := make([]string, len(got))
 		for i := range got {
-			if _, err := tx.q.ExecContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id = $2`, micros(p.LeaseUntil), got[i].ID); err != nil {
+			ids[i] = got[i].ID
+			got[i].NextAttemptAt = p.LeaseUntil
+		}
+		if len(ids) > 0 {
+			if err := tx.q.WriteAtCommit(ctx, qLeaseDeliveries[tx.sql.name], []any{micros(p.LeaseUntil), tx.list(ids)}, nil); err != nil {
 				return err
 			}
-			got[i].NextAttemptAt = p.LeaseUntil
 		}
 		out = got
 		return nil
@@ -357,79 +417,120 @@ func (s Webhooks) ClaimDue(ctx context.Context, p webhooks.ClaimParams) ([]webho
 	return out, err
 }
 
-func (s Webhooks) RecordAttempt(ctx context.Context, p webhooks.AttemptParams) (webhooks.Endpoint, error) {
-	var out webhooks.Endpoint
+// The reads of RecordAttempts, each database's, of lists of ids ($1): the deliveries, then
+// their endpoints, locked in id order.
+var (
+	qRecordDeliveries = map[Dialect]string{
+		Postgres: `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+		SQLite:   `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each($1))`,
+	}
+	qRecordEndpoints = map[Dialect]string{
+		Postgres: `SELECT ` + endpointCols + ` FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+		SQLite:   `SELECT ` + endpointCols + ` FROM webhook_endpoints WHERE id IN (SELECT value FROM json_each($1))`,
+	}
+)
+
+// RecordAttempts reads the attempts' deliveries and endpoints together (one round trip on
+// PostgreSQL), applies each attempt in order to them, and writes the changes at commit.
+func (s Webhooks) RecordAttempts(ctx context.Context, ps []webhooks.AttemptParams) ([]webhooks.Recorded, error) {
+	var out []webhooks.Recorded
 	err := s.InTx(ctx, func(tx *Tx) error {
-		out = webhooks.Endpoint{}
-		d, err := scanDelivery(tx.q.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id = $1`+tx.forUpdate(), p.DeliveryID))
-		if err != nil {
-			return err // ErrNotFound: deleted with its endpoint meanwhile
-		}
-		if p.Attempted {
-			now := p.Now
-			d.Attempts++
-			d.LastAttemptAt, d.LastStatusCode, d.LastError = &now, p.StatusCode, p.Error
-		}
-		d.Status = p.Status
-		switch p.Status {
-		case webhooks.DeliveryScheduled:
-			d.NextAttemptAt = p.NextAttemptAt
-		case webhooks.DeliveryDelivered, webhooks.DeliveryFailed:
-			now := p.Now
-			d.CloseReason, d.ClosedAt = p.CloseReason, &now
-		}
-		if _, err := tx.q.ExecContext(ctx, `UPDATE webhook_deliveries SET attempts = $2, last_attempt_at = $3, last_status_code = $4, last_error = $5,
- status = $6, next_attempt_at = $7, close_reason = $8, closed_at = $9 WHERE id = $1`,
-			d.ID, d.Attempts, nullMicros(d.LastAttemptAt), nullInt(d.LastStatusCode), d.LastError, string(d.Status), micros(d.NextAttemptAt),
-			d.CloseReason, nullMicros(d.ClosedAt)); err != nil {
-			return err
-		}
-		if p.EndpointID == "" || p.Effect == webhooks.EffectNone {
-			if p.EndpointID == "" {
-				return nil
-			}
-			e, err := tx.endpoint(ctx, p.EndpointID, false)
-			if errors.Is(err, webhooks.ErrNotFound) {
-				return nil
-			}
-			out = e
-			return err
-		}
-		e, err := tx.endpoint(ctx, p.EndpointID, true)
+		ds, es, err := tx.attemptRows(ctx, ps)
 		if err != nil {
 			return err
 		}
-		now := p.Now
-		hold := false
-		switch p.Effect {
-		case webhooks.EffectSuccess:
-			e.ConsecutiveFailures, e.LastSuccessAt, e.LastStatusCode = 0, &now, p.StatusCode
-		case webhooks.EffectFailure, webhooks.EffectGone:
-			e.ConsecutiveFailures++
-			e.LastFailureAt = &now
-			if p.StatusCode != nil {
-				e.LastStatusCode = p.StatusCode
-			}
-			if p.Effect == webhooks.EffectGone && e.Status != webhooks.StatusDead {
-				e.Status, e.DisabledReason, e.DeadAt = webhooks.StatusDead, webhooks.ReasonEndpointGone, &now
-				hold = true
-			} else if e.Status == webhooks.StatusActive && p.DisableAfter > 0 && e.ConsecutiveFailures >= p.DisableAfter {
-				e.Status, e.DisabledReason = webhooks.StatusDisabled, webhooks.ReasonTooManyFailures
-				hold = true
-			}
-		}
-		if err := tx.saveEndpoint(ctx, e); err != nil {
-			return err
-		}
-		if hold {
-			if _, err := tx.q.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'held' WHERE endpoint_id = $1 AND status = 'scheduled'`, e.ID); err != nil {
+		out = make([]webhooks.Recorded, len(ps))
+		for i, p := range ps {
+			if out[i], err = tx.recordAttempt(ctx, p, ds, es); err != nil {
 				return err
 			}
 		}
-		out = e
 		return nil
 	})
 	return out, err
+}
+
+// attemptRows reads, locked, the deliveries of ps and their endpoints, by id.
+func (tx *Tx) attemptRows(ctx context.Context, ps []webhooks.AttemptParams) (map[string]webhooks.Delivery, map[string]webhooks.Endpoint, error) {
+	var dIDs, eIDs []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		dIDs = append(dIDs, p.DeliveryID)
+		if p.EndpointID != "" && !seen[p.EndpointID] {
+			seen[p.EndpointID] = true
+			eIDs = append(eIDs, p.EndpointID)
+		}
+	}
+	ds, es := map[string]webhooks.Delivery{}, map[string]webhooks.Endpoint{}
+	reads := []Read{NewRead(qRecordDeliveries[tx.sql.name], tx.list(dIDs)), NewRead(qRecordEndpoints[tx.sql.name], tx.list(eIDs))}
+	err := tx.q.ReadAll(ctx, reads, func(i int, row Row) error {
+		if i == 0 {
+			d, err := scanDelivery(row)
+			ds[d.ID] = d
+			return err
+		}
+		e, err := scanEndpoint(row)
+		es[e.ID] = e
+		return err
+	})
+	return ds, es, err
+}
+
+// recordAttempt applies p to its delivery and endpoint (as read in ds and es, and kept there
+// for the batch's next attempts) and writes them at commit.
+func (tx *Tx) recordAttempt(ctx context.Context, p webhooks.AttemptParams, ds map[string]webhooks.Delivery, es map[string]webhooks.Endpoint) (webhooks.Recorded, error) {
+	d, ok := ds[p.DeliveryID]
+	if !ok {
+		return webhooks.Recorded{Gone: true}, nil // deleted with its endpoint meanwhile
+	}
+	if p.Attempted {
+		now := p.Now
+		d.Attempts++
+		d.LastAttemptAt, d.LastStatusCode, d.LastError = &now, p.StatusCode, p.Error
+	}
+	d.Status = p.Status
+	switch p.Status {
+	case webhooks.DeliveryScheduled:
+		d.NextAttemptAt = p.NextAttemptAt
+	case webhooks.DeliveryDelivered, webhooks.DeliveryFailed:
+		now := p.Now
+		d.CloseReason, d.ClosedAt = p.CloseReason, &now
+	}
+	ds[d.ID] = d
+	if err := tx.q.WriteAtCommit(ctx, `UPDATE webhook_deliveries SET attempts = $2, last_attempt_at = $3, last_status_code = $4, last_error = $5,
+ status = $6, next_attempt_at = $7, close_reason = $8, closed_at = $9 WHERE id = $1`,
+		[]any{d.ID, d.Attempts, nullMicros(d.LastAttemptAt), nullInt(d.LastStatusCode), d.LastError, string(d.Status), micros(d.NextAttemptAt),
+			d.CloseReason, nullMicros(d.ClosedAt)}, nil); err != nil {
+		return webhooks.Recorded{}, err
+	}
+	if p.EndpointID == "" {
+		return webhooks.Recorded{}, nil
+	}
+	e, ok := es[p.EndpointID]
+	if !ok {
+		return webhooks.Recorded{Gone: true}, nil
+	}
+	if p.Effect == webhooks.EffectNone {
+		return webhooks.Recorded{Endpoint: e}, nil
+	}
+	hold := webhooks.ApplyEffect(&e, p)
+	es[e.ID] = e
+	if err := tx.saveEndpoint(ctx, e); err != nil {
+		return webhooks.Recorded{}, err
+	}
+	if hold {
+		if err := tx.q.WriteAtCommit(ctx, `UPDATE webhook_deliveries SET status = 'held' WHERE endpoint_id = $1 AND status = 'scheduled'`,
+			[]any{e.ID}, nil); err != nil {
+			return webhooks.Recorded{}, err
+		}
+		for id, o := range ds {
+			if o.EndpointID == e.ID && o.Status == webhooks.DeliveryScheduled {
+				o.Status = webhooks.DeliveryHeld
+				ds[id] = o
+			}
+		}
+	}
+	return webhooks.Recorded{Endpoint: e}, nil
 }
 
 func (s Webhooks) ExpireOld(ctx context.Context, p webhooks.ExpireParams) (int, error) {

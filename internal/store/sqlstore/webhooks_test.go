@@ -44,7 +44,7 @@ func TestWH50_HostGateShared(t *testing.T) {
 		a := sqlstore.WebhookHosts{DB: db, MaxAttempts: 5, MaxFailures: 3}
 		b := sqlstore.WebhookHosts{DB: db, MaxAttempts: 5, MaxFailures: 3} // another process
 		for i := 0; i < 4; i++ {
-			if err := a.Record(ctx, "x.example", h0.Add(time.Duration(i)*time.Minute), false); err != nil {
+			if _, err := a.Record(ctx, h0.Add(time.Duration(i)*time.Minute), []webhooks.HostTally{{Host: "x.example", Attempts: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -52,11 +52,17 @@ func TestWH50_HostGateShared(t *testing.T) {
 			t.Fatalf("paused early: %v %v", u, err)
 		}
 		at := h0.Add(5 * time.Minute)
-		if err := b.Record(ctx, "x.example", at, false); err != nil {
-			t.Fatal(err)
+		// Attempts counted together: the answer says which hosts the count paused, in the
+		// tallies' order.
+		paused, err := b.Record(ctx, at, []webhooks.HostTally{{Host: "x.example", Attempts: 1}, {Host: "calm.example", Attempts: 2}})
+		if err != nil || len(paused) != 2 || !paused[0].Equal(at.Add(webhooks.HostPause)) || !paused[1].IsZero() {
+			t.Fatalf("record: %v %v", paused, err)
 		}
 		if u, _ := a.PausedUntil(ctx, "x.example", at); !u.Equal(at.Add(webhooks.HostPause)) {
 			t.Fatalf("not paused platform-wide: %v", u)
+		}
+		if again, _ := a.Record(ctx, at.Add(time.Minute), []webhooks.HostTally{{Host: "x.example", Attempts: 1}}); !again[0].Equal(at.Add(webhooks.HostPause)) {
+			t.Fatalf("a paused host's count answers %v", again)
 		}
 		if u, _ := a.PausedUntil(ctx, "other.example", at); !u.IsZero() {
 			t.Fatal("another host paused")
@@ -66,14 +72,14 @@ func TestWH50_HostGateShared(t *testing.T) {
 		}
 		// Failures: three within the hour pause; spread over more than an hour they do not.
 		for i := 0; i < 3; i++ {
-			if err := a.Record(ctx, "f.example", h0.Add(time.Duration(i)*40*time.Minute), true); err != nil {
+			if _, err := a.Record(ctx, h0.Add(time.Duration(i)*40*time.Minute), []webhooks.HostTally{{Host: "f.example", Attempts: 1, Failures: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if u, _ := a.PausedUntil(ctx, "f.example", h0.Add(81*time.Minute)); !u.IsZero() {
 			t.Fatal("failures older than an hour counted")
 		}
-		if err := a.Record(ctx, "f.example", h0.Add(82*time.Minute), true); err != nil {
+		if _, err := a.Record(ctx, h0.Add(82*time.Minute), []webhooks.HostTally{{Host: "f.example", Attempts: 1, Failures: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		if u, _ := a.PausedUntil(ctx, "f.example", h0.Add(82*time.Minute)); u.IsZero() {
@@ -90,7 +96,7 @@ func TestWH50_HostGateDefaultFailureThreshold(t *testing.T) {
 		if u, _ := g.PausedUntil(ctx, "h.example", h0); !u.IsZero() {
 			t.Fatalf("paused after %d failures", i)
 		}
-		if err := g.Record(ctx, "h.example", h0.Add(time.Duration(i)*time.Second), true); err != nil {
+		if _, err := g.Record(ctx, h0.Add(time.Duration(i)*time.Second), []webhooks.HostTally{{Host: "h.example", Attempts: 1, Failures: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -136,7 +136,7 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 		var e webhooks.Endpoint
 		for i := 0; i < 3; i++ {
 			var err error
-			e, err = s.RecordAttempt(ctx, webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", "evt_x"), EndpointID: "wh_a", Now: t0,
+			e, err = recordOne(t, s, webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", "evt_x"), EndpointID: "wh_a", Now: t0,
 				Attempted: true, StatusCode: &code, Status: webhooks.DeliveryScheduled, NextAttemptAt: t0.Add(5 * time.Minute),
 				Effect: webhooks.EffectFailure, DisableAfter: 3})
 			if err != nil {
@@ -173,7 +173,7 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 			t.Fatalf("x %+v y %+v", x, y)
 		}
 		// 410: dead at once, waiting rows held.
-		e, _ = s.RecordAttempt(ctx, webhooks.AttemptParams{DeliveryID: y.ID, EndpointID: "wh_a", Now: at, Attempted: true, StatusCode: ptr(410),
+		e, _ = recordOne(t, s, webhooks.AttemptParams{DeliveryID: y.ID, EndpointID: "wh_a", Now: at, Attempted: true, StatusCode: ptr(410),
 			Status: webhooks.DeliveryFailed, CloseReason: webhooks.CloseEndpointGone, Effect: webhooks.EffectGone, DisableAfter: 10})
 		if e.Status != webhooks.StatusDead || e.DeadAt == nil || e.DisabledReason != webhooks.ReasonEndpointGone {
 			t.Fatalf("dead %+v", e)
@@ -186,10 +186,47 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 		}
 		// Success clears the counter.
 		activate(t, s, "wh_a")
-		e, _ = s.RecordAttempt(ctx, webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", "evt_z"), EndpointID: "wh_a", Now: at, Attempted: true,
+		e, _ = recordOne(t, s, webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", "evt_z"), EndpointID: "wh_a", Now: at, Attempted: true,
 			StatusCode: ptr(200), Status: webhooks.DeliveryDelivered, Effect: webhooks.EffectSuccess})
 		if e.ConsecutiveFailures != 0 || e.LastSuccessAt == nil {
 			t.Fatalf("success %+v", e)
+		}
+	})
+
+	t.Run("AttemptsTogether", func(t *testing.T) {
+		// One transaction of several records: each applies in order over what the ones before
+		// it left, and a delivery deleted meanwhile is answered Gone without failing the rest.
+		s := newStore(t)
+		create(t, s, "wh_a", "acc")
+		activate(t, s, "wh_a")
+		enqueue(t, s, t0, "wh_a", "evt_1")
+		enqueue(t, s, t0.Add(time.Second), "wh_a", "evt_2")
+		enqueue(t, s, t0.Add(2*time.Second), "wh_a", "evt_3")
+		fail := func(evt string) webhooks.AttemptParams {
+			return webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", evt), EndpointID: "wh_a", Now: t0, Attempted: true, StatusCode: ptr(503),
+				Status: webhooks.DeliveryScheduled, NextAttemptAt: t0.Add(5 * time.Minute), Effect: webhooks.EffectFailure, DisableAfter: 2}
+		}
+		got, err := s.RecordAttempts(ctx, []webhooks.AttemptParams{fail("evt_1"), {DeliveryID: "dlv_missing", EndpointID: "wh_a", Now: t0,
+			Status: webhooks.DeliveryScheduled, NextAttemptAt: t0}, fail("evt_2")})
+		if err != nil || len(got) != 3 {
+			t.Fatalf("records %+v %v", got, err)
+		}
+		if got[0].Gone || got[0].Endpoint.ConsecutiveFailures != 1 || got[0].Endpoint.Status != webhooks.StatusActive {
+			t.Fatalf("first %+v", got[0])
+		}
+		if !got[1].Gone {
+			t.Fatalf("missing delivery %+v", got[1])
+		}
+		if got[2].Endpoint.ConsecutiveFailures != 2 || got[2].Endpoint.Status != webhooks.StatusDisabled {
+			t.Fatalf("second %+v", got[2])
+		}
+		for _, evt := range []string{"evt_1", "evt_2", "evt_3"} {
+			if d, _ := s.GetDelivery(ctx, webhooks.DeliveryID("wh_a", evt)); d.Status != webhooks.DeliveryHeld {
+				t.Fatalf("%s %s after the endpoint was disabled", evt, d.Status)
+			}
+		}
+		if e, _ := s.GetEndpoint(ctx, "wh_a"); e.ConsecutiveFailures != 2 || e.Status != webhooks.StatusDisabled {
+			t.Fatalf("stored %+v", e)
 		}
 	})
 
@@ -199,7 +236,7 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 		activate(t, s, "wh_a")
 		enqueue(t, s, t0, "wh_a", "evt_p")
 		id := webhooks.DeliveryID("wh_a", "evt_p")
-		e, err := s.RecordAttempt(ctx, webhooks.AttemptParams{DeliveryID: id, EndpointID: "wh_a", Now: t0, Status: webhooks.DeliveryScheduled, NextAttemptAt: t0.Add(time.Hour)})
+		e, err := recordOne(t, s, webhooks.AttemptParams{DeliveryID: id, EndpointID: "wh_a", Now: t0, Status: webhooks.DeliveryScheduled, NextAttemptAt: t0.Add(time.Hour)})
 		d, _ := s.GetDelivery(ctx, id)
 		if err != nil || e.ConsecutiveFailures != 0 || d.Attempts != 0 || d.LastAttemptAt != nil || !d.NextAttemptAt.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("pause %+v %+v %v", e, d, err)
@@ -300,4 +337,17 @@ func RunKeyStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.KeyStor
 	if len(ks) != 1 || ks[0].KID != "kid2" || !ks[0].ActiveFrom.Equal(t0.Add(time.Hour)) || string(ks[0].Sealed) != "\x04" {
 		t.Fatalf("after delete %+v", ks)
 	}
+}
+
+// recordOne records one attempt alone and answers its endpoint after the change.
+func recordOne(t testing.TB, s webhooks.Store, p webhooks.AttemptParams) (webhooks.Endpoint, error) {
+	t.Helper()
+	got, err := s.RecordAttempts(context.Background(), []webhooks.AttemptParams{p})
+	if err != nil {
+		return webhooks.Endpoint{}, err
+	}
+	if got[0].Gone {
+		return webhooks.Endpoint{}, webhooks.ErrNotFound
+	}
+	return got[0].Endpoint, nil
 }

@@ -1,0 +1,107 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelexec/modelexec/internal/batch"
+)
+
+// The attempt recorder is the engine's batcher of attempt records: the outcomes that the
+// engine's senders finish at one moment are written in one transaction (Store.RecordAttempts),
+// and the attempts they made are counted against their hosts in one more (HostGate.Record).
+// A sender waits for its own record before it sends its endpoint's next delivery, so the
+// endpoint's state (disabled after ten failures, dead after a 410) is known before the next
+// attempt, as when each record was written alone.
+
+// recording is one attempt's record waiting for its batch.
+type recording struct {
+	ctx    context.Context
+	p      AttemptParams
+	host   string // the host an attempt went to; "" when nothing was sent
+	failed bool   // the attempt did not get a 2xx
+	done   chan recorded
+}
+
+// outcome is what recording an attempt left: its delivery's endpoint after the change, and
+// its host's pause as counted with it.
+type outcome struct {
+	Recorded
+	hostPausedUntil time.Time // zero: not paused (or nothing was sent)
+}
+
+type recorded struct {
+	outcome
+	err error
+}
+
+func (e *Engine) newRecorder() *batch.Batcher[*recording] {
+	return batch.New(e.cfg.RecordBatch, func(r *recording) string { return r.p.DeliveryID }, e.writeRecords)
+}
+
+// record writes p through the recorder and answers what it left; host names the host an
+// attempt went to ("" for no attempt).
+func (e *Engine) record(ctx context.Context, p AttemptParams, host string, failed bool) (outcome, error) {
+	r := &recording{ctx: ctx, p: p, host: host, failed: failed, done: make(chan recorded, 1)}
+	e.recorder.Do(r)
+	select {
+	case got := <-r.done:
+		return got.outcome, got.err
+	case <-ctx.Done():
+		return outcome{}, ctx.Err()
+	}
+}
+
+// writeRecords writes a batch of records, counts its attempts against their hosts, and answers
+// each record. The batch's work outlives a caller that gives up: the first record's context,
+// without its cancellation, carries it.
+func (e *Engine) writeRecords(rs []*recording) {
+	ctx := context.WithoutCancel(rs[0].ctx)
+	ps := make([]AttemptParams, len(rs))
+	var tallies []HostTally
+	at := map[string]int{}
+	var now time.Time
+	for i, r := range rs {
+		ps[i] = r.p
+		if r.p.Now.After(now) {
+			now = r.p.Now
+		}
+		if r.host == "" {
+			continue
+		}
+		j, ok := at[r.host]
+		if !ok {
+			j = len(tallies)
+			at[r.host] = j
+			tallies = append(tallies, HostTally{Host: r.host})
+		}
+		tallies[j].Attempts++
+		if r.failed {
+			tallies[j].Failures++
+		}
+	}
+	got, err := e.cfg.Store.RecordAttempts(ctx, ps)
+	var paused []time.Time
+	if len(tallies) > 0 {
+		// The attempts were made whatever the records' fate; a failure to count them loses a
+		// count, not a delivery. They are counted before the senders go on, so the next
+		// attempt to a host knows of the pause these ones may have started.
+		var herr error
+		if paused, herr = e.cfg.Hosts.Record(ctx, now, tallies); herr != nil {
+			e.cfg.Logger.Warn("webhooks: host counter", "err", herr)
+			paused = nil
+		}
+	}
+	for i, r := range rs {
+		var res recorded
+		if err != nil {
+			res.err = err
+		} else {
+			res.Recorded = got[i]
+		}
+		if j, ok := at[r.host]; ok && r.host != "" && j < len(paused) {
+			res.hostPausedUntil = paused[j]
+		}
+		r.done <- res
+	}
+}
