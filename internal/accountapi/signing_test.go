@@ -30,7 +30,7 @@ func TestWH37_NoSigningCredential(t *testing.T) {
 			t.Fatal(err)
 		}
 		hooks, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: ring, Clock: e.clock,
-			Hosts: sqlstore.WebhookHosts{DB: db}, PublicBaseURL: e.base, Logger: lg})
+			PublicBaseURL: e.base, Logger: lg})
 		if err != nil {
 			t.Fatal(err)
 		}

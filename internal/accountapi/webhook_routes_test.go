@@ -138,7 +138,7 @@ func newWHEnvOn(t *testing.T, db *sqlstore.DB, roots *x509.CertPool, store webho
 	e.base = e.srv.URL
 	policy := webhooks.AllowLoopbackForTests(t)
 	e.hooks, err = webhooks.NewService(webhooks.Config{Store: store, Keys: e.ring, Clock: e.clock,
-		Hosts: sqlstore.WebhookHosts{DB: db}, Policy: policy, PublicBaseURL: e.base, Logger: lg,
+		Policy: policy, PublicBaseURL: e.base, Logger: lg,
 		Sender: webhooks.NewSender(webhooks.SenderConfig{Policy: policy, RootCAs: roots})})
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func (s *Server) wireWebhooks(db *sqlstore.DB, acct *accountapi.Handler) ([]func
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: ring, Hosts: sqlstore.WebhookHosts{DB: db},
+	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: ring,
 		Scheme: scheme, Secret: key, PublicBaseURL: s.urls.API, Logger: s.log,
 		Metrics: s.webhookMetrics(), Policy: policy})
 	if err != nil {

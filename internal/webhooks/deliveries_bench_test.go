@@ -148,7 +148,7 @@ func benchService(b *testing.B, db *sqlstore.DB, rcv *benchReceiver) *webhooks.S
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: keys, Hosts: sqlstore.WebhookHosts{DB: db},
+	svc, err := webhooks.NewService(webhooks.Config{Store: sqlstore.Webhooks{DB: db}, Keys: keys,
 		Policy: policy, Sender: webhooks.NewSender(webhooks.SenderConfig{Policy: policy, RootCAs: roots}),
 		PublicBaseURL: "https://api.bench.invalid", Workers: benchWorkers})
 	if err != nil {

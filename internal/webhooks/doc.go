@@ -8,9 +8,9 @@
 // durable delivery ladder (5 min, 15 min, 1 h, 3 h, 8 h, 24 h; disable after ten failures;
 // dead on 410; paced release after a passing re-challenge; 72-hour retention; host pauses).
 //
-// Storage is reached only through the small interfaces declared here (Store, KeyStore,
-// HostGate); MemStore, MemKeyStore and MemHostGate are in-memory implementations used by the
-// tests and by a single-process deployment. SQL implementations live in the store adapters and
+// Storage is reached only through the small interfaces declared here (Store, KeyStore);
+// MemStore and MemKeyStore are in-memory implementations used by the tests and by a
+// single-process deployment. SQL implementations live in the store adapters and
 // must pass webhookstest.RunStoreSuite and RunKeyStoreSuite.
 // Time comes from an injected Clock; nothing here sleeps.
 //

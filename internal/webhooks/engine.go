@@ -55,7 +55,6 @@ type Config struct {
 	Keys   *KeyRing
 	Sender *Sender   // nil: NewSender with Policy
 	Clock  Clock     // nil: SystemClock
-	Hosts  HostGate  // nil: NewMemHostGate()
 	Policy URLPolicy // zero: production; AllowLoopbackForTests in tests
 	Scheme Scheme    // "": SchemeEd25519
 	Secret []byte    // deployment secret: whsec_ derivation under SchemeHMAC
@@ -88,9 +87,6 @@ func (c *Config) fill() error {
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
-	}
-	if c.Hosts == nil {
-		c.Hosts = NewMemHostGate()
 	}
 	switch c.Scheme {
 	case "":
@@ -308,7 +304,7 @@ func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery)
 }
 
 // attempt sends one claimed delivery and records the outcome (through the recorder). pauses
-// holds the hosts' pauses known to the group: a host not in it is read from the gate, and the
+// holds the hosts' pauses known to the group: a host not in it is read from the store, and the
 // pause counted with this attempt is kept in it.
 func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *Endpoint, pauses map[string]time.Time) (outcome, SweepStats, error) {
 	var stats SweepStats
@@ -345,7 +341,7 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 	until, checked := pauses[host]
 	if !checked {
 		var err error
-		if until, err = e.cfg.Hosts.PausedUntil(ctx, host, now); err != nil {
+		if until, err = e.cfg.Store.HostPausedUntil(ctx, host, now); err != nil {
 			return outcome{}, stats, err
 		}
 		pauses[host] = until

@@ -478,7 +478,9 @@ func TestWH50_PauseIsNotAFailure(t *testing.T) {
 	ep := h.register("acc_1")
 	host := "127.0.0.1"
 	for i := 0; i < HostMaxFailuresPerHour; i++ {
-		h.hosts.Record(h.ctx, t0, []HostTally{{Host: host, Attempts: 1, Failures: 1}})
+		if _, err := h.store.RecordAttempts(h.ctx, AttemptBatch{Now: t0, Hosts: []HostTally{{Host: host, Attempts: 1, Failures: 1}}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h.notify(jobEvent("acc_1", "photo_k", "photo", JobSucceeded))
 	st := h.sweep(t0)

@@ -131,7 +131,6 @@ type harness struct {
 	clock  *fakeClock
 	store  *MemStore
 	keys   *KeyRing
-	hosts  *MemHostGate
 	rcv    *receiver
 	sender *Sender
 	svc    *Service
@@ -156,8 +155,8 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	pool.AddCert(rcv.srv.Certificate())
 	policy := AllowLoopbackForTests(t)
 	sender := NewSender(SenderConfig{Policy: policy, RootCAs: pool})
-	h := &harness{t: t, ctx: ctx, clock: clock, store: NewMemStore(), keys: keys, hosts: NewMemHostGate(), rcv: rcv, sender: sender}
-	h.cfg = Config{Store: h.store, Keys: keys, Sender: sender, Clock: clock, Hosts: h.hosts, Policy: policy,
+	h := &harness{t: t, ctx: ctx, clock: clock, store: NewMemStore(), keys: keys, rcv: rcv, sender: sender}
+	h.cfg = Config{Store: h.store, Keys: keys, Sender: sender, Clock: clock, Policy: policy,
 		Secret: testSecret, PublicBaseURL: "https://api.example.com", Jitter: func() float64 { return 0 }}
 	for _, m := range mutate {
 		m(&h.cfg)

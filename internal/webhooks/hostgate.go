@@ -13,21 +13,11 @@ const (
 	HostPause                = time.Hour
 )
 
-// HostGate counts attempts per destination host and pauses a host platform-wide for an hour
-// once it took HostMaxDeliveriesPerHour attempts or HostMaxFailuresPerHour failures within an
-// hour. A paused attempt is not sent and not counted as a failure.
-//
-// MemHostGate keeps the counters in process memory: with several sender processes each
-// counts its own share. A shared implementation (a table of host, window counters and
-// paused_until, or Redis keys with expiry) makes the pause platform-wide.
-type HostGate interface {
-	// PausedUntil returns when the host's pause ends, or the zero time when it is not paused.
-	PausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error)
-	// Record counts attempts made at about now, each tally's to its host, in one transaction
-	// where the gate is a store; it pauses a host that reached a threshold. It answers, for
-	// each tally, when its host's pause ends (the zero time when it is not paused).
-	Record(ctx context.Context, now time.Time, tallies []HostTally) ([]time.Time, error)
-}
+// A destination host is paused platform-wide for HostPause once it took
+// HostMaxDeliveriesPerHour attempts or HostMaxFailuresPerHour failures within an hour; a
+// paused attempt is not sent and not counted as a failure. The Store counts the attempts
+// (with the records of the attempts, in one transaction) and keeps the pauses, so every
+// process sharing a database shares them.
 
 // HostTally is attempts to one host counted together: Failures of them did not get a 2xx.
 type HostTally struct {
@@ -35,7 +25,8 @@ type HostTally struct {
 	Attempts, Failures int
 }
 
-// MemHostGate is an in-memory HostGate over sliding one-hour windows.
+// MemHostGate counts attempts per host in memory over sliding one-hour windows: MemStore's
+// host counts.
 type MemHostGate struct {
 	mu          sync.Mutex
 	maxAttempts int

@@ -14,13 +14,14 @@ type MemStore struct {
 	mu         sync.Mutex
 	endpoints  map[string]Endpoint
 	deliveries map[string]Delivery
+	hosts      *MemHostGate
 }
 
 var _ Store = (*MemStore)(nil)
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{endpoints: map[string]Endpoint{}, deliveries: map[string]Delivery{}}
+	return &MemStore{endpoints: map[string]Endpoint{}, deliveries: map[string]Delivery{}, hosts: NewMemHostGate()}
 }
 
 func tp(t time.Time) *time.Time { return &t }
@@ -224,14 +225,20 @@ func (m *MemStore) ClaimDue(_ context.Context, p ClaimParams) ([]Delivery, error
 	return out, nil
 }
 
-func (m *MemStore) RecordAttempts(_ context.Context, ps []AttemptParams) ([]Recorded, error) {
+func (m *MemStore) RecordAttempts(ctx context.Context, b AttemptBatch) (BatchRecorded, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Recorded, len(ps))
-	for i, p := range ps {
-		out[i] = m.recordLocked(p)
+	out := BatchRecorded{Attempts: make([]Recorded, len(b.Attempts))}
+	for i, p := range b.Attempts {
+		out.Attempts[i] = m.recordLocked(p)
 	}
-	return out, nil
+	var err error
+	out.HostPausedUntil, err = m.hosts.Record(ctx, b.Now, b.Hosts)
+	return out, err
+}
+
+func (m *MemStore) HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error) {
+	return m.hosts.PausedUntil(ctx, host, now)
 }
 
 func (m *MemStore) recordLocked(p AttemptParams) Recorded {

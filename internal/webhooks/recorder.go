@@ -8,8 +8,8 @@ import (
 )
 
 // The attempt recorder is the engine's batcher of attempt records: the outcomes that the
-// engine's senders finish at one moment are written in one transaction (Store.RecordAttempts),
-// and the attempts they made are counted against their hosts in one more (HostGate.Record).
+// engine's senders finish at one moment, and the attempts they made counted against their
+// hosts, are written in one transaction (Store.RecordAttempts).
 // A sender waits for its own record before it sends its endpoint's next delivery, so the
 // endpoint's state (disabled after ten failures, dead after a 410) is known before the next
 // attempt, as when each record was written alone.
@@ -80,27 +80,18 @@ func (e *Engine) writeRecords(rs []*recording) {
 			tallies[j].Failures++
 		}
 	}
-	got, err := e.cfg.Store.RecordAttempts(ctx, ps)
-	var paused []time.Time
-	if len(tallies) > 0 {
-		// The attempts were made whatever the records' fate; a failure to count them loses a
-		// count, not a delivery. They are counted before the senders go on, so the next
-		// attempt to a host knows of the pause these ones may have started.
-		var herr error
-		if paused, herr = e.cfg.Hosts.Record(ctx, now, tallies); herr != nil {
-			e.cfg.Logger.Warn("webhooks: host counter", "err", herr)
-			paused = nil
-		}
-	}
+	// The records and the hosts' counts go in one transaction; a sender's next attempt to a
+	// host waits for it, so it knows of a pause these attempts started.
+	got, err := e.cfg.Store.RecordAttempts(ctx, AttemptBatch{Now: now, Attempts: ps, Hosts: tallies})
 	for i, r := range rs {
 		var res recorded
 		if err != nil {
 			res.err = err
 		} else {
-			res.Recorded = got[i]
-		}
-		if j, ok := at[r.host]; ok && r.host != "" && j < len(paused) {
-			res.hostPausedUntil = paused[j]
+			res.Recorded = got.Attempts[i]
+			if j, ok := at[r.host]; ok {
+				res.hostPausedUntil = got.HostPausedUntil[j]
+			}
 		}
 		r.done <- res
 	}

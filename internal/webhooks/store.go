@@ -220,6 +220,19 @@ func ApplyEffect(e *Endpoint, p AttemptParams) (hold bool) {
 	return false
 }
 
+// AttemptBatch is attempts recorded together (Store.RecordAttempts).
+type AttemptBatch struct {
+	Now      time.Time // when the hosts' counts are taken
+	Attempts []AttemptParams
+	Hosts    []HostTally // the attempts made, by host
+}
+
+// BatchRecorded is what an AttemptBatch left.
+type BatchRecorded struct {
+	Attempts        []Recorded  // one per attempt, in order
+	HostPausedUntil []time.Time // one per host tally: when its pause ends (zero: not paused)
+}
+
 // Recorded is what recording one attempt left: its endpoint after the change, or Gone.
 type Recorded struct {
 	Endpoint Endpoint
@@ -267,13 +280,18 @@ type Store interface {
 	// created_at, id), capped per endpoint, and leases them until LeaseUntil
 	// (SELECT … FOR UPDATE SKIP LOCKED, then UPDATE next_attempt_at).
 	ClaimDue(ctx context.Context, p ClaimParams) ([]Delivery, error)
-	// RecordAttempts stores attempts' outcomes, in order, in one transaction: each applies its
-	// Effect to its endpoint. When an endpoint turns disabled (active and ConsecutiveFailures
-	// reaching DisableAfter) or dead (EffectGone), every scheduled delivery of it becomes held,
-	// the attempt's own included when it was to be retried. Answers, for each attempt, the
-	// endpoint after the change (zero for per-request), or Gone when the delivery or its
-	// endpoint was deleted meanwhile.
-	RecordAttempts(ctx context.Context, ps []AttemptParams) ([]Recorded, error)
+	// RecordAttempts stores a batch in one transaction: the attempts' outcomes, in order, each
+	// applying its Effect to its endpoint, and the attempts made counted against their hosts.
+	// When an endpoint turns disabled (active and ConsecutiveFailures reaching DisableAfter)
+	// or dead (EffectGone), every scheduled delivery of it becomes held, the attempt's own
+	// included when it was to be retried. A host reaching a threshold within the hour
+	// (HostMaxDeliveriesPerHour attempts, HostMaxFailuresPerHour failures) is paused for
+	// HostPause and its counts start afresh. Answers, for each attempt, the endpoint after the
+	// change (zero for per-request) or Gone when the delivery or its endpoint was deleted
+	// meanwhile, and for each host tally when its host's pause ends.
+	RecordAttempts(ctx context.Context, b AttemptBatch) (BatchRecorded, error)
+	// HostPausedUntil answers when host's pause ends, or the zero time when it is not paused.
+	HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error)
 	// ExpireOld closes every scheduled or held delivery created before CreatedBefore as
 	// failed/held_past_window; returns how many.
 	ExpireOld(ctx context.Context, p ExpireParams) (int, error)

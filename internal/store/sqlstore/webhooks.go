@@ -13,7 +13,12 @@ import (
 // Webhooks is the webhooks.Store view of a DB: endpoints and their durable delivery rows.
 // Every method is one transaction; it mirrors webhooks.MemStore and passes
 // webhookstest.RunStoreSuite on both dialects.
-type Webhooks struct{ *DB }
+type Webhooks struct {
+	*DB
+	// A host is paused after this many attempts or failures within an hour; zero takes the
+	// spec's figures (webhooks.HostMaxDeliveriesPerHour, webhooks.HostMaxFailuresPerHour).
+	HostMaxAttempts, HostMaxFailures int
+}
 
 var _ webhooks.Store = Webhooks{}
 
@@ -431,21 +436,26 @@ var (
 )
 
 // RecordAttempts reads the attempts' deliveries and endpoints together (one round trip on
-// PostgreSQL), applies each attempt in order to them, and writes the changes at commit.
-func (s Webhooks) RecordAttempts(ctx context.Context, ps []webhooks.AttemptParams) ([]webhooks.Recorded, error) {
-	var out []webhooks.Recorded
+// PostgreSQL), applies each attempt in order to them, writes the changes at commit, and counts
+// the hosts (webhooks_hosts.go).
+func (s Webhooks) RecordAttempts(ctx context.Context, b webhooks.AttemptBatch) (webhooks.BatchRecorded, error) {
+	var out webhooks.BatchRecorded
 	err := s.InTx(ctx, func(tx *Tx) error {
-		ds, es, err := tx.attemptRows(ctx, ps)
-		if err != nil {
-			return err
-		}
-		out = make([]webhooks.Recorded, len(ps))
-		for i, p := range ps {
-			if out[i], err = tx.recordAttempt(ctx, p, ds, es); err != nil {
+		out = webhooks.BatchRecorded{Attempts: make([]webhooks.Recorded, len(b.Attempts))}
+		if len(b.Attempts) > 0 {
+			ds, es, err := tx.attemptRows(ctx, b.Attempts)
+			if err != nil {
 				return err
 			}
+			for i, p := range b.Attempts {
+				if out.Attempts[i], err = tx.recordAttempt(ctx, p, ds, es); err != nil {
+					return err
+				}
+			}
 		}
-		return nil
+		var err error
+		out.HostPausedUntil, err = s.countHosts(ctx, tx, b.Now, b.Hosts)
+		return err
 	})
 	return out, err
 }

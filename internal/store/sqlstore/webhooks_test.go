@@ -41,48 +41,48 @@ var h0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 func TestWH50_HostGateShared(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
 		ctx := context.Background()
-		a := sqlstore.WebhookHosts{DB: db, MaxAttempts: 5, MaxFailures: 3}
-		b := sqlstore.WebhookHosts{DB: db, MaxAttempts: 5, MaxFailures: 3} // another process
+		a := sqlstore.Webhooks{DB: db, HostMaxAttempts: 5, HostMaxFailures: 3}
+		b := sqlstore.Webhooks{DB: db, HostMaxAttempts: 5, HostMaxFailures: 3} // another process
 		for i := 0; i < 4; i++ {
-			if _, err := a.Record(ctx, h0.Add(time.Duration(i)*time.Minute), []webhooks.HostTally{{Host: "x.example", Attempts: 1}}); err != nil {
+			if _, err := recordHosts(ctx, a, h0.Add(time.Duration(i)*time.Minute), []webhooks.HostTally{{Host: "x.example", Attempts: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if u, err := b.PausedUntil(ctx, "x.example", h0.Add(5*time.Minute)); err != nil || !u.IsZero() {
+		if u, err := b.HostPausedUntil(ctx, "x.example", h0.Add(5*time.Minute)); err != nil || !u.IsZero() {
 			t.Fatalf("paused early: %v %v", u, err)
 		}
 		at := h0.Add(5 * time.Minute)
 		// Attempts counted together: the answer says which hosts the count paused, in the
 		// tallies' order.
-		paused, err := b.Record(ctx, at, []webhooks.HostTally{{Host: "x.example", Attempts: 1}, {Host: "calm.example", Attempts: 2}})
+		paused, err := recordHosts(ctx, b, at, []webhooks.HostTally{{Host: "x.example", Attempts: 1}, {Host: "calm.example", Attempts: 2}})
 		if err != nil || len(paused) != 2 || !paused[0].Equal(at.Add(webhooks.HostPause)) || !paused[1].IsZero() {
 			t.Fatalf("record: %v %v", paused, err)
 		}
-		if u, _ := a.PausedUntil(ctx, "x.example", at); !u.Equal(at.Add(webhooks.HostPause)) {
+		if u, _ := a.HostPausedUntil(ctx, "x.example", at); !u.Equal(at.Add(webhooks.HostPause)) {
 			t.Fatalf("not paused platform-wide: %v", u)
 		}
-		if again, _ := a.Record(ctx, at.Add(time.Minute), []webhooks.HostTally{{Host: "x.example", Attempts: 1}}); !again[0].Equal(at.Add(webhooks.HostPause)) {
+		if again, _ := recordHosts(ctx, a, at.Add(time.Minute), []webhooks.HostTally{{Host: "x.example", Attempts: 1}}); !again[0].Equal(at.Add(webhooks.HostPause)) {
 			t.Fatalf("a paused host's count answers %v", again)
 		}
-		if u, _ := a.PausedUntil(ctx, "other.example", at); !u.IsZero() {
+		if u, _ := a.HostPausedUntil(ctx, "other.example", at); !u.IsZero() {
 			t.Fatal("another host paused")
 		}
-		if u, _ := a.PausedUntil(ctx, "x.example", at.Add(webhooks.HostPause)); !u.IsZero() {
+		if u, _ := a.HostPausedUntil(ctx, "x.example", at.Add(webhooks.HostPause)); !u.IsZero() {
 			t.Fatal("pause outlived its hour")
 		}
 		// Failures: three within the hour pause; spread over more than an hour they do not.
 		for i := 0; i < 3; i++ {
-			if _, err := a.Record(ctx, h0.Add(time.Duration(i)*40*time.Minute), []webhooks.HostTally{{Host: "f.example", Attempts: 1, Failures: 1}}); err != nil {
+			if _, err := recordHosts(ctx, a, h0.Add(time.Duration(i)*40*time.Minute), []webhooks.HostTally{{Host: "f.example", Attempts: 1, Failures: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if u, _ := a.PausedUntil(ctx, "f.example", h0.Add(81*time.Minute)); !u.IsZero() {
+		if u, _ := a.HostPausedUntil(ctx, "f.example", h0.Add(81*time.Minute)); !u.IsZero() {
 			t.Fatal("failures older than an hour counted")
 		}
-		if _, err := a.Record(ctx, h0.Add(82*time.Minute), []webhooks.HostTally{{Host: "f.example", Attempts: 1, Failures: 1}}); err != nil {
+		if _, err := recordHosts(ctx, a, h0.Add(82*time.Minute), []webhooks.HostTally{{Host: "f.example", Attempts: 1, Failures: 1}}); err != nil {
 			t.Fatal(err)
 		}
-		if u, _ := a.PausedUntil(ctx, "f.example", h0.Add(82*time.Minute)); u.IsZero() {
+		if u, _ := a.HostPausedUntil(ctx, "f.example", h0.Add(82*time.Minute)); u.IsZero() {
 			t.Fatal("three failures within the hour did not pause")
 		}
 	})
@@ -91,16 +91,16 @@ func TestWH50_HostGateShared(t *testing.T) {
 // The spec's figure: 100 failures within an hour pause the host (default thresholds).
 func TestWH50_HostGateDefaultFailureThreshold(t *testing.T) {
 	ctx := context.Background()
-	g := sqlstore.WebhookHosts{DB: storetest.OpenSQLite(t)}
+	g := sqlstore.Webhooks{DB: storetest.OpenSQLite(t)}
 	for i := 0; i < webhooks.HostMaxFailuresPerHour; i++ {
-		if u, _ := g.PausedUntil(ctx, "h.example", h0); !u.IsZero() {
+		if u, _ := g.HostPausedUntil(ctx, "h.example", h0); !u.IsZero() {
 			t.Fatalf("paused after %d failures", i)
 		}
-		if _, err := g.Record(ctx, h0.Add(time.Duration(i)*time.Second), []webhooks.HostTally{{Host: "h.example", Attempts: 1, Failures: 1}}); err != nil {
+		if _, err := recordHosts(ctx, g, h0.Add(time.Duration(i)*time.Second), []webhooks.HostTally{{Host: "h.example", Attempts: 1, Failures: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if u, _ := g.PausedUntil(ctx, "h.example", h0.Add(2*time.Minute)); u.IsZero() {
+	if u, _ := g.HostPausedUntil(ctx, "h.example", h0.Add(2*time.Minute)); u.IsZero() {
 		t.Fatal("100 failures did not pause")
 	}
 }
@@ -203,4 +203,10 @@ func TestWH51_RecentDeliveriesIndexed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordHosts counts tallies at now as a batch of attempts does, and answers their pauses.
+func recordHosts(ctx context.Context, s sqlstore.Webhooks, now time.Time, tallies []webhooks.HostTally) ([]time.Time, error) {
+	got, err := s.RecordAttempts(ctx, webhooks.AttemptBatch{Now: now, Hosts: tallies})
+	return got.HostPausedUntil, err
 }

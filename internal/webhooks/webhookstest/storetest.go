@@ -206,10 +206,12 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 			return webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", evt), EndpointID: "wh_a", Now: t0, Attempted: true, StatusCode: ptr(503),
 				Status: webhooks.DeliveryScheduled, NextAttemptAt: t0.Add(5 * time.Minute), Effect: webhooks.EffectFailure, DisableAfter: 2}
 		}
-		got, err := s.RecordAttempts(ctx, []webhooks.AttemptParams{fail("evt_1"), {DeliveryID: "dlv_missing", EndpointID: "wh_a", Now: t0,
-			Status: webhooks.DeliveryScheduled, NextAttemptAt: t0}, fail("evt_2")})
-		if err != nil || len(got) != 3 {
-			t.Fatalf("records %+v %v", got, err)
+		batch, err := s.RecordAttempts(ctx, webhooks.AttemptBatch{Now: t0, Attempts: []webhooks.AttemptParams{fail("evt_1"),
+			{DeliveryID: "dlv_missing", EndpointID: "wh_a", Now: t0, Status: webhooks.DeliveryScheduled, NextAttemptAt: t0}, fail("evt_2")},
+			Hosts: []webhooks.HostTally{{Host: "hooks.example", Attempts: 2, Failures: 2}}})
+		got := batch.Attempts
+		if err != nil || len(got) != 3 || len(batch.HostPausedUntil) != 1 || !batch.HostPausedUntil[0].IsZero() {
+			t.Fatalf("records %+v %v", batch, err)
 		}
 		if got[0].Gone || got[0].Endpoint.ConsecutiveFailures != 1 || got[0].Endpoint.Status != webhooks.StatusActive {
 			t.Fatalf("first %+v", got[0])
@@ -342,12 +344,12 @@ func RunKeyStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.KeyStor
 // recordOne records one attempt alone and answers its endpoint after the change.
 func recordOne(t testing.TB, s webhooks.Store, p webhooks.AttemptParams) (webhooks.Endpoint, error) {
 	t.Helper()
-	got, err := s.RecordAttempts(context.Background(), []webhooks.AttemptParams{p})
+	got, err := s.RecordAttempts(context.Background(), webhooks.AttemptBatch{Now: p.Now, Attempts: []webhooks.AttemptParams{p}})
 	if err != nil {
 		return webhooks.Endpoint{}, err
 	}
-	if got[0].Gone {
+	if got.Attempts[0].Gone {
 		return webhooks.Endpoint{}, webhooks.ErrNotFound
 	}
-	return got[0].Endpoint, nil
+	return got.Attempts[0].Endpoint, nil
 }
