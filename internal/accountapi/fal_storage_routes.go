@@ -40,15 +40,15 @@ type falInitiateResponse struct {
 // product (photo unless the body names one), write bucket, and links (one PUT each, valid
 // 15 minutes; the file_url is a signed read link, so it expires too, unlike fal's CDN).
 func (h *Handler) falStorageRoutes(mux *http.ServeMux) {
-	if h.Uploads == nil {
-		return
-	}
 	route := httpapi.Route{Bucket: ratelimit.Write, Scope: uploadScope}
 	mux.Handle("POST "+FalInitiatePath, h.Gate.Protect(route, h.falInitiateUpload()))
 }
 
 func (h *Handler) falInitiateUpload() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if h.Uploads == nil {
+			return uploadsNotConfigured()
+		}
 		p := httpapi.Principal(r)
 		ub, _ := r.Context().Value(uploadBodyKey{}).(*uploadBody)
 		if ub == nil {
