@@ -59,6 +59,10 @@ func FuzzSurfaces(f *testing.F) {
 	} {
 		f.Add(s.sel, s.route, s.suffix, s.hdr, s.body)
 	}
+	// One seed per path, each on another surface and method, so a plain test run sends them all.
+	for route := range fuzzPaths {
+		f.Add(uint8(route*5), uint8(route), "", "Content-Type: application/json", []byte(`{}`))
+	}
 	f.Fuzz(func(t *testing.T, sel, route uint8, suffix, hdr string, body []byte) {
 		surface := surfaces[int(sel)%len(surfaces)]
 		method := fuzzMethods[int(sel/4)%len(fuzzMethods)]
