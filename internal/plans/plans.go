@@ -109,7 +109,9 @@ func (p *Plans) JSON() []byte {
 }
 
 // Load reads a plans file (the shape of `modelexec plans`): every plan of spec 02 with every
-// bucket, no unknown field, no negative figure. Its errors name the place in the file.
+// bucket, no unknown field, no negative figure, and every figure that feeds the limiter's or the
+// ledger's arithmetic within its range (ratelimit.Rate.Check, MaxMonthlyAllowance). Its errors
+// name the place in the file and the range.
 func Load(r io.Reader) (*Plans, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -179,7 +181,7 @@ func Load(r io.Reader) (*Plans, error) {
 			d, err := time.ParseDuration(rf.Period)
 			if err != nil || d <= 0 {
 				bad("plans.%s.rates.%s.period: %q is not a positive duration such as \"1m\" or \"24h\"", plan, bk, rf.Period)
-				d = time.Minute // the other figures are still checked, against some period
+				continue // the burst's range depends on the period: it is checked once the period reads
 			}
 			rate := ratelimit.Rate{Burst: rf.Burst, Refill: rf.Refill, Period: d}
 			for _, problem := range rate.Check() {
