@@ -21,7 +21,7 @@ import (
 )
 
 // fuzzPaths are the routes each surface serves (and a few it does not); the fuzzer picks one
-// and may append to it.
+// with its own selector (every path on every surface, with every method) and may append to it.
 var fuzzPaths = []string{
 	"/v1/me", "/v1/jobs", "/v1/jobs/photo_x", "/v1/jobs/photo_x/assets", "/v1/usage?window=month", "/v1/uploads",
 	"/v1/webhooks", "/v1/webhooks/wh_x", "/v1/models", "/v1/models/svc-serverless/image-lite", "/v1/models?expand=openapi",
@@ -40,26 +40,33 @@ var fuzzMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http
 // a refusal must never amplify what was sent. Successful reads of the catalogue and its
 // OpenAPI documents are large by design and are not held to that bound.
 func FuzzSurfaces(f *testing.F) {
+	if len(fuzzPaths) > 256 {
+		f.Fatal("fuzzPaths outgrows its uint8 selector: some paths would never be sent")
+	}
 	surfaces, key := fuzzSurfaces(f)
 	ctx := context.Background()
 	for _, s := range []struct {
-		sel         uint8
+		sel, route  uint8
 		suffix, hdr string
 		body        []byte
 	}{
-		{0, "", "", nil},
-		{1, "", "Content-Type: application/json", []byte(`{"positivePrompt":"a cat"}`)},
-		{2, "?wait=0", "Idempotency-Key: k1", []byte(`{"positivePrompt":"a cat","zz":1}`)},
-		{3, "", "Origin: https://x.example", []byte(`{"url":"https://127.0.0.1/h"}`)},
-		{4, "/x", "X-Svc-Priority: low", []byte(`[1,2,3]`)},
-		{5, "?window=bogus", "", []byte(`{"a":{"b":{"c":[` + strings.Repeat(`{"d":1},`, 50) + `{}]}}}`)},
+		{0, 0, "", "", nil},
+		{1, 16, "", "Content-Type: application/json", []byte(`{"positivePrompt":"a cat"}`)},
+		{2, 17, "?wait=0", "Idempotency-Key: k1", []byte(`{"positivePrompt":"a cat","zz":1}`)},
+		{3, 6, "", "Origin: https://x.example", []byte(`{"url":"https://127.0.0.1/h"}`)},
+		{4, 20, "/x", "X-Svc-Priority: low", []byte(`[1,2,3]`)},
+		{5, 4, "?window=bogus", "", []byte(`{"a":{"b":{"c":[` + strings.Repeat(`{"d":1},`, 50) + `{}]}}}`)},
 	} {
-		f.Add(s.sel, s.suffix, s.hdr, s.body)
+		f.Add(s.sel, s.route, s.suffix, s.hdr, s.body)
 	}
-	f.Fuzz(func(t *testing.T, sel uint8, suffix, hdr string, body []byte) {
+	// One seed per path, each on another surface and method, so a plain test run sends them all.
+	for route := range fuzzPaths {
+		f.Add(uint8(route*5), uint8(route), "", "Content-Type: application/json", []byte(`{}`))
+	}
+	f.Fuzz(func(t *testing.T, sel, route uint8, suffix, hdr string, body []byte) {
 		surface := surfaces[int(sel)%len(surfaces)]
 		method := fuzzMethods[int(sel/4)%len(fuzzMethods)]
-		base := fuzzPaths[int(sel/32)%len(fuzzPaths)] + suffix
+		base := fuzzPaths[int(route)%len(fuzzPaths)] + suffix
 		u, err := url.Parse(base)
 		if err != nil || u.Path == "" || u.Path[0] != '/' {
 			u = &url.URL{Path: "/" + url.PathEscape(base)}

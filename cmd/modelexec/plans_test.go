@@ -166,3 +166,147 @@ func waitFor(t *testing.T, f func() (*http.Response, error)) *http.Response {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestI30_PlanFiguresInRange: a plans file whose bucket figures would overflow the limiter's
+// arithmetic (a burst of 2^40 at 60 a minute fills again in 35,000 years of nanoseconds) is
+// refused by `plans --check` and by `serve`, naming the plan, the field and the range it may
+// take; figures at the top of their range (a trillion tokens, refilled a trillion a second,
+// faster than the limiter's one token a microsecond) are served, and a read answers 200 with
+// the file's limit. Proves issue 30 item 1.
+func TestI30_PlanFiguresInRange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	noenv := func(string) string { return "" }
+	var f map[string]any
+	if err := json.Unmarshal(plans.Default().JSON(), &f); err != nil {
+		t.Fatal(err)
+	}
+	read := f["plans"].(map[string]any)["pro"].(map[string]any)["rates"].(map[string]any)["read"].(map[string]any)
+	dir := t.TempDir()
+	read["burst"], read["refill"], read["period"] = int64(1)<<40, 60, "1m"
+	huge := filepath.Join(dir, "huge.json")
+	writeFile(t, huge, f)
+	read["burst"], read["refill"], read["period"] = 1_000_000_000_000, 1_000_000_000_000, "1s"
+	large := filepath.Join(dir, "large.json")
+	writeFile(t, large, f)
+
+	const want = "plans.pro.rates.read.burst: 1099511627776 is out of range 0 to 315360000 at refill 60 per 1m"
+	err := run(ctx, []string{"plans", "--check", huge}, noenv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("plans --check of a burst of 2^40: %v, want %q", err, want)
+	}
+	data := filepath.Join(dir, "data")
+	api := freePort(t)
+	serveArgs := func(plansFile string) []string {
+		return []string{"serve", "--data", data, "--secret", "range-secret-0123456789", "--plans", plansFile,
+			"--api-addr", api, "--queue-addr", freePort(t), "--sync-addr", freePort(t), "--log-level", "error"}
+	}
+	if err := run(ctx, serveArgs(huge), noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("serve with a burst of 2^40: %v, want %q", err, want)
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- run(ctx, serveArgs(large), noenv, io.Discard, io.Discard) }()
+	defer func() { cancel(); <-served }()
+	var acct, key struct{ ID, Key string }
+	console := func(v any, args ...string) {
+		t.Helper()
+		var b bytes.Buffer
+		if err := run(context.Background(), append(args, "--data", data, "--secret", "range-secret-0123456789", "--json"), noenv, &b, io.Discard); err != nil {
+			t.Fatal(args, err)
+		}
+		if err := json.Unmarshal(b.Bytes(), v); err != nil {
+			t.Fatal(err, b.String())
+		}
+	}
+	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "10", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
+	console(&key, "keys", "mint", "--account", acct.ID)
+	for i := range 3 {
+		res := waitFor(t, func() (*http.Response, error) { return do("GET", "http://"+api+"/v1/me", key.Key, "") })
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("RateLimit-Limit") != "1000000000000" {
+			t.Fatalf("read %d under a trillion-token bucket: %d, RateLimit-Limit %q: %s", i+1, res.StatusCode, res.Header.Get("RateLimit-Limit"), body)
+		}
+	}
+}
+
+// TestI30_CatalogueFiguresInRange: a catalogue file whose time limit would overflow a duration
+// (a stall ceiling of 2^40 seconds) is refused by `catalogue --check` and by `serve`, naming the
+// model, the field and its range; figures at the top of their ranges are served: a run under
+// the longest stall ceiling answers 200, and a price of a million credits a unit answers 403
+// key_credit_ceiling with the exact quote (1.048576 units). Proves issue 30 item 1 for the catalogue.
+func TestI30_CatalogueFiguresInRange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	noenv := func(string) string { return "" }
+	edit := func(stall int64, perUnit string) catalog.File {
+		var cf catalog.File
+		if err := json.Unmarshal(catalog.DefaultData(), &cf); err != nil {
+			t.Fatal(err)
+		}
+		for i := range cf.Models {
+			switch cf.Models[i].Slug {
+			case "image-4b":
+				cf.Models[i].Runner, cf.Models[i].Lifecycle.StallCeilingSeconds = "noop", int(stall)
+			case "image-lite":
+				cf.Models[i].Price.Bands[0].CreditsPerUnit = perUnit
+			}
+		}
+		return cf
+	}
+	dir := t.TempDir()
+	huge, top := filepath.Join(dir, "huge.json"), filepath.Join(dir, "top.json")
+	writeFile(t, huge, edit(1<<40, "1"))
+	writeFile(t, top, edit(catalog.MaxLimitSeconds, "1000000"))
+
+	const want = `model "image-4b": lifecycle.stall_ceiling_seconds: 1099511627776 is out of range 1 to 31622400`
+	if err := run(ctx, []string{"catalogue", "--check", huge}, noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("catalogue --check of a stall ceiling of 2^40 s: %v, want %q", err, want)
+	}
+	data := filepath.Join(dir, "data")
+	api, sync := freePort(t), freePort(t)
+	serveArgs := func(catFile string) []string {
+		return []string{"serve", "--data", data, "--secret", "range-secret-0123456789", "--catalogue", catFile,
+			"--api-addr", api, "--queue-addr", freePort(t), "--sync-addr", sync, "--log-level", "error"}
+	}
+	if err := run(ctx, serveArgs(huge), noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("serve with a stall ceiling of 2^40 s: %v, want %q", err, want)
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- run(ctx, serveArgs(top), noenv, io.Discard, io.Discard) }()
+	defer func() { cancel(); <-served }()
+	var acct, key struct{ ID, Key string }
+	console := func(v any, args ...string) {
+		t.Helper()
+		var b bytes.Buffer
+		if err := run(context.Background(), append(args, "--data", data, "--secret", "range-secret-0123456789", "--json"), noenv, &b, io.Discard); err != nil {
+			t.Fatal(args, err)
+		}
+		if err := json.Unmarshal(b.Bytes(), v); err != nil {
+			t.Fatal(err, b.String())
+		}
+	}
+	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "100", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
+	console(&key, "keys", "mint", "--account", acct.ID)
+	waitFor(t, func() (*http.Response, error) { return do("GET", "http://"+api+"/v1/me", key.Key, "") }).Body.Close()
+	for _, c := range []struct {
+		slug   string
+		status int
+		says   string
+	}{
+		{"image-4b", http.StatusOK, `"runner":"noop"`},
+		{"image-lite", http.StatusForbidden, `"required":1048576`},
+	} {
+		res, err := do("POST", "http://"+sync+"/svc-serverless/"+c.slug, key.Key, `{"positivePrompt":"a fox"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status || !strings.Contains(string(body), c.says) {
+			t.Fatalf("%s at the top of its figures' ranges: %d %s, want %d with %s", c.slug, res.StatusCode, body, c.status, c.says)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type ServeCmd struct {
 	DrainDelay       time.Duration     `default:"2s" help:"Told to stop, how long the process keeps serving while /readyz answers 503, so a load balancer's health check takes it out first (0 to close at once)."`
 	APIDisabled      bool              `help:"Answer every request 503 api_disabled (order of checks step 1)."`
 	DisableProduct   []string          `help:"Products to pause (api_disabled for their routes), e.g. --disable-product music."`
+	NoUploads        bool              `help:"Take no uploaded files: POST /v1/uploads and fal's storage upload answer 503 not_configured, and file inputs come as URLs."`
 	Cog              map[string]string `help:"Run a model on a Cog model server instead of the built-in runner: --cog image-4b=http://gpu-1:5000 (repeatable)."`
 	CogNoCancel      []string          `help:"Models of --cog whose Cog server has no cancel route (Cog versions before it): a cancel of a running job answers 400 cancel_unsupported and the job runs to its end." placeholder:"MODEL"`
 	Catalogue        string            `help:"Catalogue file replacing the built-in one (start from the output of 'modelexec catalogue')." type:"existingfile"`
@@ -104,7 +105,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 	return server.Config{Roles: roles, APIAddr: c.APIAddr, QueueAddr: c.QueueAddr, SyncAddr: c.SyncAddr,
 		PublicURLAPI: c.PublicURLAPI, PublicURLQueue: c.PublicURLQueue, PublicURLSync: c.PublicURLSync,
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
-		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
+		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, NoUploads: c.NoUploads, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, ReferenceModels: c.ReferenceModels || c.Dev, WebhookAllowPrivate: c.WebhookAllowPrivate,
 		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}, StudioOrigins: c.StudioOrigins,
 		DrainDelay: c.DrainDelay}, nil

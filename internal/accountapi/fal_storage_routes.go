@@ -38,17 +38,18 @@ type falInitiateResponse struct {
 // falStorageRoutes registers fal's upload protocol. It is POST /v1/uploads under fal's
 // names: the same content types (image/png, image/jpeg, image/webp), write scope of the
 // product (photo unless the body names one), write bucket, and links (one PUT each, valid
-// 15 minutes; the file_url is a signed read link, so it expires too, unlike fal's CDN).
+// 15 minutes; the file_url is a signed read link, so it expires too, unlike fal's CDN). A
+// deployment that takes no uploads answers it 503 not_configured, as it answers POST /v1/uploads.
 func (h *Handler) falStorageRoutes(mux *http.ServeMux) {
-	if h.Uploads == nil {
-		return
-	}
 	route := httpapi.Route{Bucket: ratelimit.Write, Scope: uploadScope}
 	mux.Handle("POST "+FalInitiatePath, h.Gate.Protect(route, h.falInitiateUpload()))
 }
 
 func (h *Handler) falInitiateUpload() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		if h.Uploads == nil {
+			return uploadsNotConfigured()
+		}
 		p := httpapi.Principal(r)
 		ub, _ := r.Context().Value(uploadBodyKey{}).(*uploadBody)
 		if ub == nil {

@@ -33,7 +33,7 @@ type Handler struct {
 	URLs    jobview.URLs
 	Signer  blobs.URLSigner
 	Files   http.Handler    // serves and accepts the signed /files/ links
-	Uploads *blobs.Uploader // POST /v1/uploads
+	Uploads *blobs.Uploader // POST /v1/uploads and fal's storage upload; nil: not_configured
 	Ready   []Pinger
 	Now     func() time.Time
 	Log     *slog.Logger

@@ -86,7 +86,7 @@ func uploadScope(r *http.Request) (auth.Requirement, error) {
 func (h *Handler) createUpload() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		if h.Uploads == nil {
-			return notConfigured("Uploads are not configured on this deployment (no file store).")
+			return uploadsNotConfigured()
 		}
 		p := httpapi.Principal(r)
 		ub, _ := r.Context().Value(uploadBodyKey{}).(*uploadBody)
@@ -124,7 +124,12 @@ func (h *Handler) createUpload() http.Handler {
 }
 
 // notConfigured is 503 not_configured: the route is part of the API, but this deployment was
-// started without what it needs (a file store, a usage reader). The answer says which.
+// started without what it needs (uploads turned off, no usage reader). The answer says which.
 func notConfigured(msg string) error {
 	return apierr.Newf(apierr.NotConfigured, "%s", msg)
+}
+
+// uploadsNotConfigured answers both upload routes of a deployment that takes no uploaded files.
+func uploadsNotConfigured() error {
+	return notConfigured("Uploads are not configured on this deployment: give file inputs as URLs.")
 }

@@ -222,8 +222,11 @@ func buildModel(mf ModelFile, cs map[string]*contract, c *Catalog) (*Model, erro
 	default:
 		return nil, fmt.Errorf("lifecycle.queue %q is not refuses or offers", mf.Lifecycle.Queue)
 	}
-	if mf.Lifecycle.StallCeilingSeconds <= 0 {
-		return nil, errors.New("lifecycle.stall_ceiling_seconds must be positive")
+	if err := inRange("lifecycle.stall_ceiling_seconds", int64(mf.Lifecycle.StallCeilingSeconds), 1, MaxLimitSeconds); err != nil {
+		return nil, err
+	}
+	if err := inRange("lifecycle.max_wait_seconds", int64(mf.Lifecycle.MaxWaitSeconds), 0, MaxLimitSeconds); err != nil {
+		return nil, err
 	}
 	if !slices.Contains(c.categories, mf.Category) {
 		return nil, fmt.Errorf("category %q is not in categories", mf.Category)
@@ -264,7 +267,7 @@ func buildPrice(pf PriceFile) (price, error) {
 	if len(pf.Bands) == 0 {
 		return p, errors.New("price has no band")
 	}
-	for _, bf := range pf.Bands {
+	for i, bf := range pf.Bands {
 		b := band{BandFile: bf}
 		if b.when, err = parseWhen(bf.When); err != nil {
 			return p, err
@@ -273,16 +276,22 @@ func buildPrice(pf PriceFile) (price, error) {
 		if b.perUnit, ok = new(big.Rat).SetString(bf.CreditsPerUnit); !ok || b.perUnit.Sign() < 0 {
 			return p, fmt.Errorf("credits_per_unit %q is not a number", bf.CreditsPerUnit)
 		}
+		if err := ratInRange(fmt.Sprintf("price.bands[%d].credits_per_unit", i), bf.CreditsPerUnit, b.perUnit, MaxPerUnit); err != nil {
+			return p, err
+		}
 		for _, x := range []struct {
-			s   string
-			dst **big.Rat
-		}{{bf.MinUnits, &b.min}, {bf.MaxUnits, &b.max}} {
+			field, s string
+			dst      **big.Rat
+		}{{"min_units", bf.MinUnits, &b.min}, {"max_units", bf.MaxUnits, &b.max}} {
 			if x.s == "" {
 				continue
 			}
 			r, ok := new(big.Rat).SetString(x.s)
 			if !ok {
 				return p, fmt.Errorf("units bound %q is not a number", x.s)
+			}
+			if err := ratInRange(fmt.Sprintf("price.bands[%d].%s", i, x.field), x.s, r, MaxUnits); err != nil {
+				return p, err
 			}
 			*x.dst = r
 		}

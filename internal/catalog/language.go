@@ -91,18 +91,24 @@ func buildLanguage(lf LanguageFile) (*Model, error) {
 	l := &Language{LanguageFile: lf}
 	switch lf.Kind {
 	case KindChat:
-		if lf.OutputLimit <= 0 {
-			return nil, errors.New("output_limit must be positive on a chat model")
+		if err := inRange("output_limit", int64(lf.OutputLimit), 1, MaxTokens); err != nil {
+			return nil, err
 		}
 	case KindEmbeddings:
-		if lf.MaxInputs <= 0 || lf.Dimensions <= 0 {
-			return nil, errors.New("max_inputs and dimensions must be positive on an embeddings model")
+		if lf.MaxInputs <= 0 {
+			return nil, errors.New("max_inputs must be positive on an embeddings model")
+		}
+		if err := inRange("dimensions", int64(lf.Dimensions), 1, MaxDimensions); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("kind %q is not chat or embeddings", lf.Kind)
 	}
-	if lf.ContextWindow <= 0 || lf.StallCeilingSeconds <= 0 {
-		return nil, errors.New("context_window and stall_ceiling_seconds must be positive")
+	if err := inRange("context_window", int64(lf.ContextWindow), 1, MaxTokens); err != nil {
+		return nil, err
+	}
+	if err := inRange("stall_ceiling_seconds", int64(lf.StallCeilingSeconds), 1, MaxLimitSeconds); err != nil {
+		return nil, err
 	}
 	switch lf.Runner {
 	case RunnerReference, RunnerNone:
@@ -114,14 +120,14 @@ func buildLanguage(lf LanguageFile) (*Model, error) {
 		return nil, fmt.Errorf("runner %q is not reference, openai or none", lf.Runner)
 	}
 	var err error
-	if l.in, err = perToken(lf.InputPer1000); err != nil {
+	if l.in, err = perToken("credits_per_1000_input_tokens", lf.InputPer1000); err != nil {
 		return nil, err
 	}
 	out := lf.OutputPer1000
 	if out == "" {
 		out = "0"
 	}
-	if l.out, err = perToken(out); err != nil {
+	if l.out, err = perToken("credits_per_1000_output_tokens", out); err != nil {
 		return nil, err
 	}
 	scope := ScopeFile{Required: "text:write", Accepted: []string{"text:write", "chat:write"}}
@@ -134,10 +140,14 @@ func buildLanguage(lf LanguageFile) (*Model, error) {
 	return m, nil
 }
 
-func perToken(s string) (*big.Rat, error) {
+// perToken reads a price per 1,000 tokens (field names it) as the price of one token.
+func perToken(field, s string) (*big.Rat, error) {
 	r, ok := new(big.Rat).SetString(s)
 	if !ok || r.Sign() < 0 {
 		return nil, fmt.Errorf("price %q is not a non-negative number", s)
+	}
+	if err := ratInRange(field, s, r, MaxPerUnit); err != nil {
+		return nil, err
 	}
 	return r.Quo(r, big.NewRat(1000, 1)), nil
 }

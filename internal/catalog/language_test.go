@@ -1,6 +1,10 @@
 package catalog
 
 import (
+	"encoding/json"
+	"math"
+	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +130,51 @@ func FuzzLanguageValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestI30_CatalogueFiguresBounded: every catalogue figure that feeds arithmetic (a duration of
+// seconds, a quote's price and units, a language quote's tokens, an embeddings vector's length)
+// is refused outside its range, naming the model, the field and the range; a quote past the
+// largest int64 saturates instead of wrapping. Proves issue 30 item 1.
+func TestI30_CatalogueFiguresBounded(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit func(*File)
+		want string
+	}{
+		"stall ceiling": {func(f *File) { f.Models[1].Lifecycle.StallCeilingSeconds = 1 << 40 },
+			`model "image-4b": lifecycle.stall_ceiling_seconds: 1099511627776 is out of range 1 to 31622400`},
+		"seat wait": {func(f *File) { f.Models[1].Lifecycle.MaxWaitSeconds = -1 },
+			`model "image-4b": lifecycle.max_wait_seconds: -1 is out of range 0 to 31622400`},
+		"price": {func(f *File) { f.Models[1].Price.Bands[0].CreditsPerUnit = "1e30" },
+			`model "image-4b": price.bands[0].credits_per_unit: 1e30 is out of range 0 to 1000000`},
+		"min units": {func(f *File) { f.Models[1].Price.Bands[0].MinUnits = "1000000.5" },
+			`model "image-4b": price.bands[0].min_units: 1000000.5 is out of range 0 to 1000000`},
+		"token price": {func(f *File) { f.LanguageModels[0].OutputPer1000 = "2000000" },
+			`language model "qwen": credits_per_1000_output_tokens: 2000000 is out of range 0 to 1000000`},
+		"context window": {func(f *File) { f.LanguageModels[0].ContextWindow = 1 << 40 },
+			`language model "qwen": context_window: 1099511627776 is out of range 1 to 100000000`},
+		"output limit": {func(f *File) { f.LanguageModels[1].OutputLimit = 0 },
+			`language model "kimi": output_limit: 0 is out of range 1 to 100000000`},
+		"language stall": {func(f *File) { f.LanguageModels[1].StallCeilingSeconds = 1 << 40 },
+			`language model "kimi": stall_ceiling_seconds: 1099511627776 is out of range 1 to 31622400`},
+		"dimensions": {func(f *File) { f.LanguageModels[2].Dimensions = 1 << 40 },
+			`language model "embed-small": dimensions: 1099511627776 is out of range 1 to 65536`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var f File
+			if err := json.Unmarshal(DefaultData(), &f); err != nil {
+				t.Fatal(err)
+			}
+			if f.Models[1].Slug != "image-4b" || f.LanguageModels[0].Slug != "qwen" || f.LanguageModels[1].Slug != "kimi" || f.LanguageModels[2].Slug != "embed-small" {
+				t.Fatal("fixture: the built-in catalogue's order changed")
+			}
+			c.edit(&f)
+			if _, err := New(f); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error naming %q", err, c.want)
+			}
+		})
+	}
+	if got := ceilInt(new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(1), 70), big.NewInt(3))); got != math.MaxInt64 {
+		t.Fatalf("ceil(2^70/3) = %d, want it saturated at %d", got, int64(math.MaxInt64))
+	}
 }

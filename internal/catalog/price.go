@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -214,10 +215,15 @@ func (m *Model) Quote(in Input) (Quote, error) {
 	return Quote{}, &NotPricedError{Message: "no price band covers this request (priced when " + strings.Join(whens, " or ") + ")"}
 }
 
+// ceilInt is r rounded up, saturated at the largest int64 rather than wrapped (the figures'
+// ranges keep quotes far below it).
 func ceilInt(r *big.Rat) int64 {
 	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
 	if m.Sign() > 0 {
 		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return math.MaxInt64
 	}
 	return q.Int64()
 }

@@ -56,6 +56,10 @@ func Default() *Plans {
 	return p
 }
 
+// MaxMonthlyAllowance is the largest monthly allowance a plans file may give: a balance credited
+// it every month for a million years stays far inside the ledger's int64 credits.
+const MaxMonthlyAllowance = 1_000_000_000_000
+
 // names are the plans every file must give, in the order of spec 02.
 var names = []auth.Plan{auth.Free, auth.Pro, auth.Max, auth.Ultimate}
 
@@ -93,7 +97,7 @@ func (p *Plans) JSON() []byte {
 	for name, buckets := range p.Rates {
 		pf := planFile{InFlight: p.InFlight[auth.Plan(name)], MonthlyAllowance: int64(p.Allowance[auth.Plan(name)]), Rates: map[string]rateFile{}}
 		for b, r := range buckets {
-			pf.Rates[string(b)] = rateFile{Burst: r.Burst, Refill: r.Refill, Period: period(r.Period)}
+			pf.Rates[string(b)] = rateFile{Burst: r.Burst, Refill: r.Refill, Period: ratelimit.FormatPeriod(r.Period)}
 		}
 		f.Plans[name] = pf
 	}
@@ -104,18 +108,10 @@ func (p *Plans) JSON() []byte {
 	return append(b, '\n')
 }
 
-func period(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
-}
-
 // Load reads a plans file (the shape of `modelexec plans`): every plan of spec 02 with every
-// bucket, no unknown field, no negative figure. Its errors name the place in the file.
+// bucket, no unknown field, no negative figure, and every figure that feeds the limiter's or the
+// ledger's arithmetic within its range (ratelimit.Rate.Check, MaxMonthlyAllowance). Its errors
+// name the place in the file and the range.
 func Load(r io.Reader) (*Plans, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -166,8 +162,8 @@ func Load(r io.Reader) (*Plans, error) {
 		if pf.InFlight < 0 {
 			bad("plans.%s.in_flight: must not be negative", plan)
 		}
-		if pf.MonthlyAllowance < 0 {
-			bad("plans.%s.monthly_allowance: must not be negative", plan)
+		if pf.MonthlyAllowance < 0 || pf.MonthlyAllowance > MaxMonthlyAllowance {
+			bad("plans.%s.monthly_allowance: %d is out of range 0 to %d", plan, pf.MonthlyAllowance, int64(MaxMonthlyAllowance))
 		}
 		p.InFlight[plan], p.Allowance[plan] = pf.InFlight, pf.MonthlyAllowance
 		buckets := map[ratelimit.Bucket]ratelimit.Rate{}
@@ -185,11 +181,13 @@ func Load(r io.Reader) (*Plans, error) {
 			d, err := time.ParseDuration(rf.Period)
 			if err != nil || d <= 0 {
 				bad("plans.%s.rates.%s.period: %q is not a positive duration such as \"1m\" or \"24h\"", plan, bk, rf.Period)
+				continue // the burst's range depends on the period: it is checked once the period reads
 			}
-			if rf.Burst < 0 || rf.Refill < 0 {
-				bad("plans.%s.rates.%s: burst and refill must not be negative (0 is a bucket that admits nothing)", plan, bk)
+			rate := ratelimit.Rate{Burst: rf.Burst, Refill: rf.Refill, Period: d}
+			for _, problem := range rate.Check() {
+				bad("plans.%s.rates.%s.%s", plan, bk, problem)
 			}
-			buckets[bk] = ratelimit.Rate{Burst: rf.Burst, Refill: rf.Refill, Period: d}
+			buckets[bk] = rate
 		}
 		p.Rates[string(plan)] = buckets
 	}

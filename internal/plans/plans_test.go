@@ -34,7 +34,7 @@ func TestI10_PlansRefused(t *testing.T) {
 	good := string(plans.Default().JSON())
 	for name, c := range map[string]struct{ from, to, want string }{
 		"unknown field":    {`"seats": {`, `"seatz": 1, "seats": {`, "seatz"},
-		"negative burst":   {`"burst": 60`, `"burst": -60`, "plans.pro.rates.read: burst and refill must not be negative"},
+		"negative burst":   {`"burst": 60`, `"burst": -60`, "plans.pro.rates.read.burst: -60 is out of range 0 to 1576800000 at refill 300 per 1m"},
 		"bad period":       {`"period": "1m"`, `"period": "soon"`, `.period: "soon" is not a positive duration`},
 		"unknown plan":     {`"pro": {`, `"gold": {`, "plans.gold: unknown plan"},
 		"zero concurrency": {`"model_concurrency": 4`, `"model_concurrency": 0`, "model_concurrency: must be at least 1"},
@@ -50,6 +50,51 @@ func TestI10_PlansRefused(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestI30_PlansFiguresBounded: every figure that feeds the limiter's or the ledger's arithmetic
+// is refused outside the range that arithmetic holds to, naming the plan, the field and the
+// range; the top of each range loads.
+func TestI30_PlansFiguresBounded(t *testing.T) {
+	good := string(plans.Default().JSON())
+	const read = `"read": {
+          "burst": 60,
+          "refill": 300,
+          "period": "1m"
+        }`
+	for name, c := range map[string]struct{ from, to, want string }{
+		"huge burst": {read, `"read": {"burst": 1099511627776, "refill": 300, "period": "1m"}`,
+			"plans.pro.rates.read.burst: 1099511627776 is out of range 0 to 1576800000 at refill 300 per 1m"},
+		"huge refill": {read, `"read": {"burst": 60, "refill": 1000000000001, "period": "1m"}`,
+			"plans.pro.rates.read.refill: 1000000000001 is out of range 0 to 1000000000000"},
+		"long period": {read, `"read": {"burst": 60, "refill": 300, "period": "8785h"}`,
+			"plans.pro.rates.read.period: 8785h is out of range: more than 0, at most 8784h"},
+		"slow fill": {read, `"read": {"burst": 60, "refill": 1, "period": "8784h"}`,
+			"plans.pro.rates.read.burst: 60 is out of range 0 to 9 at refill 1 per 8784h"},
+		"huge allowance": {`"monthly_allowance": 2000`, `"monthly_allowance": 1000000000001`,
+			"plans.pro.monthly_allowance: 1000000000001 is out of range 0 to 1000000000000"},
+		"negative allowance": {`"monthly_allowance": 2000`, `"monthly_allowance": -1`,
+			"plans.pro.monthly_allowance: -1 is out of range 0 to 1000000000000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !strings.Contains(good, c.from) {
+				t.Fatalf("fixture: %q not in the printed file", c.from)
+			}
+			_, err := plans.Load(strings.NewReader(strings.Replace(good, c.from, c.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error naming %q", err, c.want)
+			}
+		})
+	}
+	top := strings.Replace(good, read, `"read": {"burst": 1000000000000, "refill": 1000000000000, "period": "1s"}`, 1)
+	top = strings.Replace(top, `"monthly_allowance": 2000`, `"monthly_allowance": 1000000000000`, 1)
+	p, err := plans.Load(strings.NewReader(top))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Rates["pro"][ratelimit.Read]; r.Burst != 1_000_000_000_000 || r.Interval() != time.Microsecond {
+		t.Fatalf("top of the range: %+v, interval %v", r, r.Interval())
 	}
 }
 

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Resolve is the part of an admission every implementation shares: the rate in force for the
 // request at now (plan table, new-account multiplier) and its cost (below 1 counts as 1).
@@ -37,14 +40,15 @@ func (t Table) Resolve(r Request, now time.Time) (rate Rate, cost int64, d Decis
 // will be full again (at or before now: it is full), all times in nanoseconds on one timeline.
 // It takes cost tokens if they are there and returns the decision and the tat to store
 // (unchanged when refused). A cost of 0 only reads the bucket. The Redis script is the same
-// arithmetic in microseconds.
+// arithmetic in microseconds. The products saturate instead of overflowing: figures outside
+// Rate.Check's bounds give a bucket that never fills again, never a wrapped one.
 func GCRA(rate Rate, tat, now, cost int64) (Decision, int64) {
 	interval := int64(rate.Interval())
-	tau := interval * rate.Burst // how far ahead of now the tat may run: a full bucket's worth
+	tau := int64(rate.Fill()) // how far ahead of now the tat may run: a full bucket's worth
 	if tat < now {
 		tat = now
 	}
-	newTAT := tat + cost*interval
+	newTAT := tat + min(mulSat(cost, interval), math.MaxInt64-tat)
 	if debt := newTAT - now; debt <= tau {
 		return Decision{
 			Allowed:    true,

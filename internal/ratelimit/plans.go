@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -14,12 +15,80 @@ type Rate struct {
 	Period time.Duration // 1 minute for request buckets, 24 hours for egress
 }
 
-// Interval is the time it takes the bucket to regain one token; 0 for a zero-capacity bucket.
+// The bounds of a bucket's figures (Rate.Check). Within them the bucket arithmetic, in
+// nanoseconds in int64 in process and in microseconds in the Redis script's doubles (exact below
+// 2^53), neither overflows nor loses precision: a theoretical arrival time runs at most MaxFill
+// ahead of the clock.
+const (
+	MaxTokens   = 1_000_000_000_000 // the most a bucket holds (burst) or regains in a period (refill)
+	MaxPeriod   = 366 * Day         // the longest refill period
+	MaxFill     = 10 * 365 * Day    // the longest an empty bucket may take to fill again
+	MinInterval = time.Microsecond  // the shortest time a token takes to come back
+)
+
+// Interval is the time it takes the bucket to regain one token, 0 for a zero-capacity bucket. It
+// is at least MinInterval: a faster refill regains one token a microsecond (the Redis limiter
+// counts microseconds, and a zero interval would leave nothing to divide by).
 func (r Rate) Interval() time.Duration {
-	if r.Burst <= 0 || r.Refill <= 0 {
+	if r.Zero() {
 		return 0
 	}
-	return r.Period / time.Duration(r.Refill)
+	return max(r.Period/time.Duration(r.Refill), MinInterval)
+}
+
+// Fill is how long an empty bucket takes to fill again (Burst intervals; the GCRA's tolerance),
+// saturated at the longest duration rather than overflowing.
+func (r Rate) Fill() time.Duration {
+	i := r.Interval()
+	if i == 0 {
+		return 0
+	}
+	return time.Duration(mulSat(r.Burst, int64(i)))
+}
+
+// Check names each figure outside the bounds the arithmetic holds to, with the range it may
+// take ("burst: 1099511627776 is out of range 0 to 315360000 at refill 60 per 1m …"), for the
+// caller to place in its file. A zero burst or refill is a bucket that admits nothing.
+func (r Rate) Check() []string {
+	var bad []string
+	refillOK := r.Refill >= 0 && r.Refill <= MaxTokens
+	if !refillOK {
+		bad = append(bad, fmt.Sprintf("refill: %d is out of range 0 to %d (0 is a bucket that admits nothing)", r.Refill, int64(MaxTokens)))
+	}
+	periodOK := r.Period > 0 && r.Period <= MaxPeriod
+	if !periodOK {
+		bad = append(bad, fmt.Sprintf("period: %s is out of range: more than 0, at most %s", FormatPeriod(r.Period), FormatPeriod(MaxPeriod)))
+	}
+	most, why := int64(MaxTokens), "(0 is a bucket that admits nothing)"
+	if refillOK && periodOK && r.Refill > 0 {
+		interval := max(r.Period/time.Duration(r.Refill), MinInterval)
+		if n := int64(MaxFill / interval); n < most {
+			most, why = n, fmt.Sprintf("at refill %d per %s (an empty bucket must fill again within %s)", r.Refill, FormatPeriod(r.Period), FormatPeriod(MaxFill))
+		}
+	}
+	if r.Burst < 0 || r.Burst > most {
+		bad = append(bad, fmt.Sprintf("burst: %d is out of range 0 to %d %s", r.Burst, most, why))
+	}
+	return bad
+}
+
+// FormatPeriod writes a period the way a plans file gives it ("1m", "24h", "87600h").
+func FormatPeriod(d time.Duration) string {
+	switch {
+	case d > 0 && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d > 0 && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// mulSat is a×b for non-negative a and b, saturated at the largest int64.
+func mulSat(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // Zero reports a bucket of capacity 0 (plan_has_no_api_generate).

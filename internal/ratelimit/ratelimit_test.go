@@ -275,3 +275,46 @@ func TestRL01_MemoryEvictsIdleKeys(t *testing.T) {
 		t.Fatalf("holds %d entries after every old bucket refilled", n)
 	}
 }
+
+// TestI30_RateBounds: Check names every figure outside the range the bucket arithmetic holds to,
+// with the range; GCRA over figures past those bounds (built in code, not read from a file)
+// saturates instead of wrapping, and a refill faster than a token a microsecond regains one a
+// microsecond instead of dividing by zero. Proves issue 30 item 1.
+func TestI30_RateBounds(t *testing.T) {
+	for _, c := range []struct {
+		rate ratelimit.Rate
+		want []string
+	}{
+		{ratelimit.Rate{Burst: 60, Refill: 300, Period: time.Minute}, nil},
+		{ratelimit.Rate{Period: time.Minute}, nil}, // none (capacity 0)
+		{ratelimit.Rate{Burst: 1e12, Refill: 1e12, Period: time.Second}, nil},
+		{ratelimit.Rate{Burst: 1 << 40, Refill: 60, Period: time.Minute},
+			[]string{"burst: 1099511627776 is out of range 0 to 315360000 at refill 60 per 1m (an empty bucket must fill again within 87600h)"}},
+		{ratelimit.Rate{Burst: -1, Refill: 1e12 + 1, Period: 8785 * time.Hour}, []string{
+			"refill: 1000000000001 is out of range 0 to 1000000000000 (0 is a bucket that admits nothing)",
+			"period: 8785h is out of range: more than 0, at most 8784h",
+			"burst: -1 is out of range 0 to 1000000000000 (0 is a bucket that admits nothing)"}},
+	} {
+		if got := c.rate.Check(); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%+v: Check = %q, want %q", c.rate, got, c.want)
+		}
+	}
+	now := int64(1e18)
+	for _, rate := range []ratelimit.Rate{
+		{Burst: 1 << 40, Refill: 60, Period: time.Minute},
+		{Burst: 1 << 62, Refill: 1, Period: 1 << 62},
+		{Burst: 1e12, Refill: 1e12, Period: time.Second},
+	} {
+		d, tat := ratelimit.GCRA(rate, 0, now, 1)
+		if !d.Allowed || d.Remaining < 0 || d.ResetAfter <= 0 || tat <= now {
+			t.Errorf("%+v: first request %+v, tat %d", rate, d, tat)
+		}
+		d, _ = ratelimit.GCRA(rate, tat, now, rate.Burst)
+		if d.Remaining < 0 || d.ResetAfter < 0 || d.RetryAfter < 0 {
+			t.Errorf("%+v: a whole bucket's worth %+v", rate, d)
+		}
+	}
+	if i := (ratelimit.Rate{Burst: 1e12, Refill: 1e12, Period: time.Second}).Interval(); i != time.Microsecond {
+		t.Errorf("a trillion a second regains one token every %v, want 1µs", i)
+	}
+}

@@ -135,6 +135,9 @@ type Config struct {
 
 	APIDisabled    bool
 	DisableProduct []string
+	// NoUploads turns uploads off (serve --no-uploads): the upload routes stay in the API and
+	// answer 503 not_configured, so clients learn to send file inputs as URLs.
+	NoUploads bool
 
 	// Cog maps a model slug to the base URL of a Cog model server that runs it.
 	Cog map[string]string

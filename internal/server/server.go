@@ -247,8 +247,12 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	urls := jobview.URLs{Queue: s.urls.Queue}
 	s.usage = ledger.NewUsage(d.DB)
 	s.usage.MaxExportRows = cfg.UsageExportRows
+	var uploads *blobs.Uploader
+	if !cfg.NoUploads {
+		uploads = &blobs.Uploader{Signer: signer}
+	}
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
-		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: &blobs.Uploader{Signer: signer}, Usage: s.usage,
+		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: uploads, Usage: s.usage,
 		Ready: []accountapi.Pinger{&s.draining, d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
