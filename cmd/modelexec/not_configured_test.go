@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelexec/modelexec/internal/accountapi"
 )
@@ -32,19 +30,7 @@ func TestERR90_NotConfiguredFromServe(t *testing.T) {
 			"--queue-addr", freePort(t), "--sync-addr", freePort(t), "--log-level", "error", "--drain-delay", "0"}, extra...)
 		return run(ctx, args, noenv, io.Discard, io.Discard)
 	}
-	var acct, key struct{ ID, Key string }
-	console := func(v any, args ...string) {
-		t.Helper()
-		var b bytes.Buffer
-		if err := run(context.Background(), append(args, "--data", data, "--secret", secret, "--json", "--create"), noenv, &b, io.Discard); err != nil {
-			t.Fatal(args, err)
-		}
-		if err := json.Unmarshal(b.Bytes(), v); err != nil {
-			t.Fatal(err, b.String())
-		}
-	}
-	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "100", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
-	console(&key, "keys", "mint", "--account", acct.ID)
+	_, key := operatorKey(t, data, secret, 100, "--create")
 	post := func(path string) (int, map[string]any) {
 		t.Helper()
 		res := waitFor(t, func() (*http.Response, error) {

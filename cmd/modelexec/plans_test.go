@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,19 +89,7 @@ func TestI10_OperatorKnobs(t *testing.T) {
 	go func() { served <- run(ctx, serveArgs(good), noenv, io.Discard, io.Discard) }()
 	defer func() { cancel(); <-served }()
 
-	var acct, key struct{ ID, Key string }
-	console := func(v any, args ...string) {
-		t.Helper()
-		var b bytes.Buffer
-		if err := run(context.Background(), append(args, "--data", data, "--secret", "knobs-secret-0123456789", "--json"), noenv, &b, io.Discard); err != nil {
-			t.Fatal(args, err)
-		}
-		if err := json.Unmarshal(b.Bytes(), v); err != nil {
-			t.Fatal(err, b.String())
-		}
-	}
-	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "1000", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
-	console(&key, "keys", "mint", "--account", acct.ID)
+	_, key := operatorKey(t, data, "knobs-secret-0123456789", 1000)
 
 	res := waitFor(t, func() (*http.Response, error) { return do("GET", "http://"+api+"/v1/me", key.Key, "") })
 	res.Body.Close()
@@ -208,19 +197,7 @@ func TestI30_PlanFiguresInRange(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- run(ctx, serveArgs(large), noenv, io.Discard, io.Discard) }()
 	defer func() { cancel(); <-served }()
-	var acct, key struct{ ID, Key string }
-	console := func(v any, args ...string) {
-		t.Helper()
-		var b bytes.Buffer
-		if err := run(context.Background(), append(args, "--data", data, "--secret", "range-secret-0123456789", "--json"), noenv, &b, io.Discard); err != nil {
-			t.Fatal(args, err)
-		}
-		if err := json.Unmarshal(b.Bytes(), v); err != nil {
-			t.Fatal(err, b.String())
-		}
-	}
-	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "10", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
-	console(&key, "keys", "mint", "--account", acct.ID)
+	_, key := operatorKey(t, data, "range-secret-0123456789", 10)
 	for i := range 3 {
 		res := waitFor(t, func() (*http.Response, error) { return do("GET", "http://"+api+"/v1/me", key.Key, "") })
 		body, _ := io.ReadAll(res.Body)
@@ -277,19 +254,7 @@ func TestI30_CatalogueFiguresInRange(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- run(ctx, serveArgs(top), noenv, io.Discard, io.Discard) }()
 	defer func() { cancel(); <-served }()
-	var acct, key struct{ ID, Key string }
-	console := func(v any, args ...string) {
-		t.Helper()
-		var b bytes.Buffer
-		if err := run(context.Background(), append(args, "--data", data, "--secret", "range-secret-0123456789", "--json"), noenv, &b, io.Discard); err != nil {
-			t.Fatal(args, err)
-		}
-		if err := json.Unmarshal(b.Bytes(), v); err != nil {
-			t.Fatal(err, b.String())
-		}
-	}
-	console(&acct, "accounts", "create", "--plan", "pro", "--credits", "100", "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
-	console(&key, "keys", "mint", "--account", acct.ID)
+	_, key := operatorKey(t, data, "range-secret-0123456789", 100)
 	waitFor(t, func() (*http.Response, error) { return do("GET", "http://"+api+"/v1/me", key.Key, "") }).Body.Close()
 	for _, c := range []struct {
 		slug   string
@@ -309,4 +274,24 @@ func TestI30_CatalogueFiguresInRange(t *testing.T) {
 			t.Fatalf("%s at the top of its figures' ranges: %d %s, want %d with %s", c.slug, res.StatusCode, body, c.status, c.says)
 		}
 	}
+}
+
+// operatorKey creates a pro account with credits (aged three days, past the newcomer limits)
+// and mints it a key through the operator commands on data, as an operator does.
+func operatorKey(t *testing.T, data, secret string, credits int, flags ...string) (acct, key struct{ ID, Key string }) {
+	t.Helper()
+	console := func(v any, args ...string) {
+		t.Helper()
+		var b bytes.Buffer
+		args = append(append(args, "--data", data, "--secret", secret, "--json"), flags...)
+		if err := run(context.Background(), args, func(string) string { return "" }, &b, io.Discard); err != nil {
+			t.Fatal(args, err)
+		}
+		if err := json.Unmarshal(b.Bytes(), v); err != nil {
+			t.Fatal(err, b.String())
+		}
+	}
+	console(&acct, "accounts", "create", "--plan", "pro", "--credits", strconv.Itoa(credits), "--created-at", time.Now().Add(-72*time.Hour).UTC().Format(time.RFC3339))
+	console(&key, "keys", "mint", "--account", acct.ID)
+	return acct, key
 }
