@@ -346,10 +346,7 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 		}
 		pauses[host] = until
 	}
-	if !until.After(now) {
-		until = time.Time{}
-	}
-	if !until.IsZero() {
+	if until.After(now) {
 		rec.Status, rec.NextAttemptAt = DeliveryScheduled, until
 		stats.Paused++
 		return record()
