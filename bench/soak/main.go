@@ -113,7 +113,7 @@ func run(ctx context.Context, d time.Duration, clients int, profileDir, marker s
 	hc := &http.Client{Transport: tr, Timeout: 90 * time.Second}
 	st := newStats()
 	var wg sync.WaitGroup
-	upload := noisePNG(256, 256)
+	upload := noisePNG(1024, 768)
 	for i := range clients {
 		wg.Add(1)
 		go func() {
@@ -130,12 +130,12 @@ func run(ctx context.Context, d time.Duration, clients int, profileDir, marker s
 			fmt.Fprintln(os.Stderr, "soak: profiles:", err)
 		}
 	}
+	pid := srv.cmd.Process.Pid
+	end := endReading{metrics: scrape(srv.admin), hwm: procStatus(pid, "VmHWM:"), anon: procStatus(pid, "RssAnon:"), file: procStatus(pid, "RssFile:")}
 	stopLoad()
 	wg.Wait()
 	tr.CloseIdleConnections()
-	gc := scrape(srv.admin)
-	hwm := procStatus(srv.cmd.Process.Pid, "VmHWM:")
-	report(samples, st, elapsed, gc, hwm)
+	report(samples, st, elapsed, end)
 	return ctx.Err()
 }
 
@@ -372,7 +372,7 @@ func (c *client) do(ctx context.Context, kind, method, url, key, ctype string, b
 
 func (c *client) imageInput() (string, []byte) {
 	slug := [...]string{"image-turbo", "image-4b"}[c.rng.IntN(2)]
-	size := [...]int{256, 384, 512}[c.rng.IntN(3)]
+	size := [...]int{512, 768, 1024}[c.rng.IntN(3)]
 	return slug, fmt.Appendf(nil, `{"positivePrompt":"a lighthouse at dusk, %d","width":%d,"height":%d,"steps":4,"seed":%d}`,
 		c.rng.IntN(1000), size, size, c.rng.IntN(1<<30))
 }
@@ -607,7 +607,14 @@ func writeProfiles(admin, dir string) error {
 	return nil
 }
 
-func report(rows []sampleRow, st *stats, elapsed time.Duration, gc map[string]float64, hwm float64) {
+// endReading is the server read at the end of the load, while it still runs: its series and
+// its peak, anonymous and file-backed resident memory.
+type endReading struct {
+	metrics         map[string]float64
+	hwm, anon, file float64
+}
+
+func report(rows []sampleRow, st *stats, elapsed time.Duration, end endReading) {
 	mib := func(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
 	col := func(f func(sampleRow) float64) (p50, max float64) {
 		v := make([]float64, len(rows))
@@ -624,13 +631,22 @@ func report(rows []sampleRow, st *stats, elapsed time.Duration, gc map[string]fl
 	heap50, heapMax := col(func(r sampleRow) float64 { return r.heap })
 	_, gMax := col(func(r sampleRow) float64 { return r.goroutines })
 	fmt.Printf("\n%d samples over %s\n", len(rows), elapsed.Round(time.Second))
-	fmt.Printf("RSS          p50 %s, max %s (peak VmHWM %s)\n", mib(rss50), mib(rssMax), mib(hwm))
+	m := end.metrics
+	fmt.Printf("RSS          p50 %s, max %s (peak VmHWM %s); at the end %s anonymous, %s file-backed\n",
+		mib(rss50), mib(rssMax), mib(end.hwm), mib(end.anon), mib(end.file))
 	fmt.Printf("Go heap      in use p50 %s, max %s; goroutines max %.0f\n", mib(heap50), mib(heapMax), gMax)
+	// What the Go runtime holds of the anonymous memory; the rest is outside it (SQLite's
+	// allocator among others).
+	held := m["go_memstats_sys_bytes"] - m["go_memstats_heap_released_bytes"]
+	fmt.Printf("at the end   Go heap in use %s, free not returned %s, stacks %s, runtime's own %s; outside Go about %s\n",
+		mib(m["go_memstats_heap_inuse_bytes"]), mib(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"]),
+		mib(m["go_memstats_stack_sys_bytes"]), mib(m["go_memstats_sys_bytes"]-m["go_memstats_heap_sys_bytes"]-m["go_memstats_stack_sys_bytes"]),
+		mib(max(end.anon-held, 0)))
 	limit := "off"
-	if l := gc["go_gc_gomemlimit_bytes"]; l > 0 && l < 1<<62 {
+	if l := m["go_gc_gomemlimit_bytes"]; l > 0 && l < 1<<62 {
 		limit = mib(l)
 	}
-	fmt.Printf("GC           GOGC %.0f, soft memory limit %s\n", gc["go_gc_gogc_percent"], limit)
+	fmt.Printf("GC           GOGC %.0f, soft memory limit %s, %0.f cycles\n", m["go_gc_gogc_percent"], limit, m["go_gc_duration_seconds_count"])
 	fmt.Printf("requests     %d, %.0f a second\n\n", st.total.Load(), float64(st.total.Load())/elapsed.Seconds())
 	fmt.Printf("%-14s %9s %9s %7s %7s %7s\n", "kind", "per s", "2xx/3xx", "4xx", "5xx", "failed")
 	kinds := make([]string, 0, len(st.counts))
