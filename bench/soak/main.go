@@ -122,16 +122,16 @@ func run(ctx context.Context, d time.Duration, clients int, profileDir, marker s
 			c.loop(loadCtx)
 		}()
 	}
-	began := time.Now()
+	began, cpuBefore := time.Now(), procCPU(srv.cmd.Process.Pid)
 	samples := sample(ctx, srv, d)
-	elapsed := time.Since(began)
+	elapsed, cpu := time.Since(began), procCPU(srv.cmd.Process.Pid)-cpuBefore
 	if profileDir != "" && ctx.Err() == nil {
 		if err := writeProfiles(srv.admin, profileDir); err != nil {
 			fmt.Fprintln(os.Stderr, "soak: profiles:", err)
 		}
 	}
 	pid := srv.cmd.Process.Pid
-	end := endReading{metrics: scrape(srv.admin), hwm: procStatus(pid, "VmHWM:"), anon: procStatus(pid, "RssAnon:"), file: procStatus(pid, "RssFile:")}
+	end := endReading{cpu: cpu, metrics: scrape(srv.admin), hwm: procStatus(pid, "VmHWM:"), anon: procStatus(pid, "RssAnon:"), file: procStatus(pid, "RssFile:")}
 	stopLoad()
 	wg.Wait()
 	tr.CloseIdleConnections()
@@ -561,6 +561,24 @@ func procStatus(pid int, field string) float64 {
 	return 0
 }
 
+// procCPU reads the user and system CPU time a process has spent, from /proc/<pid>/stat.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis: utime and stime are the 12th and
+	// 13th, in clock ticks (100 a second on Linux).
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // scrape reads the unlabelled series of the operator listener's /metrics.
 func scrape(admin string) map[string]float64 {
 	out := map[string]float64{}
@@ -607,9 +625,11 @@ func writeProfiles(admin, dir string) error {
 	return nil
 }
 
-// endReading is the server read at the end of the load, while it still runs: its series and
-// its peak, anonymous and file-backed resident memory.
+// endReading is the server read at the end of the load, while it still runs: the CPU time
+// it spent during the load, its series and its peak, anonymous and file-backed resident
+// memory.
 type endReading struct {
+	cpu             time.Duration
 	metrics         map[string]float64
 	hwm, anon, file float64
 }
@@ -647,7 +667,9 @@ func report(rows []sampleRow, st *stats, elapsed time.Duration, end endReading) 
 		limit = mib(l)
 	}
 	fmt.Printf("GC           GOGC %.0f, soft memory limit %s, %0.f cycles\n", m["go_gc_gogc_percent"], limit, m["go_gc_duration_seconds_count"])
-	fmt.Printf("requests     %d, %.0f a second\n\n", st.total.Load(), float64(st.total.Load())/elapsed.Seconds())
+	n := st.total.Load()
+	fmt.Printf("requests     %d, %.1f a second; the server's CPU %.1f ms a request\n\n", n, float64(n)/elapsed.Seconds(),
+		float64(end.cpu)/float64(time.Millisecond)/float64(max(n, 1)))
 	fmt.Printf("%-14s %9s %9s %7s %7s %7s\n", "kind", "per s", "2xx/3xx", "4xx", "5xx", "failed")
 	kinds := make([]string, 0, len(st.counts))
 	for k := range st.counts {
