@@ -329,8 +329,9 @@ func (c *client) loop(ctx context.Context) {
 	}
 }
 
-// do sends one request and answers its status and body (nil when discard). A stream's body is
-// read to its end by the caller through each.
+// do sends one request, counts it under kind, and answers its status and, when keep (or when
+// refused: its error code is counted), its body; otherwise the body is read and dropped. A
+// request the end of the load cut is not counted.
 func (c *client) do(ctx context.Context, kind, method, url, key, ctype string, body []byte, keep bool) (int, []byte) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
