@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -20,8 +21,22 @@ type MemoryFlags struct {
 // progress; at Go's 100 the heap doubled it, and the resident memory followed.
 const defaultGCPercent = 50
 
-// cgroupMemoryMax is where a process under cgroup v2 reads its memory limit.
-const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
+// cgroupMemoryMax reads the memory limit of the process's cgroup (v2): memory.max of the
+// group /proc/self/cgroup names, "max" when the group has none, "" where there is no such
+// file. A limit set only on a group above it is not looked for.
+func cgroupMemoryMax() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if group, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			m, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup", group, "memory.max"))
+			return string(m)
+		}
+	}
+	return ""
+}
 
 // memory is how the Go runtime holds the memory: the collector's percent (-1: off) and the
 // soft memory limit in bytes (math.MaxInt64: none).
@@ -86,10 +101,9 @@ func parseBytes(s string) (int64, error) {
 
 // applyMemory sets the collector's percent and the soft memory limit of this process.
 func (f MemoryFlags) applyMemory(getenv func(string) string) error {
-	cg, _ := os.ReadFile(cgroupMemoryMax)
 	started := memory{gcPercent: debug.SetGCPercent(-1), limit: debug.SetMemoryLimit(-1)}
 	debug.SetGCPercent(started.gcPercent) // SetGCPercent answers the figure it replaced
-	m, err := memorySettings(f, getenv, string(cg), started)
+	m, err := memorySettings(f, getenv, cgroupMemoryMax(), started)
 	if err != nil {
 		return err
 	}
