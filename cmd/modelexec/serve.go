@@ -24,6 +24,7 @@ type ServeCmd struct {
 	WebhookFlags
 	ChatFlags
 	StudioFlags
+	MemoryFlags
 	Dev              bool              `help:"Development mode: create a development account on first start and print a key and a curl line."`
 	APIAddr          string            `default:"127.0.0.1:8080" help:"Account API listen address."`
 	QueueAddr        string            `default:"127.0.0.1:8081" help:"Queue host listen address."`
@@ -53,6 +54,9 @@ type ServeCmd struct {
 func (c *ServeCmd) Run(e *env) error {
 	log := c.logger(e.stderr)
 	ctx := e.ctx
+	if err := c.applyMemory(e.getenv); err != nil {
+		return err
+	}
 	if c.Dev {
 		// The one-time key is printed once: check the ports before minting it.
 		if err := checkListenFree(c.listenAddrs()); err != nil {

@@ -107,13 +107,14 @@ func (s *Service) waitRunning(ctx context.Context, accountID, requestID string, 
 // A settled job never changes again (COMPLETED is final, and nothing rewrites or deletes a
 // settled row), so a read of one may be answered from memory: the status poll that sees
 // COMPLETED and the result read that follows it read nothing when this process settled the
-// job or read it settled before. The memory is bounded twice: the most recent settledKept
-// jobs, holding at most settledBytes of inputs, results and logs together; a job that alone
-// holds more than settledBytes/64 is not kept (its reads go to the store), so requests with
-// large inputs cannot fill the memory with what they sent.
+// job or read it settled before, and such reads come within seconds of the settlement. The
+// memory is bounded twice: the most recent settledKept jobs, holding at most settledBytes of
+// heap together (an image job holds about 3 KiB: some 1,300 jobs); a job that alone holds
+// more than settledBytes/64 is not kept (its reads go to the store), so requests with large
+// inputs cannot fill the memory with what they sent.
 const (
-	settledKept  = 4096
-	settledBytes = 16 << 20
+	settledKept  = 2048
+	settledBytes = 4 << 20
 )
 
 // finals holds recently settled jobs by request id, oldest evicted first.
@@ -182,37 +183,64 @@ func (f *finals) evict() {
 	}
 }
 
-// heldBytes estimates what j holds beyond its fixed fields: its input, its result's document
-// and files, its error and its logs.
+// heldBytes estimates the heap j holds while kept: the job itself, stored by value in the
+// map with its pointed-to times and its identifiers (jobBytes), its input, its result's
+// document, files and metrics, its error, its logs and its metrics. The figures follow Go's
+// layout (a map's slots in groups of eight with their control bytes, a value in an interface
+// boxed on the heap), so that the byte bound is a bound on memory
+// (TestSettledJobsHeapWithinBytes measures it).
 func heldBytes(j Job) int {
-	n := 512 + len(j.Input) + len(j.ErrorMessage)
+	n := jobBytes + len(j.Input) + len(j.ErrorMessage) + metricsBytes(j.Metrics)
 	for _, l := range j.Logs {
-		n += 64 + len(l.Message)
+		n += 96 + len(l.Message) + len(l.Level) + len(l.Source)
 	}
 	for _, v := range j.ErrorDetail {
-		n += 64 + len(v.Msg)
+		n += 96 + len(v.Msg) + len(v.Type)
 	}
-	if j.Result != nil {
-		n += valueBytes(j.Result.Document) + 256*len(j.Result.Files)
+	if r := j.Result; r != nil {
+		n += 96 + valueBytes(r.Document) + metricsBytes(r.Metrics)
+		for _, f := range r.Files {
+			n += 48 + len(f.Key) + len(f.ContentType)
+		}
 	}
 	return n
 }
 
-// valueBytes estimates the memory a decoded JSON value holds.
+// jobBytes is what a kept job holds whatever its contents: the Job value in the map's slot
+// (about 480 bytes, a slot of a map about a third empty on average), its key in the order of
+// eviction, its four times and its identifiers.
+const jobBytes = 1024
+
+// metricsBytes estimates a map[string]float64: its header and, per entry, a slot (key header,
+// value, control byte, room left in its group) and the key's bytes.
+func metricsBytes(m map[string]float64) int {
+	if m == nil {
+		return 0
+	}
+	n := 64
+	for k := range m {
+		n += 40 + len(k)
+	}
+	return n
+}
+
+// valueBytes estimates the memory a decoded JSON value holds: a map's header and a slot per
+// entry (a key and an interface, with room left in its group), an array's backing, and a
+// scalar boxed in its interface.
 func valueBytes(v any) int {
 	switch v := v.(type) {
 	case string:
 		return 16 + len(v)
 	case map[string]any:
-		n := 48
+		n := 64
 		for k, x := range v {
-			n += 16 + len(k) + valueBytes(x)
+			n += 40 + len(k) + valueBytes(x)
 		}
 		return n
 	case []any:
 		n := 24
 		for _, x := range v {
-			n += valueBytes(x)
+			n += 16 + valueBytes(x)
 		}
 		return n
 	}

@@ -47,9 +47,15 @@ func encodeImage(img image.Image, format string, quality int) (encoded, error) {
 	}
 }
 
-// flatten composites an image that may carry alpha over white.
+// flatten composites an image that may carry alpha over white. The JPEG encoder reads an
+// *image.RGBA's pixels directly but any other image one pixel at a time through At, which
+// allocates for each pixel: an opaque *image.NRGBA is handed over as the *image.RGBA it
+// equals (with every alpha 255, the premultiplied and the plain pixels are the same bytes).
 func flatten(img image.Image) image.Image {
 	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+		if n, ok := img.(*image.NRGBA); ok {
+			return &image.RGBA{Pix: n.Pix, Stride: n.Stride, Rect: n.Rect}
+		}
 		return img
 	}
 	b := img.Bounds()
