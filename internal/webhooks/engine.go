@@ -246,6 +246,20 @@ func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) 
 		}
 		groups[i] = append(groups[i], d)
 	}
+	if len(groups) == 0 {
+		return stats, nil
+	}
+	var ids []string
+	for _, g := range groups {
+		if id := g[0].EndpointID; id != "" {
+			ids = append(ids, id)
+		}
+	}
+	state, err := e.cfg.Store.SweepState(ctx, ids, now)
+	if err != nil {
+		return stats, err
+	}
+	pauses := &hostPauses{until: state.Paused}
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -255,7 +269,7 @@ func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) 
 	for w := 0; w < min(e.cfg.Workers, len(groups)); w++ {
 		wg.Go(func() {
 			for g := range work {
-				s, err := e.sendGroup(ctx, now, g)
+				s, err := e.sendGroup(ctx, now, g, state.Endpoints, pauses)
 				mu.Lock()
 				stats.add(s)
 				if err != nil {
@@ -273,17 +287,36 @@ func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) 
 	return stats, errors.Join(errs...)
 }
 
-func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery) (SweepStats, error) {
+// hostPauses is the hosts' pauses a sweep knows: those read at its start, then those its
+// attempts' counts started. Within a sweep (one now) a pause only begins.
+type hostPauses struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (p *hostPauses) get(host string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.until[host]
+}
+
+func (p *hostPauses) add(host string, until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until.After(p.until[host]) {
+		p.until[host] = until
+	}
+}
+
+// sendGroup sends one endpoint's claimed deliveries (or one per-request delivery) in order,
+// starting from the endpoint as the sweep read it.
+func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery, endpoints map[string]Endpoint, pauses *hostPauses) (SweepStats, error) {
 	var stats SweepStats
 	var ep *Endpoint
-	pauses := map[string]time.Time{} // hosts' pauses as last read or counted: checked once a group
 	if id := group[0].EndpointID; id != "" {
-		got, err := e.cfg.Store.GetEndpoint(ctx, id)
-		if errors.Is(err, ErrNotFound) {
+		got, ok := endpoints[id]
+		if !ok {
 			return stats, nil // deleted with its deliveries meanwhile
-		}
-		if err != nil {
-			return stats, err
 		}
 		ep = &got
 	}
@@ -304,9 +337,8 @@ func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery)
 }
 
 // attempt sends one claimed delivery and records the outcome (through the recorder). pauses
-// holds the hosts' pauses known to the group: a host not in it is read from the store, and the
-// pause counted with this attempt is kept in it.
-func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *Endpoint, pauses map[string]time.Time) (outcome, SweepStats, error) {
+// holds the hosts' pauses the sweep knows; the pause counted with this attempt joins them.
+func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *Endpoint, pauses *hostPauses) (outcome, SweepStats, error) {
 	var stats SweepStats
 	rec := AttemptParams{DeliveryID: d.ID, EndpointID: d.EndpointID, Now: now, DisableAfter: e.cfg.DisableAfter}
 	var sentTo string // the host an attempt went to
@@ -314,7 +346,7 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 	record := func() (outcome, SweepStats, error) {
 		got, err := e.record(ctx, rec, sentTo, !success)
 		if sentTo != "" {
-			pauses[sentTo] = got.hostPausedUntil
+			pauses.add(sentTo, got.hostPausedUntil)
 		}
 		return got, stats, err
 	}
@@ -338,15 +370,7 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 		return record()
 	}
 	host := hostOf(target)
-	until, checked := pauses[host]
-	if !checked {
-		var err error
-		if until, err = e.cfg.Store.HostPausedUntil(ctx, host, now); err != nil {
-			return outcome{}, stats, err
-		}
-		pauses[host] = until
-	}
-	if until.After(now) {
+	if until := pauses.get(host); until.After(now) {
 		rec.Status, rec.NextAttemptAt = DeliveryScheduled, until
 		stats.Paused++
 		return record()

@@ -55,6 +55,19 @@ func (g *MemHostGate) PausedUntil(_ context.Context, host string, now time.Time)
 	return w.pausedUntil, nil
 }
 
+// pausedAt answers the hosts paused at now.
+func (g *MemHostGate) pausedAt(now time.Time) map[string]time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]time.Time{}
+	for host, w := range g.hosts {
+		if now.Before(w.pausedUntil) {
+			out[host] = w.pausedUntil
+		}
+	}
+	return out
+}
+
 func prune(ts []time.Time, from time.Time) []time.Time {
 	i := 0
 	for i < len(ts) && !ts[i].After(from) {

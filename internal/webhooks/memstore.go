@@ -237,6 +237,18 @@ func (m *MemStore) RecordAttempts(ctx context.Context, b AttemptBatch) (BatchRec
 	return out, err
 }
 
+func (m *MemStore) SweepState(_ context.Context, ids []string, now time.Time) (SweepState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := SweepState{Endpoints: map[string]Endpoint{}, Paused: m.hosts.pausedAt(now)}
+	for _, id := range ids {
+		if e, ok := m.endpoints[id]; ok {
+			st.Endpoints[id] = cloneEndpoint(e)
+		}
+	}
+	return st, nil
+}
+
 func (m *MemStore) HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error) {
 	return m.hosts.PausedUntil(ctx, host, now)
 }

@@ -220,6 +220,12 @@ func ApplyEffect(e *Endpoint, p AttemptParams) (hold bool) {
 	return false
 }
 
+// SweepState is what a sweep's senders start from (Store.SweepState).
+type SweepState struct {
+	Endpoints map[string]Endpoint  // by id
+	Paused    map[string]time.Time // host → when its pause ends, for the hosts paused
+}
+
 // AttemptBatch is attempts recorded together (Store.RecordAttempts).
 type AttemptBatch struct {
 	Now      time.Time // when the hosts' counts are taken
@@ -292,6 +298,9 @@ type Store interface {
 	RecordAttempts(ctx context.Context, b AttemptBatch) (BatchRecorded, error)
 	// HostPausedUntil answers when host's pause ends, or the zero time when it is not paused.
 	HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error)
+	// SweepState reads what a sweep's senders start from, together: the endpoints of ids
+	// (those that exist) and the pause of every host paused at now.
+	SweepState(ctx context.Context, ids []string, now time.Time) (SweepState, error)
 	// ExpireOld closes every scheduled or held delivery created before CreatedBefore as
 	// failed/held_past_window; returns how many.
 	ExpireOld(ctx context.Context, p ExpireParams) (int, error)

@@ -31,6 +31,33 @@ func (s Webhooks) HostPausedUntil(ctx context.Context, host string, now time.Tim
 	return t, nil
 }
 
+// SweepState reads the endpoints of ids and the hosts paused at now in one round trip (on
+// PostgreSQL). The pauses table holds a row per host ever paused: a handful.
+func (s Webhooks) SweepState(ctx context.Context, ids []string, now time.Time) (webhooks.SweepState, error) {
+	st := webhooks.SweepState{Endpoints: map[string]webhooks.Endpoint{}, Paused: map[string]time.Time{}}
+	reads := []Read{NewRead(qSweepEndpoints[s.d.name], s.d.list(ids)),
+		NewRead(`SELECT host, paused_until FROM webhook_host_pauses WHERE paused_until > $1`, micros(now))}
+	err := s.sql.ReadAll(ctx, reads, func(i int, row Row) error {
+		if i == 0 {
+			e, err := scanEndpoint(row)
+			st.Endpoints[e.ID] = e
+			return err
+		}
+		var host string
+		var until int64
+		err := row.Scan(&host, &until)
+		st.Paused[host] = fromMicros(until)
+		return err
+	})
+	return st, err
+}
+
+// qSweepEndpoints reads the endpoints of a list of ids ($1), each database's way.
+var qSweepEndpoints = map[Dialect]string{
+	Postgres: `SELECT ` + endpointCols + ` FROM webhook_endpoints WHERE id = ANY($1::text[])`,
+	SQLite:   `SELECT ` + endpointCols + ` FROM webhook_endpoints WHERE id IN (SELECT value FROM json_each($1))`,
+}
+
 // countHosts counts the tallies' attempts, hosts in name order (two processes counting the
 // same hosts take their rows in the same order), and answers each tally's pause.
 func (s Webhooks) countHosts(ctx context.Context, tx *Tx, now time.Time, tallies []webhooks.HostTally) ([]time.Time, error) {

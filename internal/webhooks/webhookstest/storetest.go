@@ -232,6 +232,29 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 		}
 	})
 
+	t.Run("SweepState", func(t *testing.T) {
+		// A sweep starts from the endpoints it claimed for (a deleted one is absent) and the
+		// hosts paused now: a host reaching 2,000 attempts within the hour is paused for one.
+		s := newStore(t)
+		create(t, s, "wh_a", "acc")
+		create(t, s, "wh_b", "acc")
+		got, err := s.RecordAttempts(ctx, webhooks.AttemptBatch{Now: t0, Hosts: []webhooks.HostTally{
+			{Host: "busy.example", Attempts: webhooks.HostMaxDeliveriesPerHour}, {Host: "calm.example", Attempts: 3}}})
+		if err != nil || !got.HostPausedUntil[0].Equal(t0.Add(webhooks.HostPause)) || !got.HostPausedUntil[1].IsZero() {
+			t.Fatalf("counts %+v %v", got, err)
+		}
+		st, err := s.SweepState(ctx, []string{"wh_a", "wh_b", "wh_gone"}, t0.Add(time.Minute))
+		if err != nil || len(st.Endpoints) != 2 || st.Endpoints["wh_b"].Account != "acc" {
+			t.Fatalf("endpoints %+v %v", st.Endpoints, err)
+		}
+		if len(st.Paused) != 1 || !st.Paused["busy.example"].Equal(t0.Add(webhooks.HostPause)) {
+			t.Fatalf("paused %+v", st.Paused)
+		}
+		if later, _ := s.SweepState(ctx, nil, t0.Add(webhooks.HostPause)); len(later.Paused) != 0 {
+			t.Fatalf("a pause outlived its hour: %+v", later.Paused)
+		}
+	})
+
 	t.Run("PauseDoesNotCount", func(t *testing.T) {
 		s := newStore(t)
 		create(t, s, "wh_a", "acc")
