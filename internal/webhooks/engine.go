@@ -35,7 +35,7 @@ const (
 	DefaultReleaseSpacing  = 3 * time.Second // 20 a minute after a passing re-challenge
 	DefaultMaxEndpoints    = 5
 	DefaultClaimBatch      = 1000
-	DefaultWorkers         = 16
+	DefaultWorkers         = 32
 	defaultLeaseMultiplier = 2
 )
 
@@ -72,7 +72,7 @@ type Config struct {
 	PerEndpointRun int           // 100
 	ReleaseSpacing time.Duration // 3 s
 	ClaimBatch     int           // 1000
-	Workers        int           // 16
+	Workers        int           // 32
 	Lease          time.Duration // how long a claimed row is hidden from other sweeps
 	// RecordBatch configures the attempt recorder (recorder.go); zero: batch.DefaultConfig.
 	RecordBatch batch.Config
