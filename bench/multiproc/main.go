@@ -195,15 +195,7 @@ func writeFigures(dir string) (string, string) {
 	b, err := json.Marshal(f)
 	check(err)
 	check(os.WriteFile(catFile, b, 0o600))
-	p := plans.Default()
-	p.InFlight[auth.Pro] = 1000
-	for bk, r := range p.Rates[string(auth.Pro)] {
-		r.Burst, r.Refill = 100000, 100000
-		p.Rates[string(auth.Pro)][bk] = r
-	}
-	for bk := range p.Fuse {
-		p.Fuse[bk] = 100000
-	}
+	p := plans.Default().Unpaced(auth.Pro, 1000, 100000)
 	plansFile := filepath.Join(dir, "plans.json")
 	check(os.WriteFile(plansFile, p.JSON(), 0o600))
 	return catFile, plansFile

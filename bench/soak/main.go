@@ -238,15 +238,7 @@ func writeFigures(dir string) (string, string, error) {
 	if err := os.WriteFile(catFile, b, 0o600); err != nil {
 		return "", "", err
 	}
-	p := plans.Default()
-	p.InFlight[auth.Pro] = 100000
-	for bk, r := range p.Rates[string(auth.Pro)] {
-		r.Burst, r.Refill = 1000000, 1000000
-		p.Rates[string(auth.Pro)][bk] = r
-	}
-	for bk := range p.Fuse {
-		p.Fuse[bk] = 1000000
-	}
+	p := plans.Default().Unpaced(auth.Pro, 100000, 1000000)
 	plansFile := filepath.Join(dir, "plans.json")
 	return catFile, plansFile, os.WriteFile(plansFile, p.JSON(), 0o600)
 }

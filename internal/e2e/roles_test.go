@@ -64,15 +64,7 @@ func rolesSplit(t *testing.T, bin, backend string) {
 	catFile := filepath.Join(dir, "catalogue.json")
 	writeJSON(t, catFile, f)
 	// The plans: room for 500 jobs in flight and no pacing in the way of the test.
-	p := plans.Default()
-	p.InFlight[auth.Pro] = 1000
-	for bk, r := range p.Rates[string(auth.Pro)] {
-		r.Burst, r.Refill = 100000, 100000
-		p.Rates[string(auth.Pro)][bk] = r
-	}
-	for bk := range p.Fuse {
-		p.Fuse[bk] = 100000
-	}
+	p := plans.Default().Unpaced(auth.Pro, 1000, 100000)
 	plansFile := filepath.Join(dir, "plans.json")
 	if err := os.WriteFile(plansFile, p.JSON(), 0o600); err != nil {
 		t.Fatal(err)

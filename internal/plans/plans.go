@@ -56,6 +56,20 @@ func Default() *Plans {
 	return p
 }
 
+// Unpaced lifts plan's pacing for a load tool that measures the service rather than its plans:
+// jobs in flight up to inFlight, every rate bucket's burst and refill and every fuse to rate.
+func (p *Plans) Unpaced(plan auth.Plan, inFlight, rate int) *Plans {
+	p.InFlight[plan] = inFlight
+	for b, r := range p.Rates[string(plan)] {
+		r.Burst, r.Refill = int64(rate), int64(rate)
+		p.Rates[string(plan)][b] = r
+	}
+	for b := range p.Fuse {
+		p.Fuse[b] = rate
+	}
+	return p
+}
+
 // MaxMonthlyAllowance is the largest monthly allowance a plans file may give: a balance credited
 // it every month for a million years stays far inside the ledger's int64 credits.
 const MaxMonthlyAllowance = 1_000_000_000_000
