@@ -28,6 +28,25 @@ func TestI26_NoticesBetweenProcesses(t *testing.T) { noticesBetweenProcesses(t, 
 // pub/sub, which wins over PostgreSQL's LISTEN/NOTIFY (no process listens on the database).
 func TestI26_NoticesThroughRedis(t *testing.T) { noticesBetweenProcesses(t, testRedis(t)) }
 
+// splitDeployment stops the harness's own process and starts a front process (api, queue and
+// sync roles) behind a test server of its own, as a split deployment runs one; redisURL, when
+// set, carries the notices. It answers the front's URL, the front, and a maker of worker
+// processes (worker role) sharing its figures, each with its own jobs configuration.
+func splitDeployment(t *testing.T, h *harness, redisURL string) (string, *server.Server, func(func(*jobs.Config)) *server.Server) {
+	t.Helper()
+	h.stopWorker() // the harness's own process plays no part
+	var queueH http.Handler
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
+	t.Cleanup(api.Close)
+	frontRoles, _ := server.ParseRoles("api,queue,sync")
+	workerRoles, _ := server.ParseRoles("worker")
+	cfg := server.Config{Roles: frontRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL, Redis: redisURL}
+	front := h.newServer(cfg, nil, nil, nil)
+	queueH = front.Handler(server.RoleQueue)
+	cfg.Roles = workerRoles
+	return api.URL, front, func(jobsCfg func(*jobs.Config)) *server.Server { return h.newServer(cfg, nil, jobsCfg, nil) }
+}
+
 // testRedis is MODELEXEC_TEST_REDIS; the test is skipped without it (and fails under CI=true,
 // where .ci/run starts Redis).
 func testRedis(t *testing.T) string {
@@ -46,16 +65,9 @@ func noticesBetweenProcesses(t *testing.T, redisURL string) {
 		if h.db.Dialect() != sqlstore.Postgres {
 			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
 		}
-		h.stopWorker() // the harness's own process plays no part
-		var queueH http.Handler
-		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
-		defer api.Close()
-		apiRoles, _ := server.ParseRoles("api,queue,sync")
-		workerRoles, _ := server.ParseRoles("worker")
-		apiSrv := h.newServer(server.Config{Roles: apiRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL, Redis: redisURL}, nil, nil, nil)
-		queueH = apiSrv.Handler(server.RoleQueue)
+		apiURL, apiSrv, newWorker := splitDeployment(t, h, redisURL)
 		lazy := func(c *jobs.Config) { c.PollEvery, c.SweepEvery, c.HeartbeatEvery = time.Hour, time.Hour, time.Hour }
-		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL, Redis: redisURL}, nil, lazy, nil)
+		worker := newWorker(lazy)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{}, 2)
 		for _, s := range []*server.Server{apiSrv, worker} {
@@ -72,7 +84,7 @@ func noticesBetweenProcesses(t *testing.T, redisURL string) {
 		}
 
 		for i := range 3 {
-			r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, fmt.Sprintf(`{"positivePrompt":"ok %d"}`, i))
+			r := h.call(http.MethodPost, apiURL+"/svc-serverless/"+mFast, fmt.Sprintf(`{"positivePrompt":"ok %d"}`, i))
 			if r.Code != http.StatusOK || r.str("status") != "IN_QUEUE" {
 				t.Fatalf("hand-off %d: %d %s", i, r.Code, r.Raw)
 			}
@@ -81,13 +93,13 @@ func noticesBetweenProcesses(t *testing.T, redisURL string) {
 			}
 		}
 		// A request held on the API process: its answer is the worker's settlement.
-		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held"}`)
+		r := h.call(http.MethodPost, apiURL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held"}`)
 		if r.Code != http.StatusOK || r.str("status") != "COMPLETED" {
 			t.Fatalf("held submit: %d %s", r.Code, r.Raw)
 		}
 		// A cancel asked on the API process stops the run on the worker (whose heartbeat, which
 		// would also bring it, comes once an hour here), and answers the cancelled job.
-		r = h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold on"}`)
+		r = h.call(http.MethodPost, apiURL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold on"}`)
 		for deadline := time.Now().Add(10 * time.Second); h.job(r.str("request_id")).Status != jobs.InProgress; {
 			if time.Now().After(deadline) {
 				t.Fatal("the handed-off run never started on the worker")
@@ -158,15 +170,8 @@ func TestI26_FrontProcessHearsNotices(t *testing.T) {
 		if h.db.Dialect() != sqlstore.Postgres {
 			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
 		}
-		h.stopWorker()
-		var queueH http.Handler
-		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
-		defer api.Close()
-		frontRoles, _ := server.ParseRoles("api,queue,sync")
-		workerRoles, _ := server.ParseRoles("worker")
-		front := h.newServer(server.Config{Roles: frontRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
-		queueH = front.Handler(server.RoleQueue)
-		worker := h.newServer(server.Config{Roles: workerRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
+		apiURL, front, newWorker := splitDeployment(t, h, "")
+		worker := newWorker(nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{}, 2)
 		for _, s := range []*server.Server{front, worker} {
@@ -174,7 +179,7 @@ func TestI26_FrontProcessHearsNotices(t *testing.T) {
 		}
 		defer func() { cancel(); <-done; <-done }()
 		waitForListeners(t, h.db, 2)
-		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held on the front"}`)
+		r := h.call(http.MethodPost, apiURL+"/svc-serverless/"+mFast+"?wait=20", `{"positivePrompt":"held on the front"}`)
 		if r.Code != http.StatusOK || r.str("status") != "COMPLETED" {
 			t.Fatalf("held submit on the front: %d %s", r.Code, r.Raw)
 		}
@@ -189,18 +194,9 @@ func TestI26_DrainingWorkerTakesNoWork(t *testing.T) {
 		if h.db.Dialect() != sqlstore.Postgres {
 			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
 		}
-		h.stopWorker()
-		var queueH http.Handler
-		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
-		defer api.Close()
-		frontRoles, _ := server.ParseRoles("api,queue,sync")
-		workerRoles, _ := server.ParseRoles("worker")
-		cfg := server.Config{Roles: frontRoles, PublicURLQueue: api.URL, PublicURLSync: api.URL}
-		front := h.newServer(cfg, nil, nil, nil)
-		queueH = front.Handler(server.RoleQueue)
-		cfg.Roles = workerRoles
+		apiURL, front, newWorker := splitDeployment(t, h, "")
 		named := func(owner string) func(*jobs.Config) { return func(c *jobs.Config) { c.Owner = owner } }
-		draining := h.newServer(cfg, nil, named("proc_draining"), nil)
+		draining := newWorker(named("proc_draining"))
 		draining.Jobs().Quiesce()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -210,11 +206,11 @@ func TestI26_DrainingWorkerTakesNoWork(t *testing.T) {
 		run(draining)
 		waitForListeners(t, h.db, 2)
 
-		r := h.call(http.MethodPost, api.URL+"/svc-serverless/"+mFast, `{"positivePrompt":"handed off while a worker drains"}`)
+		r := h.call(http.MethodPost, apiURL+"/svc-serverless/"+mFast, `{"positivePrompt":"handed off while a worker drains"}`)
 		if r.Code != http.StatusOK || r.str("status") != "IN_QUEUE" {
 			t.Fatalf("hand-off: %d %s", r.Code, r.Raw)
 		}
-		run(h.newServer(cfg, nil, named("proc_live"), nil))
+		run(newWorker(named("proc_live")))
 		j := h.waitSettled(r.str("request_id"))
 		var ran string
 		for _, l := range j.Logs {

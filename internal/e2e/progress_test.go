@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -29,18 +28,8 @@ func progressAcrossProcesses(t *testing.T, redisURL string) {
 		if h.db.Dialect() != sqlstore.Postgres {
 			t.Skip("notices between processes travel through PostgreSQL or Redis, over a PostgreSQL database")
 		}
-		h.stopWorker()
-		var queueH http.Handler
-		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
-		defer front.Close()
-		frontRoles, _ := server.ParseRoles("api,queue,sync")
-		workerRoles, _ := server.ParseRoles("worker")
-		cfg := server.Config{Roles: frontRoles, PublicURLQueue: front.URL, PublicURLSync: front.URL, Redis: redisURL}
-		frontSrv := h.newServer(cfg, nil, nil, nil)
-		queueH = frontSrv.Handler(server.RoleQueue)
-		cfg.Roles = workerRoles
-		lazy := func(c *jobs.Config) { c.HeartbeatEvery = time.Hour }
-		worker := h.newServer(cfg, nil, lazy, nil)
+		frontURL, frontSrv, newWorker := splitDeployment(t, h, redisURL)
+		worker := newWorker(func(c *jobs.Config) { c.HeartbeatEvery = time.Hour })
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{}, 2)
 		for _, s := range []*server.Server{frontSrv, worker} {
@@ -53,7 +42,7 @@ func progressAcrossProcesses(t *testing.T, redisURL string) {
 			waitForSubscribers(t, redisURL, server.NoticeChannel(secret), 2)
 		}
 
-		r := h.call(http.MethodPost, front.URL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold progress"}`)
+		r := h.call(http.MethodPost, frontURL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold progress"}`)
 		if r.Code != http.StatusOK {
 			t.Fatalf("submit: %d %s", r.Code, r.Raw)
 		}
