@@ -47,6 +47,28 @@ func splitDeployment(t *testing.T, h *harness, redisURL string) (string, *server
 	return api.URL, front, func(jobsCfg func(*jobs.Config)) *server.Server { return h.newServer(cfg, nil, jobsCfg, nil) }
 }
 
+// runHearing runs the servers' job engines until the test ends, once each hears the others'
+// notices: through PostgreSQL's LISTEN, or Redis's subscription when redisURL is set.
+func runHearing(t *testing.T, h *harness, redisURL string, servers ...*server.Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, len(servers))
+	for _, s := range servers {
+		go func() { _ = s.Jobs().Run(ctx); done <- struct{}{} }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range servers {
+			<-done
+		}
+	})
+	if redisURL == "" {
+		waitForListeners(t, h.db, len(servers))
+	} else {
+		waitForSubscribers(t, redisURL, server.NoticeChannel(secret), int64(len(servers)))
+	}
+}
+
 // testRedis is MODELEXEC_TEST_REDIS; the test is skipped without it (and fails under CI=true,
 // where .ci/run starts Redis).
 func testRedis(t *testing.T) string {
@@ -68,16 +90,8 @@ func noticesBetweenProcesses(t *testing.T, redisURL string) {
 		apiURL, apiSrv, newWorker := splitDeployment(t, h, redisURL)
 		lazy := func(c *jobs.Config) { c.PollEvery, c.SweepEvery, c.HeartbeatEvery = time.Hour, time.Hour, time.Hour }
 		worker := newWorker(lazy)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{}, 2)
-		for _, s := range []*server.Server{apiSrv, worker} {
-			go func() { _ = s.Jobs().Run(ctx); done <- struct{}{} }()
-		}
-		defer func() { cancel(); <-done; <-done }()
-		if redisURL == "" {
-			waitForListeners(t, h.db, 2)
-		} else {
-			waitForSubscribers(t, redisURL, server.NoticeChannel(secret), 2)
+		runHearing(t, h, redisURL, apiSrv, worker)
+		if redisURL != "" {
 			if n := listeners(t, h.db); n != 0 {
 				t.Fatalf("%d sessions LISTEN on PostgreSQL though Redis carries the notices", n)
 			}

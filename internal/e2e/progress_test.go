@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/jobs"
-	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -30,24 +29,14 @@ func progressAcrossProcesses(t *testing.T, redisURL string) {
 		}
 		frontURL, frontSrv, newWorker := splitDeployment(t, h, redisURL)
 		worker := newWorker(func(c *jobs.Config) { c.HeartbeatEvery = time.Hour })
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{}, 2)
-		for _, s := range []*server.Server{frontSrv, worker} {
-			go func() { _ = s.Jobs().Run(ctx); done <- struct{}{} }()
-		}
-		defer func() { cancel(); <-done; <-done }()
-		if redisURL == "" {
-			waitForListeners(t, h.db, 2)
-		} else {
-			waitForSubscribers(t, redisURL, server.NoticeChannel(secret), 2)
-		}
+		runHearing(t, h, redisURL, frontSrv, worker)
 
 		r := h.call(http.MethodPost, frontURL+"/svc-serverless/"+mFast, `{"positivePrompt":"hold progress"}`)
 		if r.Code != http.StatusOK {
 			t.Fatalf("submit: %d %s", r.Code, r.Raw)
 		}
 		id := r.str("request_id")
-		events := streamEvents(t, ctx, h.key, r.str("status_url")+"/stream?logs=1")
+		events := streamEvents(t, t.Context(), h.key, r.str("status_url")+"/stream?logs=1")
 		deadline := time.After(10 * time.Second)
 		for seen := false; !seen; {
 			select {
