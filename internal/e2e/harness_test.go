@@ -39,16 +39,7 @@ const (
 	mPaused    = "t-paused"     // 503 model_disabled
 )
 
-// testCatalog is the shipped catalogue plus the test models above (copies of image-4b).
-func testCatalog(t testing.TB, hosts catalog.Hosts) *catalog.Catalog {
-	t.Helper()
-	c, err := buildCatalog(hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
+// buildCatalog is the shipped catalogue plus the test models above (copies of image-4b).
 func buildCatalog(hosts catalog.Hosts) (*catalog.Catalog, error) {
 	var f catalog.File
 	if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {
