@@ -222,12 +222,19 @@ func run(n int, conc []int, pg string, warm bool) error {
 	fmt.Printf("%-4s %-10s %10s %10s %10s %10s %8s\n", "c", "target", "req/s", "p50", "p99", "cpu/req", "errors")
 	for _, c := range conc {
 		direct := load(client, c, n, upURL+"/v1/chat/completions", "")
+		s0, t0 := db.Stats()
+		c0 := db.Commits()
 		gw := load(client, c, n, compat, m.Key)
+		s1, t1 := db.Stats()
+		c1 := db.Commits()
 		for _, r := range []stats{direct, gw} {
 			fmt.Printf("%-4d %-10s %10.0f %10s %10s %10s %8d\n", c, r.name, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpu.Round(time.Microsecond), r.errs)
 		}
-		fmt.Printf("c=%d: the gateway adds %s at p50 and %s of CPU a request (%.3f of the direct throughput)\n\n", c,
+		fmt.Printf("c=%d: the gateway adds %s at p50 and %s of CPU a request (%.3f of the direct throughput)\n", c,
 			(gw.p50 - direct.p50).Round(time.Microsecond), (gw.cpu - direct.cpu).Round(time.Microsecond), gw.rps/direct.rps)
+		// Warm-up requests are counted too: a few in thousands.
+		per := func(a, b int64) float64 { return float64(b-a) / float64(max(n, 1)) }
+		fmt.Printf("c=%d: %.1f statements, %.2f transactions and %.2f COMMITs a request\n\n", c, per(s0, s1), per(t0, t1), per(c0, c1))
 	}
 	var charged, jobsN int64
 	if err := db.SQL().QueryRow(`SELECT COALESCE(SUM(charged), 0), COUNT(*) FROM jobs WHERE account_id = $1`, acct.ID).Scan(&charged, &jobsN); err != nil {

@@ -2,38 +2,39 @@ package sqlite
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
 // Checkpoints (SQLite). In WAL mode a COMMIT appends pages to the WAL, and by default the
 // connection whose COMMIT passes a thousand pages copies them back into the database file
-// there and then, on the committer's time (group.go), which every write waits for. This process's connections do not checkpoint on COMMIT
-// (wal_autocheckpoint(0) in the DSN); this loop does, PASSIVE (it never blocks the writer,
-// which goes on appending while it copies), shortly after commits and at least every
-// checkpointEvery. Another process on the same file (the CLI) checkpoints as SQLite does by
-// default.
+// there and then, on the time of the batch that committed (group.go), which every write
+// waits for. This process's connections do not checkpoint on COMMIT (wal_autocheckpoint(0)
+// in the DSN); this loop does, PASSIVE (it never blocks the writer, which goes on appending
+// while it copies), every checkpointEvery while commits come. Another process on the same
+// file (the CLI) checkpoints as SQLite does by default.
 
 const checkpointEvery = 250 * time.Millisecond
 
 // checkpointer copies the WAL into the database file in the background.
 type checkpointer struct {
 	c       *conn
-	kick    chan struct{}
+	dirty   atomic.Bool // the WAL grew since the last pass
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
 func newCheckpointer(c *conn) *checkpointer {
-	k := &checkpointer{c: c, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	k := &checkpointer{c: c, stop: make(chan struct{}), stopped: make(chan struct{})}
 	go k.run()
 	return k
 }
 
-// committed tells the loop that the WAL grew.
+// committed tells the loop that the WAL grew. It only sets a flag that the loop reads at its
+// next tick: waking the loop's goroutine at every COMMIT would cost each batch a hand-off.
 func (k *checkpointer) committed() {
-	select {
-	case k.kick <- struct{}{}:
-	default:
+	if !k.dirty.Load() {
+		k.dirty.Store(true)
 	}
 }
 
@@ -41,33 +42,31 @@ func (k *checkpointer) run() {
 	defer close(k.stopped)
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
-	dirty := false
 	for {
 		select {
 		case <-k.stop:
 			return
-		case <-k.kick:
-			dirty = true
-			continue
 		case <-t.C:
 		}
-		if !dirty {
+		if !k.dirty.Swap(false) {
 			continue
 		}
 		// A failed pass (the file busy with another process's checkpoint) is retried at the
 		// next tick; the WAL only grows meanwhile.
-		dirty = k.pass() != nil
+		if k.pass() != nil {
+			k.dirty.Store(true)
+		}
 	}
 }
 
 // pass copies what the WAL holds into the database file, as far as readers allow.
 //
 // SQLite writes the WAL from its start again only when a write transaction begins with every
-// frame already copied; otherwise it appends. A pass run beside a busy committer never
-// leaves it so (the committer appends while the pass copies), and the WAL grew by the whole
+// frame already copied; otherwise it appends. A pass run beside busy batches never
+// leaves it so (they append while the pass copies), and the WAL grew by the whole
 // write load, about 100 MB a second at full speed, until the load paused. So once the WAL
 // holds restartFrames, the pass copies again until what was appended meanwhile is short,
-// and copies that last part holding the write lock: the committer waits for a few hundred
+// and copies that last part holding the write lock: the next batch waits for a few hundred
 // pages at most, and its next COMMIT writes the WAL from its start.
 func (k *checkpointer) pass() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
