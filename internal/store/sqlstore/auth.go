@@ -91,17 +91,18 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// scanAccountKey scans a row of qAccountKey.
-func scanAccountKey(row interface{ Scan(...any) error }) (auth.Account, auth.KeyRecord, error) {
+// scanAccountKey scans a row of qAccountKey, and into more the columns that follow.
+func scanAccountKey(row interface{ Scan(...any) error }, more ...any) (auth.Account, auth.KeyRecord, error) {
 	var a auth.Account
 	var k auth.KeyRecord
 	var plan, status, scopes, mode string
 	var created, kCreated, expires int64
 	var passOnly, console int
 	var revoked sql.NullInt64
-	if err := row.Scan(&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &a.AllowancePeriod, &created, &passOnly, &a.PassCount,
+	dest := append([]any{&a.ID, &plan, &status, &a.Balance, &a.MonthlyAllowance, &a.AllowancePeriod, &created, &passOnly, &a.PassCount,
 		&k.ID, &k.AccountID, &k.SecretHash, &scopes, &kCreated, &expires, &revoked, &mode, &k.Ceiling.Amount, &k.Ceiling.Support, &k.SpentPeriod, &k.Spent,
-		&console, &k.Name); err != nil {
+		&console, &k.Name}, more...)
+	if err := row.Scan(dest...); err != nil {
 		if isNoRows(err) {
 			return a, k, auth.ErrNotFound
 		}

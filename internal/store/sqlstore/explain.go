@@ -116,7 +116,7 @@ var hotSearches = map[string]jobs.Search{
 }
 
 // hotHeld are the hold's reads (LedgerHold), each database's own, of a list of ids.
-var hotHeld = map[string]map[Dialect]string{"hold: locks": qHoldLock, "hold: keys": qHoldKeys, "hold: in-flight": qHoldInFlight,
+var hotHeld = map[string]map[Dialect]string{"hold: locks": qHoldLock, "hold: keys and in-flight": qHoldKeys,
 	"submit: queue lengths": qCountQueuedOf}
 
 // hotOnly names the hot queries of one dialect alone (submits together, PostgreSQL).

@@ -155,36 +155,32 @@ const (
    refunded = usage_daily_totals.refunded + excluded.refunded, jobs = usage_daily_totals.jobs + excluded.jobs)`
 )
 
-// The statements that hold the accounts and keys of charges made together (PostgreSQL): the
-// accounts first, then the keys, each in id order. The keys are read by a statement of their
-// own, after the accounts' locks are held, so that they are read as the accounts' last holder
-// left them (every writer of a key's spend holds its account); they are locked too, in order,
-// as the charges' statement will write them, so that nothing else writing keys in the same
-// order (TouchKeys) can wait on this transaction in a cycle.
 // The hold's reads (LedgerHold), each database's, of lists of ids ($1): the accounts' locks
-// (on SQLite the transaction's write lock holds every row already), the keys with their
-// accounts, and the accounts' unsettled jobs. SQLite walks the list and looks each id up (a
-// condition "IN (the list)" would build a temporary index of it first).
+// (PostgreSQL; on SQLite the transaction's write lock holds every row already), then the keys
+// with their accounts and each account's jobs in flight, in one statement. On PostgreSQL the
+// keys are read after the accounts' locks are held, so that they are read as the accounts'
+// last holder left them (every writer of a key's spend holds its account); they are locked
+// too, in order, as the charges' statement will write them, so that nothing else writing keys
+// in the same order (TouchKeys) can wait on this transaction in a cycle. SQLite walks the list
+// and looks each id up (a condition "IN (the list)" would build a temporary index of it
+// first).
 var (
 	qHoldLock = map[Dialect]string{
 		Postgres: `SELECT id FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
 	}
 	qHoldKeys = map[Dialect]string{
 		Postgres: `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
+			`, (SELECT count(*) FROM jobs WHERE account_id = a.id AND status <> 'COMPLETED')` +
 			` FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ANY($1::text[]) ORDER BY k.id FOR UPDATE OF k`,
 		SQLite: `SELECT ` + prefixed("a.", accountCols) + `, ` + prefixed("k.", keyCols) +
+			`, (SELECT count(*) FROM jobs INDEXED BY jobs_account_open WHERE account_id = a.id AND status <> 'COMPLETED')` +
 			` FROM json_each($1) j JOIN api_keys k ON k.id = j.value JOIN accounts a ON a.id = k.account_id`,
-	}
-	qHoldInFlight = map[Dialect]string{
-		Postgres: `SELECT account_id, count(*) FROM jobs WHERE account_id = ANY($1::text[]) AND status <> 'COMPLETED' GROUP BY account_id`,
-		SQLite: `SELECT j.value, (SELECT count(*) FROM jobs INDEXED BY jobs_account_open WHERE account_id = j.value AND status <> 'COMPLETED')
- FROM json_each($1) j`,
 	}
 )
 
 // LedgerHold locks the accounts of pairs and reads them with the keys named and their jobs in
-// flight: reads sent together (on PostgreSQL in one round trip), each a statement of its own,
-// so those after the lock see what the lock's last holder committed.
+// flight: on PostgreSQL the lock and the read are sent together (one round trip), each a
+// statement of its own, so the read sees what the lock's last holder committed.
 func (tx *Tx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger.HeldRows, error) {
 	accountIDs, keyIDs := make([]string, 0, len(pairs)), make([]string, 0, len(pairs))
 	for _, p := range pairs {
@@ -206,16 +202,11 @@ func (tx *Tx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger
 	if q := qHoldLock[tx.sql.name]; q != "" {
 		reads, each = append(reads, NewRead(q, tx.list(accountIDs))), append(each, func(row Row) error { return row.Scan(new(string)) })
 	}
-	reads = append(reads, NewRead(qHoldKeys[tx.sql.name], tx.list(keyIDs)), NewRead(qHoldInFlight[tx.sql.name], tx.list(accountIDs)))
+	reads = append(reads, NewRead(qHoldKeys[tx.sql.name], tx.list(keyIDs)))
 	each = append(each, func(row Row) error {
-		a, k, err := scanAccountKey(row)
-		keys[k.ID] = held{a, k}
-		return err
-	}, func(row Row) error {
-		var id string
 		var n int
-		err := row.Scan(&id, &n)
-		out.InFlight[id] = n
+		a, k, err := scanAccountKey(row, &n)
+		keys[k.ID], out.InFlight[a.ID] = held{a, k}, n
 		return err
 	})
 	if err := tx.q.ReadAll(ctx, reads, func(i int, row Row) error { return each[i](row) }); err != nil {
