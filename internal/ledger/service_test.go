@@ -115,6 +115,11 @@ func (tx *memTx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (
 	a.Balance += int64(e.Amount)
 	tx.st.accounts[a.ID] = a
 	tx.st.entries = append(tx.st.entries, e)
+	if e.Kind == ledger.Charge { // a charge raises its key's spend, as the stores' statement does
+		if _, err := tx.LedgerKeySpend(ctx, e.KeyID, auth.Period(e.At), -int64(e.Amount)); err != nil && err != ledger.ErrNotFound {
+			return 0, err
+		}
+	}
 	return a.Balance, nil
 }
 
@@ -135,15 +140,6 @@ func (tx *memTx) LedgerKeySpend(ctx context.Context, keyID, period string, delta
 	return k, nil
 }
 
-func (tx *memTx) chargeKey(ctx context.Context, e ledger.Entry, period string, floor int64) (int64, auth.KeyRecord, error) {
-	bal, err := tx.LedgerApply(ctx, e, floor)
-	if err != nil {
-		return 0, auth.KeyRecord{}, err
-	}
-	k, err := tx.LedgerKeySpend(ctx, e.KeyID, period, -int64(e.Amount))
-	return bal, k, err
-}
-
 func (tx *memTx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger.HeldRows, error) {
 	tx.held = append(tx.held, pairs)
 	var rows ledger.HeldRows
@@ -157,7 +153,7 @@ func (tx *memTx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (led
 
 func (tx *memTx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	for _, c := range cs {
-		bal, _, err := tx.chargeKey(ctx, c.Entry, auth.Period(c.At), math.MinInt64)
+		bal, err := tx.LedgerApply(ctx, c.Entry, math.MinInt64)
 		if err != nil {
 			return err
 		}

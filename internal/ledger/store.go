@@ -37,13 +37,15 @@ type Store interface {
 type Tx interface {
 	// LedgerLockAccount reads the account and holds its row until the transaction ends.
 	LedgerLockAccount(ctx context.Context, id string) (auth.Account, error)
-	// LedgerApply writes e, moves the balance by e.Amount and counts a charge or refund in the
-	// usage rollup, and returns the new balance. A debit (negative amount) that would leave the
+	// LedgerApply writes e, moves the balance by e.Amount, counts a charge or refund in the
+	// usage rollup, adds a charge to its key's spend in the entry's period (starting the period
+	// afresh when it changed), and returns the new balance. A debit (negative amount) that would leave the
 	// balance below floor changes nothing and answers ErrInsufficient; pass math.MinInt64 for
 	// an unguarded movement (operator grants may go negative).
 	LedgerApply(ctx context.Context, e Entry, floor int64) (int64, error)
 	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
-	// it changed) and returns the key as it now stands.
+	// it changed) and returns the key as it now stands: how a refund gives back to the spend of
+	// the period its job started in.
 	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error)
 	// LedgerHold locks the accounts of pairs, each once and in the order given (sorted by
 	// account, so that transactions holding several never wait on each other in a cycle), and

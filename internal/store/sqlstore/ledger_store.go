@@ -77,10 +77,11 @@ func (db *DB) LedgerStanding(ctx context.Context, accountID, keyID string) (auth
 	return scanAccountKey(db.sql.QueryRowContext(ctx, qAccountKey, accountID, keyID))
 }
 
-// LedgerApply moves the balance and records the entry, and counts charges and refunds in the
-// usage rollups (per day, key and model; per month, key and model; per day), all in the
-// caller's transaction and in one statement (qLedgerApply): the balance always equals the sum
-// of entries, and each rollup the sum of charges and refunds.
+// LedgerApply moves the balance and records the entry, counts charges and refunds in the
+// usage rollups (per day, key and model; per month, key and model; per day) and adds a charge
+// to its key's spend for the entry's period, all in the caller's transaction and in one
+// statement (qLedgerApply): the balance always equals the sum of entries, and each rollup the
+// sum of charges and refunds.
 func (tx *Tx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (int64, error) {
 	charged, refunded, jobs, counted := rollupOf(e)
 	args := []any{e.AccountID, e.KeyID, e.JobID, e.Model, string(e.Kind), int64(e.Amount), auth.Period(e.At), micros(e.At), floor,
@@ -121,14 +122,19 @@ func rollupOf(e ledger.Entry) (charged, refunded, jobs int64, counted bool) {
 // account, $2 key, $3 job, $4 model, $5 kind, $6 amount, $7 period, $8 at, $9 floor (SQLite's
 // nine); $10 day, $11-$13 rollup charged, refunded, jobs, $14 whether the rollups count it,
 // $15 month. On SQLite the statement inserts the entry with the balance it leaves, guarded by
-// the floor, and the trigger ledger_entries_apply (migration 00100) moves the balance and the
-// rollups with it. On PostgreSQL the guarded balance update (b), and the entry and the rollups
-// written only when it took a row (e; u per day, key and model; m per month, key and model; d
-// per day) are data-modifying parts of one statement.
+// the floor, and the trigger ledger_entries_apply (migration 00135) moves the balance, the
+// rollups and a charge's key spend with it. On PostgreSQL the guarded balance update (b), and
+// the entry, the rollups and a charge's key spend written only when it took a row (e; u per
+// day, key and model; m per month, key and model; d per day; k the key) are data-modifying
+// parts of one statement.
 var qLedgerApply = map[Dialect]string{
 	SQLite: `INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, balance, period, created_at)
  SELECT id, $2, $3, $4, $5, $6, balance + $6, $7, $8 FROM accounts WHERE id = $1 AND balance + $6 >= $9 RETURNING balance`,
-	Postgres: oneTripBalance + oneTripEntry + ` SELECT balance FROM b`,
+	Postgres: oneTripBalance + oneTripEntry + `,
+ k AS (
+   UPDATE api_keys SET spent = CASE WHEN spent_period = $7::text THEN spent - $6::bigint ELSE -$6::bigint END, spent_period = $7::text
+   WHERE id = $2::text AND $5::text = 'charge' AND EXISTS (SELECT 1 FROM b))
+ SELECT balance FROM b`,
 }
 
 const (
@@ -274,8 +280,8 @@ INSERT INTO ledger_entries (account_id, key_id, job_id, model, kind, amount, bal
  SELECT account_id, key_id, job_id, model, 'charge', amount, balance, $7::text, $8::bigint FROM v ORDER BY ord`
 
 // LedgerChargeAll writes charges taken together. On PostgreSQL it is one statement, which goes
-// with the transaction's next one or its COMMIT; on SQLite each is LedgerApply's and
-// LedgerKeySpend's.
+// with the transaction's next one or its COMMIT; on SQLite each is LedgerApply's (which raises
+// the key's spend too).
 func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	if len(cs) == 0 {
 		return nil
@@ -289,9 +295,6 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	if tx.sql.chargeAll == "" {
 		for _, c := range cs {
 			if _, err := tx.LedgerApply(ctx, c.Entry, math.MinInt64); err != nil {
-				return err
-			}
-			if _, err := tx.LedgerKeySpend(ctx, c.KeyID, auth.Period(c.At), -int64(c.Amount)); err != nil {
 				return err
 			}
 		}
