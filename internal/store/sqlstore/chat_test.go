@@ -8,5 +8,5 @@ import (
 
 // TestCHAT10_ChatStoreSQLite and TestCHAT10_ChatStorePostgres prove the conversation store
 // behind /v1/chat (CHAT-10: one turn per key per account, threads in order).
-func TestCHAT10_ChatStoreSQLite(t *testing.T)   { storetest.RunChat(t, storetest.OpenSQLite) }
-func TestCHAT10_ChatStorePostgres(t *testing.T) { storetest.RunChat(t, storetest.OpenPostgres) }
+func TestCHAT10_ChatStoreSQLite(t *testing.T)   { storetest.RunChat(t, storetest.SQLitePorts) }
+func TestCHAT10_ChatStorePostgres(t *testing.T) { storetest.RunChat(t, storetest.PostgresPorts) }

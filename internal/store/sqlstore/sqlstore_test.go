@@ -6,8 +6,8 @@ import (
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
-func TestConformanceSQLite(t *testing.T)   { storetest.Run(t, storetest.OpenSQLite) }
-func TestConformancePostgres(t *testing.T) { storetest.Run(t, storetest.OpenPostgres) }
+func TestConformanceSQLite(t *testing.T)   { storetest.Run(t, storetest.SQLitePorts) }
+func TestConformancePostgres(t *testing.T) { storetest.Run(t, storetest.PostgresPorts) }
 
-func TestJobsConformanceSQLite(t *testing.T)   { storetest.RunJobs(t, storetest.OpenSQLite) }
-func TestJobsConformancePostgres(t *testing.T) { storetest.RunJobs(t, storetest.OpenPostgres) }
+func TestJobsConformanceSQLite(t *testing.T)   { storetest.RunJobs(t, storetest.SQLitePorts) }
+func TestJobsConformancePostgres(t *testing.T) { storetest.RunJobs(t, storetest.PostgresPorts) }

@@ -8,8 +8,8 @@ import (
 
 // TestACC14_UsageSQLite and TestACC14_UsagePostgres prove the ledger read behind GET /v1/usage
 // (ACC-14): per-key charged, refunded and job counts in a half-open window, grants left out.
-func TestACC14_UsageSQLite(t *testing.T)   { storetest.RunUsage(t, storetest.OpenSQLite) }
-func TestACC14_UsagePostgres(t *testing.T) { storetest.RunUsage(t, storetest.OpenPostgres) }
+func TestACC14_UsageSQLite(t *testing.T)   { storetest.RunUsage(t, storetest.SQLitePorts) }
+func TestACC14_UsagePostgres(t *testing.T) { storetest.RunUsage(t, storetest.PostgresPorts) }
 
 func BenchmarkUsageYearSQLite(b *testing.B)   { storetest.BenchUsage(b, storetest.OpenSQLite(b)) }
 func BenchmarkUsageYearPostgres(b *testing.B) { storetest.BenchUsage(b, storetest.OpenPostgres(b)) }

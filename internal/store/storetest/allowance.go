@@ -8,29 +8,28 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/ledger"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // testAllowances: ACC-04. A monthly allowance is credited once per UTC month, as an
 // `allowance` ledger entry, from the month after the account's opening balance; never twice
 // when two processes sweep at once; never to a banned account or one without an allowance.
-func testAllowances(t *testing.T, db *sqlstore.DB) {
+func testAllowances(t *testing.T, s Stores) {
 	ctx := context.Background()
 	create := func(id string, plan auth.Plan, status auth.Status, credits int64, period string) {
 		t.Helper()
 		a := auth.Account{ID: id, Plan: plan, Status: status, Balance: credits, MonthlyAllowance: auth.DefaultMonthlyAllowance(plan),
 			AllowancePeriod: period, CreatedAt: t0}
-		if err := db.CreateAccount(ctx, a); err != nil {
+		if err := ledger.New(s.Ledger, time.Now).CreateAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
 	balance := func(id string) int64 {
 		t.Helper()
-		a, err := db.Account(ctx, id)
+		a, err := s.Auth.Account(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := db.LedgerSum(ctx, id)
+		sum, err := ledgerSum(ctx, s.Ledger, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,16 +43,16 @@ func testAllowances(t *testing.T, db *sqlstore.DB) {
 	create("acct_banned", auth.Max, auth.Banned, 0, "2026-11")
 	create("acct_limited", auth.Max, auth.Limited, 0, "2026-11")
 
-	if a, _ := db.Account(ctx, "acct_pro"); a.AllowancePeriod != "2026-11" {
+	if a, _ := s.Auth.Account(ctx, "acct_pro"); a.AllowancePeriod != "2026-11" {
 		t.Fatalf("allowance period = %q, want the month the account was created in", a.AllowancePeriod)
 	}
-	if n, err := db.GrantAllowances(ctx, t0.Add(9*24*time.Hour), 100); err != nil || n != 0 {
+	if n, err := grantAllowances(ctx, s.Ledger, t0.Add(9*24*time.Hour), 100); err != nil || n != 0 {
 		t.Fatalf("same month: credited %d, %v; want nothing (the opening balance stands for it)", n, err)
 	}
 
 	// One second past midnight UTC on 1 December, written in a zone where it is still November.
 	dec := time.Date(2026, 11, 30, 22, 0, 1, 0, time.FixedZone("UTC-2", -2*3600))
-	if n, err := db.GrantAllowances(ctx, dec, 100); err != nil || n != 2 {
+	if n, err := grantAllowances(ctx, s.Ledger, dec, 100); err != nil || n != 2 {
 		t.Fatalf("December: credited %d, %v; want the pro and the limited accounts", n, err)
 	}
 	if got := balance("acct_pro"); got != 500+2000 {
@@ -65,12 +64,12 @@ func testAllowances(t *testing.T, db *sqlstore.DB) {
 	if balance("acct_free") != 10 || balance("acct_banned") != 0 {
 		t.Fatal("a free or banned account was credited")
 	}
-	if n, err := db.GrantAllowances(ctx, dec.Add(20*24*time.Hour), 100); err != nil || n != 0 {
+	if n, err := grantAllowances(ctx, s.Ledger, dec.Add(20*24*time.Hour), 100); err != nil || n != 0 {
 		t.Fatalf("December again: credited %d, %v", n, err)
 	}
 	var kind, period string
 	var amount int64
-	if err := db.SQL().QueryRowContext(ctx, `SELECT kind, amount, period FROM ledger_entries WHERE account_id = 'acct_pro' ORDER BY id DESC LIMIT 1`).Scan(&kind, &amount, &period); err != nil {
+	if err := s.Inspect.SQL().QueryRowContext(ctx, `SELECT kind, amount, period FROM ledger_entries WHERE account_id = 'acct_pro' ORDER BY id DESC LIMIT 1`).Scan(&kind, &amount, &period); err != nil {
 		t.Fatal(err)
 	}
 	if kind != "allowance" || amount != 2000 || period != "2026-12" {
@@ -84,7 +83,7 @@ func testAllowances(t *testing.T, db *sqlstore.DB) {
 	total := 0
 	for range 4 {
 		wg.Go(func() {
-			n, err := db.GrantAllowances(ctx, jan, 100)
+			n, err := grantAllowances(ctx, s.Ledger, jan, 100)
 			if err != nil {
 				t.Error(err)
 			}
@@ -100,13 +99,13 @@ func testAllowances(t *testing.T, db *sqlstore.DB) {
 
 	// Held in a transaction (as a charge holds it): the account comes back with its new
 	// balance, and a second hold in the same month credits nothing.
-	if err := db.InsertKey(ctx, key("allowkey0001", "acct_pro", t0.AddDate(2, 0, 0)), 25, t0); err != nil {
+	if err := s.Auth.InsertKey(ctx, key("allowkey0001", "acct_pro", t0.AddDate(2, 0, 0)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
 	var after auth.Account
-	err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+	err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
 		feb := time.Date(2027, 2, 14, 0, 0, 0, 0, time.UTC)
-		l := ledger.New(db, func() time.Time { return feb })
+		l := ledger.New(s.Ledger, func() time.Time { return feb })
 		pair := []ledger.AccountKey{{AccountID: "acct_pro", KeyID: "allowkey0001"}}
 		h, err := l.Hold(ctx, tx, pair, feb)
 		if err != nil {

@@ -3,17 +3,16 @@ package storetest
 import (
 	"context"
 	"errors"
-	"github.com/modelexec/modelexec/internal/ledger"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
 // Run is the conformance suite every backend passes.
-func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
+func Run(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("AccountsAndLedger", func(t *testing.T) { testAccountsAndLedger(t, open(t)) })
 	t.Run("KeysLiveLimitAtomic", func(t *testing.T) { testKeysLiveLimit(t, open(t)) })
 	t.Run("RevokeKeepsOriginalStamp", func(t *testing.T) { testRevoke(t, open(t)) })
@@ -26,34 +25,34 @@ func Run(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 
 // Failed console sign-ins: counted per email within a window from the first failure, started
 // afresh once it ended, forgotten on success; ended windows are dropped.
-func testSignInFailures(t *testing.T, db *sqlstore.DB) {
+func testSignInFailures(t *testing.T, s Stores) {
 	ctx := context.Background()
 	const window = 15 * time.Minute
 	for i := range 3 {
-		if err := db.FailSignIn(ctx, "ana@example.test", t0.Add(time.Duration(i)*time.Minute), window); err != nil {
+		if err := s.SignIns.FailSignIn(ctx, "ana@example.test", t0.Add(time.Duration(i)*time.Minute), window); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, first, err := db.SignInFailures(ctx, "ana@example.test"); err != nil || n != 3 || !first.Equal(t0) {
+	if n, first, err := s.SignIns.SignInFailures(ctx, "ana@example.test"); err != nil || n != 3 || !first.Equal(t0) {
 		t.Fatalf("three failures: %d from %v (%v), want 3 from %v", n, first, err, t0)
 	}
 	later := t0.Add(window + time.Minute)
-	if err := db.FailSignIn(ctx, "ana@example.test", later, window); err != nil {
+	if err := s.SignIns.FailSignIn(ctx, "ana@example.test", later, window); err != nil {
 		t.Fatal(err)
 	}
-	if n, first, err := db.SignInFailures(ctx, "ana@example.test"); err != nil || n != 1 || !first.Equal(later) {
+	if n, first, err := s.SignIns.SignInFailures(ctx, "ana@example.test"); err != nil || n != 1 || !first.Equal(later) {
 		t.Fatalf("a failure after the window: %d from %v (%v), want 1 from %v", n, first, err, later)
 	}
-	if err := db.FailSignIn(ctx, "bob@example.test", later, window); err != nil {
+	if err := s.SignIns.FailSignIn(ctx, "bob@example.test", later, window); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ClearSignInFailures(ctx, "ana@example.test"); err != nil {
+	if err := s.SignIns.ClearSignInFailures(ctx, "ana@example.test"); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, err := db.SignInFailures(ctx, "ana@example.test"); err != nil || n != 0 {
+	if n, _, err := s.SignIns.SignInFailures(ctx, "ana@example.test"); err != nil || n != 0 {
 		t.Fatalf("after a success: %d (%v), want none", n, err)
 	}
-	if n, _, err := db.SignInFailures(ctx, "bob@example.test"); err != nil || n != 1 {
+	if n, _, err := s.SignIns.SignInFailures(ctx, "bob@example.test"); err != nil || n != 1 {
 		t.Fatalf("another email: %d (%v), want 1", n, err)
 	}
 }
@@ -64,46 +63,74 @@ var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 // credited, so a test's balances move only by what the test does, whatever the date.
 const NeverDue = "9999-12"
 
-// NewAccount creates an account for tests. Its monthly allowance is never due (NeverDue);
-// allowance tests create their accounts with the period they need.
-func NewAccount(t testing.TB, db *sqlstore.DB, id string, plan auth.Plan, credits int64) auth.Account {
+// NewAccount creates an account for tests through the ledger (ledger.Service over the ledger
+// port, which *sqlstore.DB serves). Its monthly allowance is never due (NeverDue); allowance
+// tests create their accounts with the period they need.
+func NewAccount(t testing.TB, l ledger.Store, id string, plan auth.Plan, credits int64) auth.Account {
 	t.Helper()
 	a := auth.Account{ID: id, Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: auth.DefaultMonthlyAllowance(plan),
 		AllowancePeriod: NeverDue, CreatedAt: t0.Add(-72 * time.Hour)}
-	if err := db.CreateAccount(context.Background(), a); err != nil {
+	if err := ledger.New(l, time.Now).CreateAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func testAccountsAndLedger(t *testing.T, db *sqlstore.DB) {
+// The suite moves credits and changes accounts as the service does, through ledger.Service
+// over the ledger port: setStatus, setPlan, grantAllowances and ledgerSum are sqlstore's
+// shorthands (SetAccountStatus, SetAccountPlan, GrantAllowances, LedgerSum) made over the port.
+
+// setStatus changes an account's status (a ban revokes its keys).
+func setStatus(ctx context.Context, l ledger.Store, id string, st auth.Status) error {
+	_, err := ledger.New(l, time.Now).ChangeAccount(ctx, id, ledger.AccountChange{Status: &st})
+	return err
+}
+
+// setPlan changes an account's plan and monthly allowance.
+func setPlan(ctx context.Context, l ledger.Store, id string, p auth.Plan, allowance ledger.Credits) error {
+	_, err := ledger.New(l, time.Now).ChangeAccount(ctx, id, ledger.AccountChange{Plan: &p, Allowance: &allowance})
+	return err
+}
+
+// grantAllowances credits the monthly allowances due at now, up to limit accounts.
+func grantAllowances(ctx context.Context, l ledger.Store, now time.Time, limit int) (int, error) {
+	return ledger.New(l, func() time.Time { return now }).GrantAllowances(ctx, now, limit)
+}
+
+// ledgerSum is the sum of an account's ledger entries (the invariant the balance keeps).
+func ledgerSum(ctx context.Context, l ledger.Store, id string) (int64, error) {
+	v, err := ledger.New(l, time.Now).Sum(ctx, id)
+	return int64(v), err
+}
+
+func testAccountsAndLedger(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_a", auth.Pro, 500)
-	a, err := db.Account(ctx, "acct_a")
+	NewAccount(t, s.Ledger, "acct_a", auth.Pro, 500)
+	a, err := s.Auth.Account(ctx, "acct_a")
 	if err != nil || a.Balance != 500 || a.Plan != auth.Pro || a.Status != auth.Live || !a.CreatedAt.Equal(t0.Add(-72*time.Hour)) {
 		t.Fatalf("account = %+v, %v", a, err)
 	}
-	if _, err := db.Account(ctx, "nope"); !errors.Is(err, auth.ErrNotFound) {
+	if _, err := s.Auth.Account(ctx, "nope"); !errors.Is(err, auth.ErrNotFound) {
 		t.Fatalf("missing account: %v", err)
 	}
-	if bal, err := db.Grant(ctx, "acct_a", -200, t0); err != nil || bal != 300 {
+	if bal, err := ledger.New(s.Ledger, func() time.Time { return t0 }).Grant(ctx, "acct_a", -200); err != nil || bal != 300 {
 		t.Fatalf("grant: %d %v", bal, err)
 	}
-	sum, err := db.LedgerSum(ctx, "acct_a")
+	sum, err := ledgerSum(ctx, s.Ledger, "acct_a")
 	if err != nil || sum != 300 {
 		t.Fatalf("ledger sum %d %v, want the balance 300", sum, err)
 	}
-	if err := db.SetAccountStatus(ctx, "acct_a", auth.Limited); err != nil {
+	if err := setStatus(ctx, s.Ledger, "acct_a", auth.Limited); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SetAccountPlan(ctx, "acct_a", auth.Max, 6000); err != nil {
+	if err := setPlan(ctx, s.Ledger, "acct_a", auth.Max, 6000); err != nil {
 		t.Fatal(err)
 	}
-	a, _ = db.Account(ctx, "acct_a")
+	a, _ = s.Auth.Account(ctx, "acct_a")
 	if a.Status != auth.Limited || a.Plan != auth.Max || a.MonthlyAllowance != 6000 {
 		t.Fatalf("after set: %+v", a)
 	}
-	if err := db.SetAccountStatus(ctx, "nope", auth.Live); !errors.Is(err, auth.ErrNotFound) {
+	if err := setStatus(ctx, s.Ledger, "nope", auth.Live); !errors.Is(err, auth.ErrNotFound) {
 		t.Fatalf("set on missing: %v", err)
 	}
 }
@@ -114,10 +141,10 @@ func key(id, account string, expires time.Time) auth.KeyRecord {
 }
 
 // KEY-27: the live-key count and the insert are atomic; expired and revoked keys hold no slot.
-func testKeysLiveLimit(t *testing.T, db *sqlstore.DB) {
+func testKeysLiveLimit(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_f", auth.Free, 0)
-	if err := db.InsertKey(ctx, key("expiredkey01", "acct_f", t0.Add(-time.Hour)), 2, t0); err != nil {
+	NewAccount(t, s.Ledger, "acct_f", auth.Free, 0)
+	if err := s.Auth.InsertKey(ctx, key("expiredkey01", "acct_f", t0.Add(-time.Hour)), 2, t0); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -126,7 +153,7 @@ func testKeysLiveLimit(t *testing.T, db *sqlstore.DB) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = db.InsertKey(ctx, key("concurrent0"+string(rune('a'+i)), "acct_f", t0.Add(time.Hour)), 2, t0)
+			errs[i] = s.Auth.InsertKey(ctx, key("concurrent0"+string(rune('a'+i)), "acct_f", t0.Add(time.Hour)), 2, t0)
 		}()
 	}
 	wg.Wait()
@@ -142,50 +169,50 @@ func testKeysLiveLimit(t *testing.T, db *sqlstore.DB) {
 	if ok != 2 {
 		t.Fatalf("%d concurrent mints succeeded, want exactly 2", ok)
 	}
-	keys, err := db.Keys(ctx, "acct_f")
+	keys, err := s.Auth.Keys(ctx, "acct_f")
 	if err != nil || len(keys) != 3 {
 		t.Fatalf("keys = %d, %v", len(keys), err)
 	}
-	k, err := db.Key(ctx, keys[1].ID)
+	k, err := s.Auth.Key(ctx, keys[1].ID)
 	if err != nil || k.AccountID != "acct_f" || len(k.Scopes) != len(auth.DefaultScopes()) || k.Ceiling.Mode != auth.FollowPlan {
 		t.Fatalf("key = %+v %v", k, err)
 	}
-	if _, err := db.Key(ctx, "missing00000"); !errors.Is(err, auth.ErrNotFound) {
+	if _, err := s.Auth.Key(ctx, "missing00000"); !errors.Is(err, auth.ErrNotFound) {
 		t.Fatalf("missing key: %v", err)
 	}
 }
 
 // KEY-24: revocation is a stamp; revoking twice keeps the original.
-func testRevoke(t *testing.T, db *sqlstore.DB) {
+func testRevoke(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_r", auth.Pro, 0)
-	if err := db.InsertKey(ctx, key("revokekey001", "acct_r", t0.Add(time.Hour)), 25, t0); err != nil {
+	NewAccount(t, s.Ledger, "acct_r", auth.Pro, 0)
+	if err := s.Auth.InsertKey(ctx, key("revokekey001", "acct_r", t0.Add(time.Hour)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
-	first, err := db.RevokeKey(ctx, "revokekey001", t0)
+	first, err := s.Auth.RevokeKey(ctx, "revokekey001", t0)
 	if err != nil || !first.Equal(t0) {
 		t.Fatalf("revoke: %v %v", first, err)
 	}
-	again, err := db.RevokeKey(ctx, "revokekey001", t0.Add(time.Hour))
+	again, err := s.Auth.RevokeKey(ctx, "revokekey001", t0.Add(time.Hour))
 	if err != nil || !again.Equal(t0) {
 		t.Fatalf("second revoke answered %v, want the original %v (%v)", again, t0, err)
 	}
-	if _, err := db.RevokeKey(ctx, "missing00000", t0); !errors.Is(err, auth.ErrNotFound) {
+	if _, err := s.Auth.RevokeKey(ctx, "missing00000", t0); !errors.Is(err, auth.ErrNotFound) {
 		t.Fatalf("revoke missing: %v", err)
 	}
 }
 
-func testCeilings(t *testing.T, db *sqlstore.DB) {
+func testCeilings(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_c", auth.Pro, 0)
-	if err := db.InsertKey(ctx, key("ceilingkey01", "acct_c", t0.Add(time.Hour)), 25, t0); err != nil {
+	NewAccount(t, s.Ledger, "acct_c", auth.Pro, 0)
+	if err := s.Auth.InsertKey(ctx, key("ceilingkey01", "acct_c", t0.Add(time.Hour)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
 	c := auth.Ceiling{Mode: auth.Fixed, Amount: 700, Support: 900}
-	if err := db.SetKeyCeiling(ctx, "ceilingkey01", c); err != nil {
+	if err := s.Auth.SetKeyCeiling(ctx, "ceilingkey01", c); err != nil {
 		t.Fatal(err)
 	}
-	k, _ := db.Key(ctx, "ceilingkey01")
+	k, _ := s.Auth.Key(ctx, "ceilingkey01")
 	if k.Ceiling != c {
 		t.Fatalf("ceiling = %+v", k.Ceiling)
 	}
@@ -195,12 +222,12 @@ func testCeilings(t *testing.T, db *sqlstore.DB) {
 // given, and leaves out a key that is not its account's; LedgerChargeAll moves each balance and
 // key's spend by its charges' sum, writes each entry, and counts them in the usage rollups (per
 // day and per month); it refuses charges made at two times.
-func testChargeTogether(t *testing.T, db *sqlstore.DB) {
+func testChargeTogether(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_o", auth.Pro, 100)
-	NewAccount(t, db, "acct_q", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_o", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_q", auth.Pro, 100)
 	for _, k := range []auth.KeyRecord{key("openkey00001", "acct_o", t0.AddDate(0, 3, 0)), key("qkey00000001", "acct_q", t0.AddDate(0, 3, 0))} {
-		if err := db.InsertKey(ctx, k, 25, t0); err != nil {
+		if err := s.Auth.InsertKey(ctx, k, 25, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +235,7 @@ func testChargeTogether(t *testing.T, db *sqlstore.DB) {
 		return ledger.Taken{Entry: ledger.Entry{AccountID: account, KeyID: key, JobID: job, Model: "image-4b", Kind: ledger.Charge,
 			Amount: ledger.Credits(-amount), At: at}, Balance: balance}
 	}
-	err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
+	err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
 		held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_o", KeyID: "openkey00001"},
 			{AccountID: "acct_q", KeyID: "openkey00001"}, {AccountID: "acct_q", KeyID: "qkey00000001"}})
 		if err != nil {
@@ -230,21 +257,21 @@ func testChargeTogether(t *testing.T, db *sqlstore.DB) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]int64{"acct_o": 50, "acct_q": 90} {
-		sum, err := db.LedgerBalanceSum(ctx, id)
-		got, _ := db.LedgerAccount(ctx, id)
+		sum, err := s.Ledger.LedgerBalanceSum(ctx, id)
+		got, _ := s.Ledger.LedgerAccount(ctx, id)
 		if err != nil || sum != got.Balance || got.Balance != want {
 			t.Fatalf("%s: balance %d, entries sum %d, want %d (%v)", id, got.Balance, sum, want, err)
 		}
 	}
 	for id, want := range map[string]int64{"openkey00001": 50, "qkey00000001": 10} {
-		if k, _ := db.Key(ctx, id); k.SpentIn(t0) != want {
+		if k, _ := s.Auth.Key(ctx, id); k.SpentIn(t0) != want {
 			t.Fatalf("key %s spent %d, want %d", id, k.SpentIn(t0), want)
 		}
 	}
 	day := t0.Truncate(24 * time.Hour)
 	month := time.Date(t0.Year(), t0.Month(), 1, 0, 0, 0, 0, time.UTC)
 	for _, span := range [][2]time.Time{{day, day.AddDate(0, 0, 1)}, {month, month.AddDate(0, 1, 0)}} {
-		u, err := db.LedgerUsageByKey(ctx, "acct_o", span[0], span[1])
+		u, err := s.Usage.LedgerUsageByKey(ctx, "acct_o", span[0], span[1])
 		if err != nil || len(u) != 1 || u[0].KeyID != "openkey00001" || u[0].Charged != 50 || u[0].Jobs != 2 {
 			t.Fatalf("usage of acct_o over %v: %+v %v, want 50 credits in 2 jobs", span, u, err)
 		}

@@ -7,15 +7,14 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/chat"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // RunChat is the conformance suite of the chat store (conversations and turns).
-func RunChat(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
-	t.Run("ConversationsAndTurns", func(t *testing.T) { testChat(t, sqlstore.Chat{DB: open(t)}) })
+func RunChat(t *testing.T, open func(t testing.TB) Stores) {
+	t.Run("ConversationsAndTurns", func(t *testing.T) { testChat(t, open(t).Chat) })
 }
 
-func testChat(t *testing.T, s sqlstore.Chat) {
+func testChat(t *testing.T, s chat.Store) {
 	ctx := context.Background()
 	mustOK := func(err error) {
 		t.Helper()

@@ -19,7 +19,7 @@ import (
 
 // RunJobs is the conformance suite of the job tables, the ledger's writes in a job's
 // transaction, the usage rollup and the plans of the hot queries.
-func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
+func RunJobs(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("JobReadsAndTransitions", func(t *testing.T) { testJobReads(t, open(t)) })
 	t.Run("ClaimsInQueueOrder", func(t *testing.T) { testClaims(t, open(t)) })
 	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
@@ -35,10 +35,9 @@ func RunJobs(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
 // ACC-07: an account's job list without a filter reads one index per state and merges them;
 // a job of every state the service knows is listed, newest first, and a page cut by its limit
 // or by a cursor continues in the same order.
-func testListsEveryState(t *testing.T, db *sqlstore.DB) {
+func testListsEveryState(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_e", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_e", auth.Pro, 100)
 	var all []jobs.Job
 	for i, st := range jobs.States {
 		status, outcome, _ := st.Columns()
@@ -49,23 +48,23 @@ func testListsEveryState(t *testing.T, db *sqlstore.DB) {
 			all = append(all, j)
 		}
 	}
-	if err := insert(t, db, all...); err != nil {
+	if err := insert(t, s.Jobs, all...); err != nil {
 		t.Fatal(err)
 	}
 	newest := append([]jobs.Job(nil), all...)
 	sort.Slice(newest, func(a, b int) bool { return newest[a].CreatedAt.After(newest[b].CreatedAt) })
 	want := ids(newest)
-	list, err := s.ListJobs(ctx, "acct_e", t0.Add(time.Hour), 100)
+	list, err := s.Jobs.ListJobs(ctx, "acct_e", t0.Add(time.Hour), 100)
 	if err != nil || fmt.Sprint(ids(list)) != fmt.Sprint(want) {
 		t.Fatalf("list %v %v, want every state newest first %v", ids(list), err, want)
 	}
-	if list, err = s.ListJobs(ctx, "acct_e", t0.Add(time.Hour), 3); err != nil || fmt.Sprint(ids(list)) != fmt.Sprint(want[:3]) {
+	if list, err = s.Jobs.ListJobs(ctx, "acct_e", t0.Add(time.Hour), 3); err != nil || fmt.Sprint(ids(list)) != fmt.Sprint(want[:3]) {
 		t.Fatalf("list of 3 %v %v, want %v", ids(list), err, want[:3])
 	}
 	var got []string
 	var after *jobs.Cursor
 	for {
-		page, err := s.SearchJobs(ctx, "acct_e", jobs.Search{After: after, Limit: 4})
+		page, err := s.Jobs.SearchJobs(ctx, "acct_e", jobs.Search{After: after, Limit: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,9 +86,9 @@ func newJob(account, product, key string, status jobs.QueueStatus, at time.Time)
 		Priority: jobs.Normal, Dispatched: true, CreatedAt: at}
 }
 
-func insert(t *testing.T, db *sqlstore.DB, js ...jobs.Job) error {
+func insert(t *testing.T, store jobs.Store, js ...jobs.Job) error {
 	t.Helper()
-	return sqlstore.Jobs{DB: db}.InTx(context.Background(), func(tx jobs.Tx) error {
+	return store.InTx(context.Background(), func(tx jobs.Tx) error {
 		for _, j := range js {
 			if err := tx.InsertJobs(context.Background(), []jobs.Job{j}); err != nil {
 				return err
@@ -101,38 +100,37 @@ func insert(t *testing.T, db *sqlstore.DB, js ...jobs.Job) error {
 
 // JOB-28 / DESIGN 25: a job reads back as written, by request id, by id and by idempotency key;
 // the key is unique per account whatever the product; a transition writes every field.
-func testJobReads(t *testing.T, db *sqlstore.DB) {
+func testJobReads(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_j", auth.Pro, 100)
-	NewAccount(t, db, "acct_k", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_j", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_k", auth.Pro, 100)
 	j := newJob("acct_j", "photo", "same-1", jobs.InQueue, t0)
-	if err := insert(t, db, j); err != nil {
+	if err := insert(t, s.Jobs, j); err != nil {
 		t.Fatal(err)
 	}
 	for name, read := range map[string]func() (jobs.Job, error){
-		"by request": func() (jobs.Job, error) { return s.JobByRequest(ctx, j.RequestID) },
-		"by id":      func() (jobs.Job, error) { return s.Job(ctx, "acct_j", j.ID) },
-		"by key":     func() (jobs.Job, error) { return s.JobByIdempotencyKey(ctx, "acct_j", "same-1") },
+		"by request": func() (jobs.Job, error) { return s.Jobs.JobByRequest(ctx, j.RequestID) },
+		"by id":      func() (jobs.Job, error) { return s.Jobs.Job(ctx, "acct_j", j.ID) },
+		"by key":     func() (jobs.Job, error) { return s.Jobs.JobByIdempotencyKey(ctx, "acct_j", "same-1") },
 	} {
 		got, err := read()
 		if err != nil || got.RequestID != j.RequestID || got.Status != jobs.InQueue || string(got.Input) != `{"a":1}` || !got.CreatedAt.Equal(t0) {
 			t.Fatalf("%s: %+v %v", name, got, err)
 		}
 	}
-	if _, err := s.JobByIdempotencyKey(ctx, "acct_k", "same-1"); !errors.Is(err, jobs.ErrNotFound) {
+	if _, err := s.Jobs.JobByIdempotencyKey(ctx, "acct_k", "same-1"); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("another account's key: %v", err)
 	}
 	other := newJob("acct_j", "music", "same-1", jobs.InQueue, t0)
-	if err := insert(t, db, other); !errors.Is(err, jobs.ErrDuplicate) {
+	if err := insert(t, s.Jobs, other); !errors.Is(err, jobs.ErrDuplicate) {
 		t.Fatalf("the same key on another product: %v, want ErrDuplicate", err)
 	}
-	if err := insert(t, db, newJob("acct_k", "music", "same-1", jobs.InQueue, t0)); err != nil {
+	if err := insert(t, s.Jobs, newJob("acct_k", "music", "same-1", jobs.InQueue, t0)); err != nil {
 		t.Fatalf("the same key on another account: %v", err)
 	}
 	// A transition: settled with a result, logs and metrics.
 	done := t0.Add(time.Minute)
-	err := s.InTx(ctx, func(tx jobs.Tx) error {
+	err := s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
 		cur, err := tx.JobByRequestForUpdate(ctx, j.RequestID)
 		if err != nil {
 			return err
@@ -145,13 +143,13 @@ func testJobReads(t *testing.T, db *sqlstore.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.JobByRequest(ctx, j.RequestID)
+	got, err := s.Jobs.JobByRequest(ctx, j.RequestID)
 	if err != nil || !got.Settled() || got.Outcome != jobs.Succeeded || got.Charged != 7 || got.FinishedAt == nil || !got.FinishedAt.Equal(done) ||
 		len(got.Logs) != 1 || !reflect.DeepEqual(got.Metrics, map[string]float64{"seconds": 1.5}) {
 		t.Fatalf("after the transition: %+v %v", got, err)
 	}
 	// A settled job is never written again, whatever a caller read before.
-	err = s.InTx(ctx, func(tx jobs.Tx) error {
+	err = s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
 		stale := got
 		stale.Status, stale.Outcome = jobs.InProgress, ""
 		return tx.UpdateJob(ctx, stale)
@@ -159,7 +157,7 @@ func testJobReads(t *testing.T, db *sqlstore.DB) {
 	if !errors.Is(err, jobs.ErrSettled) {
 		t.Fatalf("update of a settled job: %v, want ErrSettled", err)
 	}
-	list, err := s.ListJobs(ctx, "acct_j", t0.Add(time.Hour), 10)
+	list, err := s.Jobs.ListJobs(ctx, "acct_j", t0.Add(time.Hour), 10)
 	if err != nil || len(list) != 1 || list[0].ID != j.ID {
 		t.Fatalf("list: %+v %v", list, err)
 	}
@@ -167,12 +165,11 @@ func testJobReads(t *testing.T, db *sqlstore.DB) {
 
 // A settlement writes the settled job and its outbox event together (one statement on
 // PostgreSQL); a second settlement of the same job answers ErrSettled and writes no event.
-func testCloseJob(t *testing.T, db *sqlstore.DB) {
+func testCloseJob(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_c", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_c", auth.Pro, 100)
 	j := newJob("acct_c", "photo", "close-1", jobs.InProgress, t0)
-	if err := insert(t, db, j); err != nil {
+	if err := insert(t, s.Jobs, j); err != nil {
 		t.Fatal(err)
 	}
 	done := t0.Add(time.Minute)
@@ -183,7 +180,7 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 	// PostgreSQL runs without a transaction around it: the job and its event still go
 	// together, and the second settlement is refused.
 	closeJob := func() error {
-		return s.InOneStatement(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, j, &ev) })
+		return s.Jobs.InOneStatement(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, j, &ev) })
 	}
 	if err := closeJob(); err != nil {
 		t.Fatal(err)
@@ -191,25 +188,25 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 	if err := closeJob(); !errors.Is(err, jobs.ErrSettled) {
 		t.Fatalf("second settlement: %v, want ErrSettled", err)
 	}
-	got, err := s.JobByRequest(ctx, j.RequestID)
+	got, err := s.Jobs.JobByRequest(ctx, j.RequestID)
 	if err != nil || !got.Settled() || got.Charged != 7 {
 		t.Fatalf("settled job: %+v %v", got, err)
 	}
-	if db.Dialect() == sqlstore.Postgres {
+	if s.Inspect.Dialect() == sqlstore.Postgres {
 		func() {
 			defer func() {
 				if recover() == nil {
 					t.Fatal("a second statement in InOneStatement ran")
 				}
 			}()
-			_ = s.InOneStatement(ctx, func(tx jobs.Tx) error {
+			_ = s.Jobs.InOneStatement(ctx, func(tx jobs.Tx) error {
 				_, _ = tx.CountQueuedOf(ctx, []string{"photo"})
 				_, err := tx.CountQueuedOf(ctx, []string{"photo"})
 				return err
 			})
 		}()
 	}
-	evs, err := sqlstore.WebhookOutbox{DB: db}.Pending(ctx, 10)
+	evs, err := s.Outbox.Pending(ctx, 10)
 	if err != nil || len(evs) != 1 || evs[0].ID != ev.ID || evs[0].Charged != 7 || evs[0].Reserved != 10 || !evs[0].CreatedAt.Equal(done) {
 		t.Fatalf("outbox: %+v %v", evs, err)
 	}
@@ -217,28 +214,27 @@ func testCloseJob(t *testing.T, db *sqlstore.DB) {
 
 // QST: the head of a model's queue is normal before low, oldest first; a claimed job is not
 // claimed by a second transaction; overdue jobs are found by their start-by time.
-func testClaims(t *testing.T, db *sqlstore.DB) {
+func testClaims(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_q", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_q", auth.Pro, 100)
 	low := newJob("acct_q", "photo", "low", jobs.InQueue, t0)
 	low.Priority = jobs.Low
 	old := newJob("acct_q", "photo", "old", jobs.InQueue, t0.Add(time.Second))
 	young := newJob("acct_q", "photo", "young", jobs.InQueue, t0.Add(2*time.Second))
 	by := t0.Add(time.Minute)
 	young.StartBy = &by
-	if err := insert(t, db, young, low, old); err != nil {
+	if err := insert(t, s.Jobs, young, low, old); err != nil {
 		t.Fatal(err)
 	}
-	q, err := s.Queued(ctx, "m-photo", 10)
+	q, err := s.Jobs.Queued(ctx, "m-photo", 10)
 	if err != nil || len(q) != 3 || q[0].ID != old.ID || q[1].ID != young.ID || q[2].ID != low.ID {
 		t.Fatalf("queue order: %v %v", ids(q), err)
 	}
-	if n, err := s.QueuePosition(ctx, low); err != nil || n != 2 {
+	if n, err := s.Jobs.QueuePosition(ctx, low); err != nil || n != 2 {
 		t.Fatalf("position of the low job: %d %v", n, err)
 	}
 	var claimed jobs.Job
-	err = s.InTx(ctx, func(tx jobs.Tx) error {
+	err = s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
 		counts, err := tx.CountQueuedOf(ctx, []string{"m-photo"})
 		if n := counts["m-photo"]; err != nil || n != 3 {
 			return fmt.Errorf("queue length %d %v", n, err)
@@ -252,7 +248,7 @@ func testClaims(t *testing.T, db *sqlstore.DB) {
 	if err != nil || claimed.ID != old.ID {
 		t.Fatalf("claim: %s %v", claimed.ID, err)
 	}
-	err = s.InTx(ctx, func(tx jobs.Tx) error {
+	err = s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
 		next, err := tx.ClaimQueued(ctx, "m-photo")
 		if err == nil && next.ID != young.ID {
 			return fmt.Errorf("second claim %s, want %s", next.ID, young.ID)
@@ -265,7 +261,7 @@ func testClaims(t *testing.T, db *sqlstore.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	over, err := s.Overdue(ctx, by.Add(time.Second), 10)
+	over, err := s.Jobs.Overdue(ctx, by.Add(time.Second), 10)
 	if err != nil || len(over) != 1 || over[0].ID != young.ID {
 		t.Fatalf("overdue: %v %v", ids(over), err)
 	}
@@ -273,58 +269,56 @@ func testClaims(t *testing.T, db *sqlstore.DB) {
 
 // JOB / crash recovery: a lease that ran out is stale; a heartbeat by its owner extends it and
 // reports a cancellation asked meanwhile; another owner's heartbeat does nothing.
-func testLeases(t *testing.T, db *sqlstore.DB) {
+func testLeases(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_l", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_l", auth.Pro, 100)
 	j := newJob("acct_l", "photo", "run", jobs.InProgress, t0)
 	until := t0.Add(15 * time.Second)
 	j.LeaseOwner, j.LeaseUntil, j.CancelAsked = "proc_a", &until, true
-	if err := insert(t, db, j); err != nil {
+	if err := insert(t, s.Jobs, j); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.Stale(ctx, until, 10); err != nil || len(st) != 0 {
+	if st, err := s.Jobs.Stale(ctx, until, 10); err != nil || len(st) != 0 {
 		t.Fatalf("stale at the lease's end: %v %v", ids(st), err)
 	}
-	if st, err := s.Stale(ctx, until.Add(time.Millisecond), 10); err != nil || len(st) != 1 {
+	if st, err := s.Jobs.Stale(ctx, until.Add(time.Millisecond), 10); err != nil || len(st) != 1 {
 		t.Fatalf("stale after: %v %v", ids(st), err)
 	}
-	if c, err := s.Heartbeat(ctx, "proc_b", []string{j.RequestID}, until.Add(time.Hour)); err != nil || len(c) != 0 {
+	if c, err := s.Jobs.Heartbeat(ctx, "proc_b", []string{j.RequestID}, until.Add(time.Hour)); err != nil || len(c) != 0 {
 		t.Fatalf("another owner's heartbeat: %v %v", c, err)
 	}
-	c, err := s.Heartbeat(ctx, "proc_a", []string{j.RequestID}, until.Add(time.Minute))
+	c, err := s.Jobs.Heartbeat(ctx, "proc_a", []string{j.RequestID}, until.Add(time.Minute))
 	if err != nil || !reflect.DeepEqual(c, []string{j.RequestID}) {
 		t.Fatalf("heartbeat: %v %v", c, err)
 	}
-	if st, _ := s.Stale(ctx, until.Add(time.Second), 10); len(st) != 0 {
+	if st, _ := s.Jobs.Stale(ctx, until.Add(time.Second), 10); len(st) != 0 {
 		t.Fatalf("still stale after the heartbeat: %v", ids(st))
 	}
-	if err := s.AppendProgress(ctx, j.RequestID, []jobs.LogLine{{Message: "half", Level: "info", Source: "runner", Timestamp: t0}}, 0.5); err != nil {
+	if err := s.Jobs.AppendProgress(ctx, j.RequestID, []jobs.LogLine{{Message: "half", Level: "info", Source: "runner", Timestamp: t0}}, 0.5); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := s.JobByRequest(ctx, j.RequestID)
+	got, _ := s.Jobs.JobByRequest(ctx, j.RequestID)
 	if got.Progress != 0.5 || len(got.Logs) != 1 {
 		t.Fatalf("progress: %+v", got)
 	}
 }
 
 // The in-flight count reads only unsettled jobs, whatever the history.
-func testInFlight(t *testing.T, db *sqlstore.DB) {
+func testInFlight(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_i", auth.Pro, 100)
-	if err := db.InsertKey(ctx, key("ikey00000001", "acct_i", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+	NewAccount(t, s.Ledger, "acct_i", auth.Pro, 100)
+	if err := s.Auth.InsertKey(ctx, key("ikey00000001", "acct_i", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
 	var js []jobs.Job
 	for i, st := range []jobs.QueueStatus{jobs.Completed, jobs.InQueue, jobs.Completed, jobs.InProgress, jobs.Completed} {
 		js = append(js, newJob("acct_i", "photo", fmt.Sprint("k", i), st, t0))
 	}
-	if err := insert(t, db, js...); err != nil {
+	if err := insert(t, s.Jobs, js...); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	err := s.InTx(ctx, func(tx jobs.Tx) error {
+	err := s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
 		held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_i", KeyID: "ikey00000001"}})
 		n = held.InFlight["acct_i"]
 		return err
@@ -340,33 +334,32 @@ func testInFlight(t *testing.T, db *sqlstore.DB) {
 // its job in the count, its charge in the key's spend. On PostgreSQL the keys with the counts
 // are sent in the locks' round trip, a statement of its own after them. (SQLite's one writer runs the
 // two transactions one after the other: there is no wait to race.)
-func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
-	if db.Dialect() != sqlstore.Postgres {
+func testHoldSeesLockHolder(t *testing.T, s Stores) {
+	if s.Inspect.Dialect() != sqlstore.Postgres {
 		t.Skip("SQLite runs one write transaction at a time")
 	}
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_w", auth.Pro, 100)
-	NewAccount(t, db, "acct_x", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_w", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_x", auth.Pro, 100)
 	for _, k := range []auth.KeyRecord{key("waitkey00001", "acct_w", t0.AddDate(0, 3, 0)), key("xkey00000001", "acct_x", t0.AddDate(0, 3, 0))} {
-		if err := db.InsertKey(ctx, k, 25, t0); err != nil {
+		if err := s.Auth.InsertKey(ctx, k, 25, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	release, first := holdWithJob(t, s, "acct_w", "waitkey00001", 10)
+	release, first := holdWithJob(t, s.Jobs, "acct_w", "waitkey00001", 10)
 	var n map[string]int
 	var ks []auth.KeyRecord
 	second := make(chan error, 1)
-	before := db.PipelinedRoundTrips()
+	before := s.Inspect.PipelinedRoundTrips()
 	go func() {
-		second <- s.InTx(ctx, func(tx jobs.Tx) (err error) {
+		second <- s.Jobs.InTx(ctx, func(tx jobs.Tx) (err error) {
 			held, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: "acct_w", KeyID: "waitkey00001"},
 				{AccountID: "acct_x", KeyID: "xkey00000001"}})
 			ks, n = held.Keys, held.InFlight
 			return err
 		})
 	}()
-	waitForLockWait(t, db)
+	waitForLockWait(t, s.Inspect)
 	close(release)
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -379,7 +372,7 @@ func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
 	}
 	// The holder's COMMIT; then BEGIN, the locks, and the keys with the counts in one round trip,
 	// and the COMMIT in another.
-	if trips := db.PipelinedRoundTrips() - before; trips != 3 {
+	if trips := s.Inspect.PipelinedRoundTrips() - before; trips != 3 {
 		t.Fatalf("%d round trips, want 3", trips)
 	}
 }
@@ -387,13 +380,13 @@ func testHoldSeesLockHolder(t *testing.T, db *sqlstore.DB) {
 // holdWithJob starts a transaction that holds account (read with key), raises the key's spend
 // by spend when it is not zero, and inserts a job of the account; it returns once all of that
 // was sent. The transaction commits when release is closed, and answers on done.
-func holdWithJob(t *testing.T, s sqlstore.Jobs, account, key string, spend int64) (release chan struct{}, done chan error) {
+func holdWithJob(t *testing.T, store jobs.Store, account, key string, spend int64) (release chan struct{}, done chan error) {
 	t.Helper()
 	ctx := context.Background()
 	holding := make(chan struct{})
 	release, done = make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- s.InTx(ctx, func(tx jobs.Tx) error {
+		done <- store.InTx(ctx, func(tx jobs.Tx) error {
 			if _, err := tx.LedgerHold(ctx, []ledger.AccountKey{{AccountID: account, KeyID: key}}); err != nil {
 				return err
 			}
@@ -422,12 +415,12 @@ func holdWithJob(t *testing.T, s sqlstore.Jobs, account, key string, spend int64
 }
 
 // waitForLockWait returns once a session of the database waits for a row lock.
-func waitForLockWait(t *testing.T, db *sqlstore.DB) {
+func waitForLockWait(t *testing.T, in Inspect) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		var waiting int
-		if err := db.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		if err := in.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
  WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
@@ -442,20 +435,20 @@ func waitForLockWait(t *testing.T, db *sqlstore.DB) {
 // A job's charge and settlement through the ledger, in the job's transaction: the balance equals
 // the sum of entries, the key's spend follows, and the usage rollup counts the charge and the
 // refund per key, model and day.
-func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
+func testLedgerRollup(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_r", auth.Pro, 1000)
-	if err := db.InsertKey(ctx, key("rollupkey001", "acct_r", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+	NewAccount(t, s.Ledger, "acct_r", auth.Pro, 1000)
+	if err := s.Auth.InsertKey(ctx, key("rollupkey001", "acct_r", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
-	l := ledger.New(db, func() time.Time { return t0 })
+	l := ledger.New(s.Ledger, func() time.Time { return t0 })
 	charge := func(tx ledger.Tx, j ledger.Job, at time.Time) (ledger.Charged, error) {
 		_, c, err := l.Charge(ctx, tx, ledger.Request{Job: j, InFlightLimit: -1}, at)
 		return c, err
 	}
 	run := func(jobID string, quote ledger.Credits, done float64, at time.Time) {
 		t.Helper()
-		err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
+		err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
 			j := ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: jobID, Model: "image-4b", Quote: quote}
 			c, err := charge(tx, j, at)
 			if err != nil {
@@ -471,33 +464,33 @@ func testLedgerRollup(t *testing.T, db *sqlstore.DB) {
 	run("photo_1", 100, 1, t0)
 	run("photo_2", 50, 0.5, t0.Add(time.Hour))
 	run("photo_3", 40, 0, t0.AddDate(0, 0, 1))
-	a, _ := db.Account(ctx, "acct_r")
-	sum, err := db.LedgerSum(ctx, "acct_r")
+	a, _ := s.Auth.Account(ctx, "acct_r")
+	sum, err := ledgerSum(ctx, s.Ledger, "acct_r")
 	if err != nil || a.Balance != 1000-100-25 || sum != a.Balance {
 		t.Fatalf("balance %d, ledger sum %d (%v), want 875", a.Balance, sum, err)
 	}
-	k, _ := db.Key(ctx, "rollupkey001")
+	k, _ := s.Auth.Key(ctx, "rollupkey001")
 	if k.SpentIn(t0) != 125 {
 		t.Fatalf("key spend %d, want 125", k.SpentIn(t0))
 	}
 	month := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	got, err := db.LedgerUsageByKey(ctx, "acct_r", month, month.AddDate(0, 1, 0))
+	got, err := s.Usage.LedgerUsageByKey(ctx, "acct_r", month, month.AddDate(0, 1, 0))
 	want := []ledger.KeyUsage{{KeyID: "rollupkey001", Charged: 190, Refunded: 65, Jobs: 3}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage %+v %v, want %+v", got, err, want)
 	}
 	// One day of the window: the rollup is read by day.
-	got, err = db.LedgerUsageByKey(ctx, "acct_r", t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
+	got, err = s.Usage.LedgerUsageByKey(ctx, "acct_r", t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
 	if err != nil || !reflect.DeepEqual(got, []ledger.KeyUsage{{KeyID: "rollupkey001", Charged: 150, Refunded: 25, Jobs: 2}}) {
 		t.Fatalf("usage of one day %+v %v", got, err)
 	}
 	// A charge beyond the balance is refused and moves neither the balance nor the key's spend.
-	err = db.LedgerTx(ctx, func(tx ledger.Tx) error {
+	err = s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
 		_, err := charge(tx, ledger.Job{AccountID: "acct_r", KeyID: "rollupkey001", JobID: "photo_4", Model: "image-4b", Quote: 876}, t0)
 		return err
 	})
-	a, _ = db.Account(ctx, "acct_r")
-	k, _ = db.Key(ctx, "rollupkey001")
+	a, _ = s.Auth.Account(ctx, "acct_r")
+	k, _ = s.Auth.Key(ctx, "rollupkey001")
 	if e, ok := apierr.As(err); !ok || e.Code != apierr.InsufficientCredits || a.Balance != 875 || k.SpentIn(t0) != 125 {
 		t.Fatalf("debit beyond the balance: %v, balance %d, spend %d", err, a.Balance, k.SpentIn(t0))
 	}
@@ -512,10 +505,10 @@ var (
 // listing, usage) read
 // through indexes on both databases: SQLite's plan never scans a table whole, and PostgreSQL's,
 // with sequential scans priced out, still has no sequential scan (so an index serves it).
-func testPlans(t *testing.T, db *sqlstore.DB) {
+func testPlans(t *testing.T, s Stores) {
 	ctx := context.Background()
-	for _, name := range sqlstore.HotQueries(db.Dialect()) {
-		plan, err := db.Explain(ctx, name)
+	for _, name := range sqlstore.HotQueries(s.Inspect.Dialect()) {
+		plan, err := s.Inspect.Explain(ctx, name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -560,11 +553,10 @@ func ids(js []jobs.Job) []string {
 // The console's job list: filters by model, state and creation window, newest first, and a
 // page after a cursor continues exactly where the previous one stopped, ties on created_at
 // broken by id, another account's jobs never shown.
-func testSearch(t *testing.T, db *sqlstore.DB) {
+func testSearch(t *testing.T, s Stores) {
 	ctx := context.Background()
-	s := sqlstore.Jobs{DB: db}
-	NewAccount(t, db, "acct_s", auth.Pro, 100)
-	NewAccount(t, db, "acct_o", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_s", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_o", auth.Pro, 100)
 	var all []jobs.Job
 	for i := range 12 {
 		product := []string{"photo", "music"}[i%2]
@@ -576,13 +568,13 @@ func testSearch(t *testing.T, db *sqlstore.DB) {
 		all = append(all, j)
 	}
 	other := newJob("acct_o", "photo", "o1", jobs.InQueue, t0)
-	if err := insert(t, db, append(all, other)...); err != nil {
+	if err := insert(t, s.Jobs, append(all, other)...); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
 	var after *jobs.Cursor
 	for page := 0; ; page++ {
-		got, err := s.SearchJobs(ctx, "acct_s", jobs.Search{After: after, Limit: 5})
+		got, err := s.Jobs.SearchJobs(ctx, "acct_s", jobs.Search{After: after, Limit: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -606,11 +598,11 @@ func testSearch(t *testing.T, db *sqlstore.DB) {
 	if !reflect.DeepEqual(seen, want) {
 		t.Fatalf("pages %v, want %v", seen, want)
 	}
-	got, err := s.SearchJobs(ctx, "acct_s", jobs.Search{Model: "m-photo", State: jobs.StateFailed, Limit: 50})
+	got, err := s.Jobs.SearchJobs(ctx, "acct_s", jobs.Search{Model: "m-photo", State: jobs.StateFailed, Limit: 50})
 	if err != nil || !reflect.DeepEqual(ids(got), []string{"photo_s06", "photo_s00"}) {
 		t.Fatalf("photo failed: %v %v", ids(got), err)
 	}
-	got, err = s.SearchJobs(ctx, "acct_s", jobs.Search{State: jobs.StateQueued, From: t0.Add(time.Minute), To: t0.Add(3 * time.Minute), Limit: 50})
+	got, err = s.Jobs.SearchJobs(ctx, "acct_s", jobs.Search{State: jobs.StateQueued, From: t0.Add(time.Minute), To: t0.Add(3 * time.Minute), Limit: 50})
 	if err != nil || !reflect.DeepEqual(ids(got), []string{"photo_s04", "music_s05", "photo_s02"}) {
 		t.Fatalf("queued in window: %v %v", ids(got), err)
 	}

@@ -1,9 +1,3 @@
-// Package storetest is the store conformance suite: one set of tests every database backend
-// passes, and helpers that open a fresh database of each kind for other packages' tests.
-//
-// PostgreSQL tests read MODELEXEC_TEST_POSTGRES (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
-// and get a fresh schema per test; they skip with a message when it is unset, and fail under
-// CI=true so CI always runs them.
 package storetest
 
 import (

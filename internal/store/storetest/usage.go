@@ -13,27 +13,26 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/ledger"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // RunUsage is the conformance suite of the usage reads: per-key spend in a window (ACC-14) and
 // the rollup's rows per day, key and model that the export streams (ACC-15).
-func RunUsage(t *testing.T, open func(t testing.TB) *sqlstore.DB) {
+func RunUsage(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("UsageByKeyInWindow", func(t *testing.T) { testUsage(t, open(t)) })
 	t.Run("UsageDaysInWindow", func(t *testing.T) { testUsageDays(t, open(t)) })
 	t.Run("UsageLinesInWindow", func(t *testing.T) { testUsageLines(t, open(t)) })
 	t.Run("UsageRollupsAgree", func(t *testing.T) { testUsageRollups(t, open(t)) })
 }
 
-func testUsage(t *testing.T, db *sqlstore.DB) {
+func testUsage(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_u", auth.Pro, 1000)
-	NewAccount(t, db, "acct_v", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_u", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_v", auth.Pro, 1000)
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
-		applyEntry(t, db, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Kind: kind, Amount: ledger.Credits(amount), At: at})
+		applyEntry(t, s.Ledger, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Kind: kind, Amount: ledger.Credits(amount), At: at})
 	}
 	add("acct_u", "", "", ledger.Grant, 500, from.Add(time.Hour))                       // not spend
 	add("acct_u", "key_a", "photo_1", ledger.Charge, -10, from)                         // first instant: in
@@ -45,7 +44,7 @@ func testUsage(t *testing.T, db *sqlstore.DB) {
 	add("acct_u", "key_b", "music_0", ledger.Charge, -100, from.Add(-time.Microsecond)) // last month: out
 	add("acct_v", "key_c", "photo_1", ledger.Charge, -50, from.Add(time.Hour))          // another account
 
-	got, err := db.LedgerUsageByKey(ctx, "acct_u", from, to)
+	got, err := s.Usage.LedgerUsageByKey(ctx, "acct_u", from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,25 +55,25 @@ func testUsage(t *testing.T, db *sqlstore.DB) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage = %+v, want %+v", got, want)
 	}
-	got, err = db.LedgerUsageByKey(ctx, "acct_u", from.AddDate(0, -1, 0), from)
+	got, err = s.Usage.LedgerUsageByKey(ctx, "acct_u", from.AddDate(0, -1, 0), from)
 	if err != nil || !reflect.DeepEqual(got, []ledger.KeyUsage{{KeyID: "key_b", Charged: 100, Jobs: 1}}) {
 		t.Fatalf("last month = %+v, %v", got, err)
 	}
-	got, err = db.LedgerUsageByKey(ctx, "acct_none", from, to)
+	got, err = s.Usage.LedgerUsageByKey(ctx, "acct_none", from, to)
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("no entries = %#v, %v (want an empty, non-nil list)", got, err)
 	}
 }
 
-func testUsageDays(t *testing.T, db *sqlstore.DB) {
+func testUsageDays(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_d", auth.Pro, 1000)
-	NewAccount(t, db, "acct_e", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_d", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_e", auth.Pro, 1000)
 	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(acct, key, model string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
-		applyEntry(t, db, ledger.Entry{AccountID: acct, KeyID: key, JobID: "j", Model: model, Kind: kind, Amount: ledger.Credits(amount), At: at})
+		applyEntry(t, s.Ledger, ledger.Entry{AccountID: acct, KeyID: key, JobID: "j", Model: model, Kind: kind, Amount: ledger.Credits(amount), At: at})
 	}
 	d2 := from.AddDate(0, 0, 1)
 	add("acct_d", "key_b", "photo", ledger.Charge, -10, d2.Add(time.Hour))
@@ -93,7 +92,7 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	read := func(acct string, size int) []ledger.DayUsage {
 		t.Helper()
 		return readPages(t, size, func(after *ledger.DayUsage) ([]ledger.DayUsage, error) {
-			return db.LedgerUsageDays(ctx, acct, from, to, after, size)
+			return s.Usage.LedgerUsageDays(ctx, acct, from, to, after, size)
 		})
 	}
 	want := []ledger.DayUsage{
@@ -108,13 +107,13 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 			t.Fatalf("days in pages of %d = %+v, want %+v", size, got, want)
 		}
 	}
-	if rows, err := db.LedgerUsageDays(ctx, "acct_d", from, to, nil, 2); err != nil || !reflect.DeepEqual(rows, want[:2]) {
+	if rows, err := s.Usage.LedgerUsageDays(ctx, "acct_d", from, to, nil, 2); err != nil || !reflect.DeepEqual(rows, want[:2]) {
 		t.Fatalf("first page of 2 = %+v %v", rows, err)
 	}
-	if n, err := db.LedgerUsageDayCount(ctx, "acct_d", from, to); err != nil || n != int64(len(want)) {
+	if n, err := s.Usage.LedgerUsageDayCount(ctx, "acct_d", from, to); err != nil || n != int64(len(want)) {
 		t.Fatalf("count = %d %v, want %d", n, err, len(want))
 	}
-	if n, err := db.LedgerUsageDayCount(ctx, "acct_none", from, to); err != nil || n != 0 {
+	if n, err := s.Usage.LedgerUsageDayCount(ctx, "acct_none", from, to); err != nil || n != 0 {
 		t.Fatalf("count of an account without spend = %d %v", n, err)
 	}
 	if got := read("acct_none", 10); len(got) != 0 {
@@ -122,12 +121,12 @@ func testUsageDays(t *testing.T, db *sqlstore.DB) {
 	}
 }
 
-func testUsageLines(t *testing.T, db *sqlstore.DB) {
+func testUsageLines(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_l", auth.Pro, 1000)
-	NewAccount(t, db, "acct_m", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_l", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_m", auth.Pro, 1000)
 	for _, k := range []struct{ id, acct string }{{"linekey00001", "acct_l"}, {"linekey00002", "acct_l"}, {"linekey00003", "acct_m"}} {
-		if err := db.InsertKey(ctx, key(k.id, k.acct, t0.AddDate(1, 0, 0)), 25, t0); err != nil {
+		if err := s.Auth.InsertKey(ctx, key(k.id, k.acct, t0.AddDate(1, 0, 0)), 25, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,7 +134,7 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 	to := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	add := func(acct, key, job string, kind ledger.Kind, amount int64, at time.Time) {
 		t.Helper()
-		applyEntry(t, db, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Model: "photo", Kind: kind, Amount: ledger.Credits(amount), At: at})
+		applyEntry(t, s.Ledger, ledger.Entry{AccountID: acct, KeyID: key, JobID: job, Model: "photo", Kind: kind, Amount: ledger.Credits(amount), At: at})
 	}
 	h := func(n int) time.Time { return from.Add(time.Duration(n) * time.Hour) }
 	add("acct_l", "linekey00002", "job_2", ledger.Charge, -20, h(2))
@@ -150,10 +149,10 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 	read := func(keyID string, size int) []ledger.UsageLine {
 		t.Helper()
 		return readPages(t, size, func(after *ledger.UsageLine) ([]ledger.UsageLine, error) {
-			return db.LedgerUsageLines(ctx, keyID, from, to, after, size)
+			return s.Usage.LedgerUsageLines(ctx, keyID, from, to, after, size)
 		})
 	}
-	if keys, err := db.LedgerUsageKeys(ctx, "acct_l"); err != nil || !reflect.DeepEqual(keys, []string{"linekey00001", "linekey00002"}) {
+	if keys, err := s.Usage.LedgerUsageKeys(ctx, "acct_l"); err != nil || !reflect.DeepEqual(keys, []string{"linekey00001", "linekey00002"}) {
 		t.Fatalf("keys = %v %v", keys, err)
 	}
 	// No job rows stand behind these entries: the model is empty (the join finds none).
@@ -177,10 +176,10 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 	if got := read("linekey00002", 10); len(got) != 1 || got[0].Charged != 20 || !got[0].At.Equal(h(2)) {
 		t.Fatalf("second key's lines = %+v", got)
 	}
-	if n, err := db.LedgerUsageLineCount(ctx, "acct_l", from, to); err != nil || n != 4 {
+	if n, err := s.Usage.LedgerUsageLineCount(ctx, "acct_l", from, to); err != nil || n != 4 {
 		t.Fatalf("line count = %d %v, want 4", n, err)
 	}
-	if n, err := db.LedgerUsageLineCount(ctx, "acct_none", from, to); err != nil || n != 0 {
+	if n, err := s.Usage.LedgerUsageLineCount(ctx, "acct_none", from, to); err != nil || n != 0 {
 		t.Fatalf("line count of an account without keys = %d %v", n, err)
 	}
 }
@@ -189,13 +188,13 @@ func testUsageLines(t *testing.T, db *sqlstore.DB) {
 // part-month edges of a window from the daily one: over any window of days, whole months or
 // not, across month and year ends, they equal the daily rollup's rows summed (which the export
 // reads), and no other account's spend shows.
-func testUsageRollups(t *testing.T, db *sqlstore.DB) {
+func testUsageRollups(t *testing.T, s Stores) {
 	ctx := context.Background()
-	NewAccount(t, db, "acct_r", auth.Pro, 0)
-	NewAccount(t, db, "acct_s", auth.Pro, 0)
+	NewAccount(t, s.Ledger, "acct_r", auth.Pro, 0)
+	NewAccount(t, s.Ledger, "acct_s", auth.Pro, 0)
 	r := rand.New(rand.NewPCG(7, 7))
 	start := time.Date(2026, 10, 28, 0, 0, 0, 0, time.UTC) // to 2027-02-05: four month ends, a year end
-	err := db.LedgerTx(ctx, func(tx ledger.Tx) error {
+	err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
 		for i := range 600 {
 			acct := []string{"acct_r", "acct_s"}[r.IntN(4)/3]
 			e := ledger.Entry{AccountID: acct, KeyID: fmt.Sprint("key_", r.IntN(3)), JobID: fmt.Sprint("j", i), Model: fmt.Sprint("m", r.IntN(4)),
@@ -232,7 +231,7 @@ func testUsageRollups(t *testing.T, db *sqlstore.DB) {
 		var rows []ledger.DayUsage
 		var after *ledger.DayUsage
 		for {
-			page, err := db.LedgerUsageDays(ctx, "acct_r", from, to, after, 1000)
+			page, err := s.Usage.LedgerUsageDays(ctx, "acct_r", from, to, after, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,15 +274,15 @@ func testUsageRollups(t *testing.T, db *sqlstore.DB) {
 		}
 		slices.SortFunc(wantDays, func(a, b ledger.DayUsage) int { return a.Day.Compare(b.Day) })
 
-		gotKeys, err := db.LedgerUsageByKey(ctx, "acct_r", from, to)
+		gotKeys, err := s.Usage.LedgerUsageByKey(ctx, "acct_r", from, to)
 		if err != nil || !reflect.DeepEqual(gotKeys, wantKeys) {
 			t.Fatalf("[%v, %v) per key = %+v %v, want %+v", from, to, gotKeys, err, wantKeys)
 		}
-		gotModels, err := db.LedgerUsagePer(ctx, "acct_r", from, to, ledger.PerModel)
+		gotModels, err := s.Usage.LedgerUsagePer(ctx, "acct_r", from, to, ledger.PerModel)
 		if err != nil || !reflect.DeepEqual(gotModels, wantModels) {
 			t.Fatalf("[%v, %v) per model = %+v %v, want %+v", from, to, gotModels, err, wantModels)
 		}
-		gotDays, err := db.LedgerUsagePer(ctx, "acct_r", from, to, ledger.PerDay)
+		gotDays, err := s.Usage.LedgerUsagePer(ctx, "acct_r", from, to, ledger.PerDay)
 		if err != nil || !reflect.DeepEqual(gotDays, wantDays) {
 			t.Fatalf("[%v, %v) per day = %+v %v, want %+v", from, to, gotDays, err, wantDays)
 		}
@@ -318,10 +317,10 @@ func readPages[T any](t *testing.T, size int, page func(after *T) ([]T, error)) 
 }
 
 // applyEntry writes one ledger entry in a transaction of its own, without a balance floor.
-func applyEntry(t *testing.T, db *sqlstore.DB, e ledger.Entry) {
+func applyEntry(t *testing.T, l ledger.Store, e ledger.Entry) {
 	t.Helper()
 	ctx := context.Background()
-	err := db.InTx(ctx, func(tx *sqlstore.Tx) error {
+	err := l.LedgerTx(ctx, func(tx ledger.Tx) error {
 		_, err := tx.LedgerApply(ctx, e, math.MinInt64)
 		return err
 	})
