@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ func Run(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("RevokeKeepsOriginalStamp", func(t *testing.T) { testRevoke(t, open(t)) })
 	t.Run("Ceilings", func(t *testing.T) { testCeilings(t, open(t)) })
 	t.Run("ChargeTogether", func(t *testing.T) { testChargeTogether(t, open(t)) })
+	t.Run("ChargeRaisesKeySpend", func(t *testing.T) { testChargeRaisesKeySpend(t, open(t)) })
 	t.Run("ACC04_MonthlyAllowances", func(t *testing.T) { testAllowances(t, open(t)) })
 	t.Run("ConsoleUsersAndSessions", func(t *testing.T) { testConsoleUsers(t, open(t)) })
 	t.Run("SignInFailures", func(t *testing.T) { testSignInFailures(t, open(t)) })
@@ -215,6 +217,47 @@ func testCeilings(t *testing.T, s Stores) {
 	k, _ := s.Auth.Key(ctx, "ceilingkey01")
 	if k.Ceiling != c {
 		t.Fatalf("ceiling = %+v", k.Ceiling)
+	}
+}
+
+// CEIL: a charge written by LedgerApply raises its key's spend in the same statement, for the
+// entry's period, starting the period afresh when the key's spend was of an earlier one; a
+// refund, a grant or an allowance leaves the spend alone (the ledger gives a refund back to the
+// period its job started in with LedgerKeySpend).
+func testChargeRaisesKeySpend(t *testing.T, s Stores) {
+	ctx := context.Background()
+	NewAccount(t, s.Ledger, "acct_s", auth.Pro, 100)
+	if err := s.Auth.InsertKey(ctx, key("spendkey0001", "acct_s", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
+	nextMonth := t0.AddDate(0, 1, 0)
+	for _, step := range []struct {
+		kind   ledger.Kind
+		amount int64
+		at     time.Time
+		spent  int64 // the key's spend in at's period afterwards
+	}{
+		{ledger.Charge, -30, t0, 30},
+		{ledger.Charge, -5, t0, 35},
+		{ledger.Refund, 10, t0, 35},
+		{ledger.Grant, 50, t0, 35},
+		{ledger.Charge, -7, nextMonth, 7},
+	} {
+		err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
+			e := ledger.Entry{AccountID: "acct_s", Kind: step.kind, Amount: ledger.Credits(step.amount), At: step.at}
+			if step.kind == ledger.Charge || step.kind == ledger.Refund {
+				e.KeyID, e.JobID, e.Model = "spendkey0001", "photo_s", "image-4b"
+			}
+			_, err := tx.LedgerApply(ctx, e, math.MinInt64)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := s.Auth.Key(ctx, "spendkey0001")
+		if err != nil || k.SpentIn(step.at) != step.spent {
+			t.Fatalf("after a %s of %d at %v the key's spend is %d (%v), want %d", step.kind, step.amount, step.at, k.SpentIn(step.at), err, step.spent)
+		}
 	}
 }
 
