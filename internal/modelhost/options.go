@@ -68,12 +68,17 @@ func spelled(r *http.Request, get func(*http.Request, string) (string, bool), wh
 // someone chose; "low" here still is).
 const falPriorityHeader = "X-Fal-Queue-Priority"
 
-func query(r *http.Request, name string) (string, bool) {
-	v, ok := r.URL.Query()[name]
-	if !ok || len(v) == 0 {
-		return "", false
+// queryOf answers a reader of r's query string, which it parses once (each parse of the
+// string allocates all of its values afresh).
+func queryOf(r *http.Request) func(*http.Request, string) (string, bool) {
+	q := r.URL.Query()
+	return func(_ *http.Request, name string) (string, bool) {
+		v, ok := q[name]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
 	}
-	return v[0], true
 }
 
 func header(r *http.Request, name string) (string, bool) {
@@ -97,6 +102,7 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 // ParseOptionsUnder is ParseOptions with the webhook URL checked under policy.
 func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPolicy) (Options, error) {
 	var o Options
+	query := queryOf(r)
 	if v, ok := query(r, "wait"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 300 {
