@@ -39,9 +39,9 @@ type Tx interface {
 	LedgerLockAccount(ctx context.Context, id string) (auth.Account, error)
 	// LedgerApply writes e, moves the balance by e.Amount, counts a charge or refund in the
 	// usage rollup, adds a charge to its key's spend in the entry's period (starting the period
-	// afresh when it changed), and returns the new balance. A debit (negative amount) that would leave the
-	// balance below floor changes nothing and answers ErrInsufficient; pass math.MinInt64 for
-	// an unguarded movement (operator grants may go negative).
+	// afresh when it changed), and returns the new balance. A debit (negative amount) that
+	// would leave the balance below floor changes nothing and answers ErrInsufficient; pass
+	// math.MinInt64 for an unguarded movement (operator grants may go negative).
 	LedgerApply(ctx context.Context, e Entry, floor int64) (int64, error)
 	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
 	// it changed) and returns the key as it now stands: how a refund gives back to the spend of
