@@ -14,9 +14,9 @@
 //     machine whose speed drifts during the run (a shared host's usually does) moves both
 //     sides of a ratio alike;
 //
-//   - the process's CPU time per job (clients included), which a loaded machine distorts less
-//     than rates, and the whole machine's busy CPU time per job (from /proc/stat, on Linux),
-//     which counts the database server's share too;
+//   - the service process's CPU time per job, which a loaded machine distorts less than rates,
+//     and the whole machine's busy CPU time per job (from /proc/stat, on Linux), which counts
+//     the load generator's and the database server's shares too;
 //
 //   - SQL statements, transactions and COMMITs per job (the store's own counters; on SQLite one
 //     COMMIT carries several transactions: group commit);
@@ -24,10 +24,15 @@
 //   - the cost of a job (jobs/s, p50, statements) with 0, 100,000 and 1,000,000 rows of
 //     settled history in the database (-history).
 //
+// The clients, for the service and for the bare handler alike, run in a load generator of their
+// own (this program again, in a process of its own): the service's process runs the service
+// alone, as it would behind clients from outside. -load in-process runs them in the service's
+// process instead, sharing its scheduler and collector.
+//
 // On PostgreSQL an unmeasured load and an ANALYZE come first (-warm-up), as autovacuum keeps a
 // running service's statistics.
 //
-//	go run ./bench/jobs [-db sqlite|postgres] [-duration 3s] [-history 0,100000,1000000] [-postgres URL] [-cpuprofile FILE]
+//	go run ./bench/jobs [-db sqlite|postgres] [-duration 3s] [-history 0,100000,1000000] [-postgres URL] [-load separate|in-process] [-cpuprofile FILE]
 package main
 
 import (
@@ -77,6 +82,13 @@ var (
 )
 
 func main() {
+	if spec := os.Getenv(loadEnv); spec != "" {
+		if err := generateLoad(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: load generator:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	backend := flag.String("db", "sqlite", "database: sqlite or postgres")
 	duration := flag.Duration("duration", 3*time.Second, "how long each measurement runs")
 	history := flag.String("history", "0,100000,1000000", "comma-separated rows of settled history to measure a job's cost at")
@@ -84,6 +96,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the submit→settled loads to this file")
 	points := flag.String("clients", "1,8,32", "comma-separated client counts to measure at")
 	oneAccount := flag.Bool("one-account", true, "also measure with every client on one account")
+	loadWhere := flag.String("load", "separate", "where the clients run: separate (a load generator process of its own, as from outside) or in-process")
 	warm := flag.Bool("warm-up", true, "PostgreSQL: run an unmeasured load and ANALYZE before the first point, as autovacuum would in a running service")
 	flag.Parse()
 	clientCounts = nil
@@ -97,6 +110,14 @@ func main() {
 	}
 	if !*oneAccount {
 		accountCounts = accountCounts[:1]
+	}
+	switch *loadWhere {
+	case "separate":
+	case "in-process":
+		separateLoad = false
+	default:
+		fmt.Fprintf(os.Stderr, "bench: -load %q: separate or in-process\n", *loadWhere)
+		os.Exit(2)
 	}
 	if err := run(*backend, *pg, *duration, *history, *cpuprofile, *warm); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -169,7 +190,9 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string,
 		return fmt.Errorf("no job settled")
 	}
 	var reads float64
-	get := b.aroundGet(d, func() { reads = readLoad(client, 32, d, statusURL, statusKey) })
+	get := b.aroundGet(d, func() {
+		reads = measured(client, loadSpec{Method: http.MethodGet, URL: statusURL, Clients: 32, Duration: d, Keys: []string{statusKey}}).perSec
+	})
 	fmt.Printf("\n%-34s %10.0f\n", "bare net/http GET, c=32", get)
 	fmt.Printf("%-34s %10.0f %34s %9.3f\n", "status reads, c=32", reads, "", reads/get)
 
@@ -226,9 +249,7 @@ func newBare(client *http.Client) *bareServer {
 func (b *bareServer) close() { b.srv.Close() }
 
 func (b *bareServer) post(c int, d time.Duration) measure {
-	return load(b.client, c, d, func(int) (*http.Request, error) {
-		return http.NewRequest(http.MethodPost, b.srv.URL+"/svc-serverless/"+model, strings.NewReader(`{"positivePrompt":"bench"}`))
-	}, func(*http.Response, []byte) bool { return true })
+	return measured(b.client, loadSpec{Method: http.MethodPost, URL: b.srv.URL + "/svc-serverless/" + model, Clients: c, Duration: d})
 }
 
 // around measures the bare POST at c for d/2, runs point, and measures it for d/2 again: the
@@ -244,10 +265,11 @@ func (b *bareServer) around(c int, d time.Duration, point func()) measure {
 
 // aroundGet is around for the bare GET at c = 32.
 func (b *bareServer) aroundGet(d time.Duration, point func()) float64 {
-	before := readLoad(b.client, 32, d/2, b.srv.URL+"/status", "")
+	get := loadSpec{Method: http.MethodGet, URL: b.srv.URL + "/status", Clients: 32, Duration: d / 2}
+	before := measured(b.client, get)
 	point()
-	after := readLoad(b.client, 32, d/2, b.srv.URL+"/status", "")
-	return (before + after) / 2
+	after := measured(b.client, get)
+	return (before.perSec + after.perSec) / 2
 }
 
 // engine is the service under test over its database.
@@ -385,38 +407,13 @@ func (e *engine) close() {
 func (e *engine) jobs(client *http.Client, c, nAcct int, d time.Duration) measure {
 	s0, t0 := e.db.Stats()
 	c0 := e.db.Commits()
-	var statusURL atomic.Value
-	m := load(client, c, d, func(i int) (*http.Request, error) {
-		req, err := http.NewRequest(http.MethodPost, e.http.URL+"/svc-serverless/"+model+"?wait=60",
-			strings.NewReader(fmt.Sprintf(`{"positivePrompt":"bench %d"}`, e.seq.Add(1))))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+e.keys[i%nAcct])
-		req.Header.Set("Content-Type", "application/json")
-		return req, nil
-	}, func(res *http.Response, body []byte) bool {
-		var doc struct {
-			Status    string `json:"status"`
-			StatusURL string `json:"status_url"`
-		}
-		if res.StatusCode != 200 || json.Unmarshal(body, &doc) != nil || doc.Status != "COMPLETED" {
-			if os.Getenv("BENCH_VERBOSE") != "" {
-				fmt.Fprintf(os.Stderr, "%d %s\n", res.StatusCode, body)
-			}
-			return false
-		}
-		statusURL.Store([2]string{doc.StatusURL, res.Request.Header.Get("Authorization")})
-		return true
-	})
+	m := measured(client, loadSpec{Method: http.MethodPost, URL: e.http.URL + "/svc-serverless/" + model + "?wait=60",
+		Clients: c, Duration: d, Keys: e.keys[:nAcct], Jobs: true})
 	s1, t1 := e.db.Stats()
 	c1 := e.db.Commits()
 	if m.n > 0 {
 		m.stmts, m.txs = float64(s1-s0)/float64(m.n), float64(t1-t0)/float64(m.n)
 		m.commits = float64(c1-c0) / float64(m.n)
-	}
-	if last, ok := statusURL.Load().([2]string); ok {
-		m.statusURL, m.statusAuth = last[0], last[1]
 	}
 	return m
 }
@@ -572,8 +569,9 @@ type measure struct {
 	p50, p99   time.Duration
 	stmts, txs float64
 	commits    float64 // COMMITs per job: below tx/job when group commit carries several
-	// cpu is this process's CPU time (user and system, the load's clients included) per good
-	// request: a figure that holds on a machine shared with other work, where rates do not.
+	// cpu is this process's CPU time (user and system; the load's clients too with -load
+	// in-process) per good request: a figure that holds on a machine shared with other work,
+	// where rates do not.
 	cpu time.Duration
 	// host is the whole machine's busy CPU time (every process, the database server's
 	// included; steal and I/O wait not counted) per good request; 0 where /proc/stat is not.
@@ -582,50 +580,16 @@ type measure struct {
 	statusAuth string // the Authorization of the request that made statusURL
 }
 
-// load sends requests from c clients for d and measures the good ones.
-func load(client *http.Client, c int, d time.Duration, mk func(i int) (*http.Request, error), good func(*http.Response, []byte) bool) measure {
-	var mu sync.Mutex
-	var lat []time.Duration
-	errs := 0
-	var wg sync.WaitGroup
+// measured runs spec (runLoad) and adds what this process and the machine spent on it: CPU
+// time per good request.
+func measured(client *http.Client, spec loadSpec) measure {
 	cpu0, host0 := cpuTime(), hostBusy()
-	start := time.Now()
-	stop := start.Add(d)
-	for w := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			bad := 0
-			for time.Now().Before(stop) {
-				req, err := mk(w)
-				if err != nil {
-					bad++
-					continue
-				}
-				t0 := time.Now()
-				res, err := client.Do(req)
-				if err != nil {
-					bad++
-					continue
-				}
-				body, _ := io.ReadAll(res.Body)
-				res.Body.Close()
-				if good(res, body) {
-					mine = append(mine, time.Since(t0))
-				} else {
-					bad++
-				}
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			errs += bad
-			mu.Unlock()
-		}()
+	r, err := runLoad(client, spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	m := measure{n: len(lat), errors: errs, perSec: float64(len(lat)) / elapsed.Seconds(), p50: pct(lat, 50), p99: pct(lat, 99)}
+	m := measure{n: r.N, errors: r.Errors, perSec: r.PerSec, p50: r.P50, p99: r.P99, statusURL: r.StatusURL, statusAuth: r.Auth}
 	if m.n > 0 {
 		m.cpu = (cpuTime() - cpu0) / time.Duration(m.n)
 		if host0 > 0 {
@@ -665,37 +629,6 @@ func hostBusy() time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
-}
-
-// readLoad GETs u from c clients for d and returns reads per second (2xx only).
-func readLoad(client *http.Client, c int, d time.Duration, u, key string) float64 {
-	var ok atomic.Int64
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				req, _ := http.NewRequest(http.MethodGet, u, nil)
-				if key != "" {
-					req.Header.Set("Authorization", "Bearer "+key)
-				}
-				res, err := client.Do(req)
-				if err != nil {
-					continue
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				if res.StatusCode < 300 {
-					ok.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(ok.Load()) / time.Since(start).Seconds()
 }
 
 func pct(lat []time.Duration, p int) time.Duration {
