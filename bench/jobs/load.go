@@ -19,11 +19,11 @@ import (
 // alone, and the CPU it reports is the service's. -load in-process runs them in this process,
 // sharing its scheduler and collector with the service.
 type loadSpec struct {
-	Method   string        // POST or GET
-	URL      string        //
-	Clients  int           //
-	Duration time.Duration //
-	Keys     []string      // API keys, client i sending Keys[i % len]; none: no Authorization
+	Method   string // POST or GET
+	URL      string
+	Clients  int
+	Duration time.Duration
+	Keys     []string // API keys, client i sending Keys[i % len]; none: no Authorization
 	// Jobs: the POST bodies are numbered prompts, and a good answer is a settled job's status
 	// document (200, COMPLETED), whose status_url the result carries.
 	Jobs bool

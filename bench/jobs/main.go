@@ -280,7 +280,6 @@ type engine struct {
 	keys    []string
 	cancel  func()
 	cleanup []func()
-	seq     atomic.Int64
 }
 
 func newEngine(backend, pgURL string) (*engine, error) {

@@ -41,15 +41,7 @@ func TestI10_PlansRefused(t *testing.T) {
 		"zero fuse":        {`"generate": 3`, `"generate": 0`, "instance_fuse.generate: must be at least 1"},
 		"no seats":         {`"platform": 1000`, `"platform": 0`, "seats:"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			if !strings.Contains(good, c.from) {
-				t.Fatalf("fixture: %q not in the printed file", c.from)
-			}
-			_, err := plans.Load(strings.NewReader(strings.Replace(good, c.from, c.to, 1)))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("got %v, want an error naming %q", err, c.want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { refusedEdit(t, good, c.from, c.to, c.want) })
 	}
 }
 
@@ -77,15 +69,7 @@ func TestI30_PlansFiguresBounded(t *testing.T) {
 		"negative allowance": {`"monthly_allowance": 2000`, `"monthly_allowance": -1`,
 			"plans.pro.monthly_allowance: -1 is out of range 0 to 1000000000000"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			if !strings.Contains(good, c.from) {
-				t.Fatalf("fixture: %q not in the printed file", c.from)
-			}
-			_, err := plans.Load(strings.NewReader(strings.Replace(good, c.from, c.to, 1)))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("got %v, want an error naming %q", err, c.want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { refusedEdit(t, good, c.from, c.to, c.want) })
 	}
 	top := strings.Replace(good, read, `"read": {"burst": 1000000000000, "refill": 1000000000000, "period": "1s"}`, 1)
 	top = strings.Replace(top, `"monthly_allowance": 2000`, `"monthly_allowance": 1000000000000`, 1)
@@ -115,5 +99,17 @@ func TestI10_LimiterUsesPlansTable(t *testing.T) {
 		if d.Limit != 2 || d.Allowed != (i < 2) {
 			t.Fatalf("request %d: %+v, want limit 2 and the third refused", i+1, d)
 		}
+	}
+}
+
+// refusedEdit loads good with from replaced by to and wants the error to name want.
+func refusedEdit(t *testing.T, good, from, to, want string) {
+	t.Helper()
+	if !strings.Contains(good, from) {
+		t.Fatalf("fixture: %q not in the printed file", from)
+	}
+	_, err := plans.Load(strings.NewReader(strings.Replace(good, from, to, 1)))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want an error naming %q", err, want)
 	}
 }

@@ -32,11 +32,7 @@ func newCheckpointer(c *conn) *checkpointer {
 
 // committed tells the loop that the WAL grew. It only sets a flag that the loop reads at its
 // next tick: waking the loop's goroutine at every COMMIT would cost each batch a hand-off.
-func (k *checkpointer) committed() {
-	if !k.dirty.Load() {
-		k.dirty.Store(true)
-	}
-}
+func (k *checkpointer) committed() { k.dirty.Store(true) }
 
 func (k *checkpointer) run() {
 	defer close(k.stopped)

@@ -120,19 +120,7 @@ func insertJobsSQL(n int) string {
 	}
 	var b strings.Builder
 	b.WriteString(`INSERT INTO jobs (` + jobCols + `) VALUES `)
-	for r := range n {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for c := range jobColumns {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("$" + itoa(r*jobColumns+c+1))
-		}
-		b.WriteByte(')')
-	}
+	writeValues(&b, n, jobColumns)
 	v, _ := insertJobsText.LoadOrStore(n, b.String())
 	return v.(string)
 }
@@ -338,6 +326,24 @@ func (s Jobs) AppendProgress(ctx context.Context, requestID string, logs []jobs.
 	_, err := s.sql.ExecContext(ctx, `UPDATE jobs SET logs = $1, progress = $2 WHERE request_id = $3 AND status = 'IN_PROGRESS'`,
 		jsonText(logs, len(logs) == 0), progress, requestID)
 	return err
+}
+
+// writeValues writes the VALUES list of rows rows of cols parameters each, numbered from $1:
+// ($1, $2), ($3, $4) ….
+func writeValues(b *strings.Builder, rows, cols int) {
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + itoa(r*cols+c+1))
+		}
+		b.WriteByte(')')
+	}
 }
 
 func itoa(i int) string {

@@ -334,27 +334,20 @@ func (tx *Tx) endpointStatuses(ctx context.Context, ds []webhooks.NewDelivery) (
 	return out, err
 }
 
-// insertDeliveries inserts rows (skipping ids that exist) in one statement and marks the ids
-// inserted.
+// deliveryColumns is how many columns insertDeliveries writes a row.
+const deliveryColumns = 12
+
+// insertDeliveries inserts rows of deliveryColumns each (skipping ids that exist) in one
+// statement and marks the ids inserted.
 func (tx *Tx) insertDeliveries(ctx context.Context, rows [][]any, inserted map[string]bool) error {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_id, event_type, job_id, request_id, url, body,
  status, next_attempt_at, created_at) VALUES `)
-	args := make([]any, 0, len(rows)*12)
-	for i, r := range rows {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(")
-		for c := range r {
-			if c > 0 {
-				q.WriteString(", ")
-			}
-			args = append(args, r[c])
-			q.WriteString("$" + itoa(len(args)))
-		}
-		q.WriteString(")")
+	args := make([]any, 0, len(rows)*deliveryColumns)
+	for _, r := range rows {
+		args = append(args, r...)
 	}
+	writeValues(&q, len(rows), deliveryColumns)
 	q.WriteString(` ON CONFLICT (id) DO NOTHING RETURNING id`)
 	return eachRow(tx.q.QueryContext(ctx, q.String(), args...))(func(row Row) error {
 		var id string
