@@ -45,16 +45,6 @@ func NewMemHostGate() *MemHostGate {
 	return &MemHostGate{maxAttempts: HostMaxDeliveriesPerHour, maxFailures: HostMaxFailuresPerHour, hosts: map[string]*hostWindow{}}
 }
 
-func (g *MemHostGate) PausedUntil(_ context.Context, host string, now time.Time) (time.Time, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	w := g.hosts[host]
-	if w == nil || !now.Before(w.pausedUntil) {
-		return time.Time{}, nil
-	}
-	return w.pausedUntil, nil
-}
-
 // pausedAt answers the hosts paused at now.
 func (g *MemHostGate) pausedAt(now time.Time) map[string]time.Time {
 	g.mu.Lock()

@@ -249,10 +249,6 @@ func (m *MemStore) SweepState(_ context.Context, ids []string, now time.Time) (S
 	return st, nil
 }
 
-func (m *MemStore) HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error) {
-	return m.hosts.PausedUntil(ctx, host, now)
-}
-
 func (m *MemStore) recordLocked(p AttemptParams) Recorded {
 	d, ok := m.deliveries[p.DeliveryID]
 	if !ok {

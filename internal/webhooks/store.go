@@ -296,8 +296,6 @@ type Store interface {
 	// change (zero for per-request) or Gone when the delivery or its endpoint was deleted
 	// meanwhile, and for each host tally when its host's pause ends.
 	RecordAttempts(ctx context.Context, b AttemptBatch) (BatchRecorded, error)
-	// HostPausedUntil answers when host's pause ends, or the zero time when it is not paused.
-	HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error)
 	// SweepState reads what a sweep's senders start from, together: the endpoints of ids
 	// (those that exist) and the pause of every host paused at now.
 	SweepState(ctx context.Context, ids []string, now time.Time) (SweepState, error)

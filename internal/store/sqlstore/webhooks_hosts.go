@@ -15,22 +15,6 @@ import (
 // last hour; reaching either threshold pauses the host for webhooks.HostPause and starts its
 // counts afresh. They are written with the attempts' records (RecordAttempts).
 
-func (s Webhooks) HostPausedUntil(ctx context.Context, host string, now time.Time) (time.Time, error) {
-	var until int64
-	err := s.sql.QueryRowContext(ctx, `SELECT paused_until FROM webhook_host_pauses WHERE host = $1`, host).Scan(&until)
-	if isNoRows(err) {
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, err
-	}
-	t := fromMicros(until)
-	if !now.Before(t) {
-		return time.Time{}, nil
-	}
-	return t, nil
-}
-
 // SweepState reads the endpoints of ids and the hosts paused at now in one round trip (on
 // PostgreSQL). The pauses table holds a row per host ever paused: a handful.
 func (s Webhooks) SweepState(ctx context.Context, ids []string, now time.Time) (webhooks.SweepState, error) {
