@@ -91,7 +91,7 @@ func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Tim
 		if !st.StartedAt.IsZero() {
 			period = st.StartedAt
 		}
-		if _, err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
+		if err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
 			return Closed{}, err
 		}
 		b := Credits(bal)

@@ -116,17 +116,17 @@ func (tx *memTx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (
 	tx.st.accounts[a.ID] = a
 	tx.st.entries = append(tx.st.entries, e)
 	if e.Kind == ledger.Charge { // a charge raises its key's spend, as the stores' statement does
-		if _, err := tx.LedgerKeySpend(ctx, e.KeyID, auth.Period(e.At), -int64(e.Amount)); err != nil && err != ledger.ErrNotFound {
+		if err := tx.LedgerKeySpend(ctx, e.KeyID, auth.Period(e.At), -int64(e.Amount)); err != nil && err != ledger.ErrNotFound {
 			return 0, err
 		}
 	}
 	return a.Balance, nil
 }
 
-func (tx *memTx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error) {
+func (tx *memTx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error {
 	k, ok := tx.st.keys[keyID]
 	if !ok {
-		return k, ledger.ErrNotFound
+		return ledger.ErrNotFound
 	}
 	switch {
 	case k.SpentPeriod == period:
@@ -134,10 +134,10 @@ func (tx *memTx) LedgerKeySpend(ctx context.Context, keyID, period string, delta
 	case delta > 0:
 		k.SpentPeriod, k.Spent = period, delta
 	default:
-		return auth.KeyRecord{}, nil
+		return nil
 	}
 	tx.st.keys[keyID] = k
-	return k, nil
+	return nil
 }
 
 func (tx *memTx) LedgerHold(ctx context.Context, pairs []ledger.AccountKey) (ledger.HeldRows, error) {

@@ -44,9 +44,8 @@ type Tx interface {
 	// math.MinInt64 for an unguarded movement (operator grants may go negative).
 	LedgerApply(ctx context.Context, e Entry, floor int64) (int64, error)
 	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
-	// it changed) and returns the key as it now stands: how a refund gives back to the spend of
-	// the period its job started in.
-	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error)
+	// it changed): how a refund gives back to the spend of the period its job started in.
+	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error
 	// LedgerHold locks the accounts of pairs, each once and in the order given (sorted by
 	// account, so that transactions holding several never wait on each other in a cycle), and
 	// reads them with the keys named and each account's jobs in flight, all as they stand once

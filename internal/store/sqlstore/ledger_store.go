@@ -310,16 +310,19 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	return tx.q.WriteAtCommit(ctx, tx.sql.chargeAll, args, nil)
 }
 
-// LedgerKeySpend adds delta to the key's spend in period and returns the key. A charge starts
-// a new period afresh; a refund given back after the period changed has nothing left to lower
-// and leaves the key as it is (answering a zero record).
-func (tx *Tx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) (auth.KeyRecord, error) {
-	k, err := scanKey(tx.q.QueryRowContext(ctx, `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1
- WHERE id = $3 AND ($4 OR spent_period = $1) RETURNING `+keyCols, period, delta, keyID, delta > 0))
-	if delta <= 0 && err == auth.ErrNotFound {
-		return auth.KeyRecord{}, nil
+// LedgerKeySpend adds delta to the key's spend in period. A raise starts a new period afresh;
+// a refund given back after the period changed has nothing left to lower and leaves the key as
+// it is.
+func (tx *Tx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error {
+	res, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1
+ WHERE id = $3 AND ($4 OR spent_period = $1)`, period, delta, keyID, delta > 0)
+	if err != nil || delta <= 0 {
+		return err
 	}
-	return k, err
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return auth.ErrNotFound
 }
 
 // LedgerPasses lists an account's passes and promotions.

@@ -391,7 +391,7 @@ func holdWithJob(t *testing.T, store jobs.Store, account, key string, spend int6
 				return err
 			}
 			if spend != 0 {
-				if _, err := tx.LedgerKeySpend(ctx, key, auth.Period(t0), spend); err != nil {
+				if err := tx.LedgerKeySpend(ctx, key, auth.Period(t0), spend); err != nil {
 					return err
 				}
 			}
