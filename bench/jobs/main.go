@@ -513,15 +513,9 @@ func (e *engine) addHistory(n int) error {
 // leave them (delivered already), and the accounts as many more ledger entries: grants of one
 // credit through the ledger (the only writer of entries), 32 at a time, round the accounts.
 func (e *engine) addHistoryRecords(ctx context.Context, from, to int64) error {
-	res, err := e.db.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at, fanned_out)
- SELECT account_id, 'evt_' || request_id, id, request_id, 'job.succeeded', product, 'succeeded', charged, reserved, finished_at, 1
- FROM jobs WHERE key_id = 'hist' AND created_at >= $1 AND created_at < $2`, from, to)
+	n, err := e.addHistoryEvents(ctx, from, to)
 	if err != nil {
 		return fmt.Errorf("history events: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -539,6 +533,32 @@ func (e *engine) addHistoryRecords(ctx context.Context, from, to int64) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// addHistoryEvents writes the events of the history jobs created in [from, to), delivered
+// already: in one transaction, the events and their removal from the queue of events to fan
+// out, which the database's trigger filled as they were written.
+func (e *engine) addHistoryEvents(ctx context.Context, from, to int64) (int64, error) {
+	tx, err := e.db.SQL().BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at)
+ SELECT account_id, 'evt_' || request_id, id, request_id, 'job.succeeded', product, 'succeeded', charged, reserved, finished_at
+ FROM jobs WHERE key_id = 'hist' AND created_at >= $1 AND created_at < $2`, from, to)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM events_pending WHERE job_id IN (SELECT id FROM jobs
+ WHERE key_id = 'hist' AND created_at >= $1 AND created_at < $2)`, from, to); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
 }
 
 // checkBooks says whether every account's balance equals the sum of its ledger entries.

@@ -543,7 +543,7 @@ func TestWH29_SettledJobReachesEndpointThroughRelay(t *testing.T) {
 		}
 
 		// WH-28: the same outcome settled again (the outbox row re-read after a crash) delivers nothing new.
-		if _, err := db.SQL().Exec(`UPDATE events SET fanned_out = 0`); err != nil {
+		if _, err := db.SQL().Exec(`INSERT INTO events_pending SELECT seq, account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at FROM events`); err != nil {
 			t.Fatal(err)
 		}
 		e.settle("acct_a", "photo_k1", "photo", jobs.Succeeded, "", "")

@@ -19,7 +19,7 @@ type dialectSQL struct {
 	// lockKey takes a lock on a text key ($1) until the transaction ends; "" where the
 	// transaction's own lock covers it (SQLite).
 	lockKey string
-	// markFannedOut marks the events of a JSON array of seqs ($1) fanned out.
+	// markFannedOut takes the events of a JSON array of seqs ($1) out of events_pending.
 	markFannedOut string
 	// ledgerArgs is how many of LedgerApply's parameters its statement reads (qLedgerApply).
 	ledgerArgs int
@@ -38,7 +38,7 @@ var dialects = map[Dialect]*dialectSQL{
 			b, _ := json.Marshal(ids)
 			return string(b)
 		},
-		markFannedOut: `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT value FROM json_each($1))`,
+		markFannedOut: `DELETE FROM events_pending WHERE seq IN (SELECT value FROM json_each($1))`,
 		ledgerArgs:    9,
 	},
 	Postgres: {
@@ -48,7 +48,7 @@ var dialects = map[Dialect]*dialectSQL{
 		index:         func(string) string { return "" },
 		list:          func(ids []string) any { return ids },
 		lockKey:       `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-		markFannedOut: `UPDATE events SET fanned_out = 1 WHERE seq IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)`,
+		markFannedOut: `DELETE FROM events_pending WHERE seq IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)`,
 		ledgerArgs:    15,
 		chargeAll:     qChargeAll,
 		closeJobs:     qCloseJobs,

@@ -7,10 +7,11 @@ import (
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
-// qPendingEvents reads the partial index of events not yet fanned out (events_pending), oldest
-// first: its cost follows what waits, not the history (a hot query, Explain).
+// qPendingEvents reads the events not yet fanned out, oldest first, from their queue
+// events_pending (a trigger adds a copy of each event written; MarkFannedOut deletes it): one
+// range of its key, whose cost follows what waits, never the history (a hot query, Explain).
 const qPendingEvents = `SELECT seq, account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved,
- webhook, created_at FROM events WHERE fanned_out = 0 ORDER BY seq LIMIT $1`
+ webhook, created_at FROM events_pending ORDER BY seq LIMIT $1`
 
 // WebhookOutbox is the webhooks.Outbox view of the jobs events table.
 type WebhookOutbox struct{ *DB }
@@ -29,9 +30,9 @@ func (s WebhookOutbox) Pending(ctx context.Context, limit int) ([]webhooks.Outbo
 	})
 }
 
-// MarkFannedOut marks the events in one statement (the relay hands up to its batch at once),
-// the numbers passed as one JSON array so the statement's text is always the same (prepared
-// once). On SQLite the statement joins the group commit instead of paying a COMMIT of its own.
+// MarkFannedOut takes the events out of the queue in one statement (the relay hands up to its
+// batch at once), the numbers passed as one JSON array so the statement's text is always the
+// same (prepared once). On SQLite the statement joins the group commit instead of paying a COMMIT of its own.
 func (s WebhookOutbox) MarkFannedOut(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
