@@ -608,3 +608,42 @@ func testSearch(t *testing.T, s Stores) {
 		t.Fatalf("queued in window: %v %v", ids(got), err)
 	}
 }
+
+// RunEventsQueueMigration runs migration 00140 over a database of the release before it, whose
+// events carried a fanned_out flag: the event not yet fanned out is still waiting afterwards,
+// whole, the one fanned out is not, and an event written afterwards joins the queue (WH-26:
+// the one event of a settled job reaches the relay across the upgrade).
+func RunEventsQueueMigration(t *testing.T, openAt func(t testing.TB, version int64) Stores) {
+	ctx := context.Background()
+	s := openAt(t, 135)
+	insert := `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at, fanned_out)
+ VALUES ('acct_a', $1, $2, $3, 'job.succeeded', 'photo', 'succeeded', '', 7, 9, 'https://example.com/hook', 1700000000000000, $4)`
+	for _, e := range [][]any{{"evt_sent", "photo_k1", "req_1", 1}, {"evt_waiting", "photo_k2", "req_2", 0}} {
+		if _, err := s.Inspect.SQL().ExecContext(ctx, insert, e...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Inspect.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Outbox.Pending(ctx, 10)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("pending after the migration %+v %v, want evt_waiting alone", evs, err)
+	}
+	e := evs[0]
+	if e.ID != "evt_waiting" || e.Account != "acct_a" || e.JobID != "photo_k2" || e.RequestID != "req_2" || e.Type != "job.succeeded" ||
+		e.Product != "photo" || e.Status != "succeeded" || e.Charged != 7 || e.Reserved != 9 || e.Webhook != "https://example.com/hook" ||
+		e.CreatedAt.UnixMicro() != 1700000000000000 {
+		t.Fatalf("the waiting event came through as %+v", e)
+	}
+	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at)
+ VALUES ('acct_a', 'evt_new', 'photo_k3', 'req_3', 'job.failed', 'photo', 'failed', 0, 9, 1700000001000000)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Outbox.MarkFannedOut(ctx, []int64{e.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.Outbox.Pending(ctx, 10); err != nil || len(evs) != 1 || evs[0].ID != "evt_new" {
+		t.Fatalf("pending after a new event and the first fanned out %+v %v, want evt_new alone", evs, err)
+	}
+}
