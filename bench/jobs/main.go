@@ -436,8 +436,9 @@ func (e *engine) rows() int {
 
 // historyRequestID is the request id the service would have given history row g, created at
 // at (microseconds): a UUIDv7 of that millisecond, so history sorts before new jobs in every
-// index of ids, as it does in a service that has run for a while. (The job's id and its
-// minted idempotency key are built from it as the service builds them.)
+// index of ids, as it does in a service that has run for a while. (The job's id is built from
+// it as the service builds one; its minted idempotency key is kept as nothing, as the service
+// keeps one.)
 func historyRequestID(at int64, g int) string {
 	ms := uint64(at / 1000)
 	return fmt.Sprintf("%08x-%04x-7%03x-8%03x-%012x", ms>>16, ms&0xffff, (g>>12)&0xfff, g&0xfff, g)
@@ -454,7 +455,7 @@ func (e *engine) addHistory(n int) error {
 	const cols = `account_id, id, key_id, request_id, model, product, idem_key, input, status, outcome, quoted, reserved, charged, created_at, started_at, finished_at`
 	if e.db.Dialect() == sqlstore.Postgres {
 		_, err := e.db.SQL().ExecContext(ctx, `INSERT INTO jobs (`+cols+`)
- SELECT 'acct_bench_' || lpad((g % 40)::text, 2, '0'), 'photo_k' || r, 'hist', r, $1, 'photo', 'k' || r, '{}', 'COMPLETED', 'succeeded', 11, 11, 11,
+ SELECT 'acct_bench_' || lpad((g % 40)::text, 2, '0'), 'photo_k' || r, 'hist', r, $1, 'photo', '', '{}', 'COMPLETED', 'succeeded', 11, 11, 11,
   $2::bigint + g * 1000, $2::bigint + g * 1000, $2::bigint + g * 1000 + 500
  FROM (SELECT g, lpad(to_hex(ms >> 16), 8, '0') || '-' || lpad(to_hex(ms & 65535), 4, '0') || '-7' || lpad(to_hex((g >> 12) & 4095), 3, '0') ||
    '-8' || lpad(to_hex(g & 4095), 3, '0') || '-' || lpad(to_hex(g), 12, '0') AS r
@@ -483,10 +484,10 @@ func (e *engine) addHistory(n int) error {
 				if i > 0 {
 					sb.WriteString(",")
 				}
-				sb.WriteString(`(?, ?, 'hist', ?, '` + model + `', 'photo', ?, '{}', 'COMPLETED', 'succeeded', 11, 11, 11, ?, ?, ?)`)
+				sb.WriteString(`(?, ?, 'hist', ?, '` + model + `', 'photo', '', '{}', 'COMPLETED', 'succeeded', 11, 11, 11, ?, ?, ?)`)
 				at := old + int64(g)*1000
 				r := historyRequestID(at, g)
-				args = append(args, fmt.Sprintf("acct_bench_%02d", g%accounts), "photo_k"+r, r, "k"+r, at, at, at+500)
+				args = append(args, fmt.Sprintf("acct_bench_%02d", g%accounts), "photo_k"+r, r, at, at, at+500)
 			}
 			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
 				_ = tx.Rollback()

@@ -152,3 +152,34 @@ func expectRefusal(t *testing.T, h *harness, r resp, code int, errCode string, b
 }
 
 var _ = fmt.Sprint
+
+// TestJOB29_MintedKeyReplays: a submit sent without a key gets one minted, "k" and its request
+// id, and the job id <product>_<minted key>; the minted key sent again (body or header) answers
+// the first request, replayed and not charged again, as a key the caller chose would. Proves
+// JOB-29 and JOB-28 for a minted key.
+func TestJOB29_MintedKeyReplays(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		before := h.balance()
+		first := h.submit(mFast, "wait=10", `{"positivePrompt":"ok"}`)
+		if first.Code != http.StatusOK || first.Body["replayed"] != false {
+			t.Fatalf("first: %d %s", first.Code, first.Raw)
+		}
+		q := first.num("credits_quoted")
+		j := h.job(first.str("request_id"))
+		key := "k" + first.str("request_id")
+		if j.IdempotencyKey != key || j.ID != "photo_"+key {
+			t.Fatalf("minted key %q and id %q, want %q and photo_%s", j.IdempotencyKey, j.ID, key, key)
+		}
+		for _, r := range []resp{
+			h.submit(mFast, "", `{"positivePrompt":"ok","idempotency_key":"`+key+`"}`),
+			h.submit(mFast, "", `{"positivePrompt":"else"}`, "Idempotency-Key", key),
+		} {
+			if r.Code != http.StatusOK || r.Body["replayed"] != true || r.num("credits_charged") != 0 || r.str("request_id") != first.str("request_id") {
+				t.Fatalf("replay by the minted key: %d %s", r.Code, r.Raw)
+			}
+		}
+		if h.balance() != before-q || h.countJobs() != 1 {
+			t.Fatalf("balance %d jobs %d: want %d and 1", h.balance(), h.countJobs(), before-q)
+		}
+	})
+}

@@ -37,6 +37,11 @@ const (
 	Low    Priority = "low"
 )
 
+// MintedKey is the idempotency key the service mints for a submit sent without one: "k" and the
+// job's request id, so that a store may keep it as nothing and give it back from the request id
+// (a minted key then costs no entry in the index of keys).
+func MintedKey(requestID string) string { return "k" + requestID }
+
 // Job is one request to a model.
 type Job struct {
 	ID             string // <product>_k<time-ordered random>, minted fresh: unique across accounts (DESIGN 37)

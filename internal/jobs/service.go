@@ -180,10 +180,11 @@ type SubmitResult struct {
 func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, error) {
 	m, p := r.Model, r.Principal
 	now := s.now()
+	requestID := newRequestID()
 	key := r.IdempotencyKey
 	minted := key == ""
 	if minted {
-		key = "k" + newRequestID() // in time order, like the ids: the index on keys takes inserts at its end
+		key = MintedKey(requestID)
 	} else if res, ok, err := s.replay(ctx, p, key, now); ok || err != nil {
 		return res, err
 	}
@@ -196,10 +197,14 @@ func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, er
 		return SubmitResult{}, inputError(err)
 	}
 	id := r.JobID
-	if id == "" {
+	switch {
+	case id != "":
+	case minted:
+		id = m.Product + "_" + key // <product>_<minted key> (JOB-29), unique as its request id is
+	default:
 		id = NewJobID(m.Product)
 	}
-	job := Job{ID: id, AccountID: p.Account.ID, KeyID: p.Key.ID, RequestID: newRequestID(), Model: m.Slug,
+	job := Job{ID: id, AccountID: p.Account.ID, KeyID: p.Key.ID, RequestID: requestID, Model: m.Slug,
 		Product: m.Product, IdempotencyKey: key, Input: in.JSON, Quoted: q.Credits, Priority: r.Priority, Webhook: r.Webhook,
 		Dispatched: true, CreatedAt: now}
 	if job.Priority == "" {

@@ -14,7 +14,7 @@ import (
 // suite checks their plans on both databases (Explain).
 const (
 	qJobByRequest        = `SELECT ` + jobCols + ` FROM jobs WHERE request_id = $1`
-	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2`
+	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2 AND idem_key <> ''`
 	qJob                 = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND id = $2`
 	// queueOrder is the order of a model's queue: normal before low, oldest first.
 	queueOrder   = ` ORDER BY CASE WHEN priority = 'low' THEN 1 ELSE 0 END, created_at, request_id`

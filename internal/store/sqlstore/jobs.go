@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -52,9 +53,19 @@ func textsOf(j jobs.Job) jobTexts {
 		result: jsonText(j.Result, j.Result == nil), logs: jsonText(j.Logs, len(j.Logs) == 0), metrics: jsonText(j.Metrics, len(j.Metrics) == 0)}
 }
 
+// storedKey is the idempotency key as a job's row keeps it: nothing for the key the service
+// minted (jobs.MintedKey of the row's request id, which scanJob gives back), so that only the
+// keys callers chose take an entry in the unique index of keys (jobs_idem_key, partial).
+func storedKey(j jobs.Job) string {
+	if j.IdempotencyKey == jobs.MintedKey(j.RequestID) {
+		return ""
+	}
+	return j.IdempotencyKey
+}
+
 func jobArgs(j jobs.Job) []any {
 	t := textsOf(j)
-	return []any{j.AccountID, j.ID, j.KeyID, j.RequestID, j.Model, j.Product, j.IdempotencyKey, string(j.Input), string(j.Status),
+	return []any{j.AccountID, j.ID, j.KeyID, j.RequestID, j.Model, j.Product, storedKey(j), string(j.Input), string(j.Status),
 		string(j.Outcome), j.ErrorCode, t.errorDetail, j.ErrorMessage, j.Quoted, j.Reserved, j.Charged,
 		t.coverage, string(j.Priority), nullMicros(j.StartBy), j.Webhook, j.ProviderJobID, boolInt(j.Dispatched),
 		boolInt(j.CancelAsked), t.result, t.logs, t.metrics,
@@ -83,6 +94,9 @@ func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
 			return j, jobs.ErrNotFound
 		}
 		return j, err
+	}
+	if j.IdempotencyKey == "" {
+		j.IdempotencyKey = jobs.MintedKey(j.RequestID)
 	}
 	j.Input = json.RawMessage(input)
 	j.Status, j.Outcome, j.Priority = jobs.QueueStatus(status), jobs.Outcome(outcome), jobs.Priority(priority)
@@ -256,9 +270,20 @@ func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
 	return scanJob(s.sql.QueryRowContext(ctx, qJob, accountID, id))
 }
 
-// JobByIdempotencyKey reads the account's job submitted under key, whatever its product.
+// JobByIdempotencyKey reads the account's job submitted under key, whatever its product: a
+// key the caller chose from the index of keys (which holds only those), a key the service
+// minted (jobs.MintedKey) by the request id it was minted from.
 func (s Jobs) JobByIdempotencyKey(ctx context.Context, accountID, key string) (jobs.Job, error) {
-	return scanJob(s.sql.QueryRowContext(ctx, qJobByIdempotencyKey, accountID, key))
+	j, err := scanJob(s.sql.QueryRowContext(ctx, qJobByIdempotencyKey, accountID, key))
+	requestID, mintable := strings.CutPrefix(key, "k")
+	if !errors.Is(err, jobs.ErrNotFound) || !mintable {
+		return j, err
+	}
+	j, err = s.JobByRequest(ctx, requestID)
+	if err == nil && (j.AccountID != accountID || j.IdempotencyKey != key) {
+		return jobs.Job{}, jobs.ErrNotFound
+	}
+	return j, err
 }
 
 func (s Jobs) list(ctx context.Context, q string, args ...any) ([]jobs.Job, error) {

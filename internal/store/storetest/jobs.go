@@ -21,6 +21,7 @@ import (
 // transaction, the usage rollup and the plans of the hot queries.
 func RunJobs(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("JobReadsAndTransitions", func(t *testing.T) { testJobReads(t, open(t)) })
+	t.Run("MintedKeyReadsBack", func(t *testing.T) { testMintedKey(t, open(t)) })
 	t.Run("ClaimsInQueueOrder", func(t *testing.T) { testClaims(t, open(t)) })
 	t.Run("LeasesAndHeartbeat", func(t *testing.T) { testLeases(t, open(t)) })
 	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
@@ -96,6 +97,40 @@ func insert(t *testing.T, store jobs.Store, js ...jobs.Job) error {
 		}
 		return nil
 	})
+}
+
+// JOB-29: a key the service minted (jobs.MintedKey of the job's request id) reads back, and
+// finds its job, like a key the caller chose, though its row keeps none; another account's
+// read by it finds nothing, and so does a read by the key of a request id that is not a job's.
+func testMintedKey(t *testing.T, s Stores) {
+	ctx := context.Background()
+	NewAccount(t, s.Ledger, "acct_m", auth.Pro, 100)
+	NewAccount(t, s.Ledger, "acct_n", auth.Pro, 100)
+	j := newJob("acct_m", "photo", "unused", jobs.InProgress, t0)
+	j.IdempotencyKey = jobs.MintedKey(j.RequestID)
+	chosen := newJob("acct_m", "photo", "k-chosen", jobs.InProgress, t0.Add(time.Second))
+	if err := insert(t, s.Jobs, j, chosen); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Jobs.JobByIdempotencyKey(ctx, "acct_m", j.IdempotencyKey)
+	if err != nil || got.ID != j.ID || got.IdempotencyKey != j.IdempotencyKey {
+		t.Fatalf("by its minted key: %+v %v, want %s under %s", got, err, j.ID, j.IdempotencyKey)
+	}
+	if got, err := s.Jobs.JobByRequest(ctx, j.RequestID); err != nil || got.IdempotencyKey != j.IdempotencyKey {
+		t.Fatalf("by request id: key %q %v, want %q", got.IdempotencyKey, err, j.IdempotencyKey)
+	}
+	if got, err := s.Jobs.JobByIdempotencyKey(ctx, "acct_m", "k-chosen"); err != nil || got.ID != chosen.ID {
+		t.Fatalf("by a chosen key that starts with k: %+v %v", got, err)
+	}
+	var stored string
+	if err := s.Inspect.SQL().QueryRowContext(ctx, `SELECT idem_key FROM jobs WHERE request_id = $1`, j.RequestID).Scan(&stored); err != nil || stored != "" {
+		t.Fatalf("the row keeps %q %v for a minted key, want nothing", stored, err)
+	}
+	for _, miss := range [][2]string{{"acct_n", j.IdempotencyKey}, {"acct_m", jobs.MintedKey("req-none")}, {"acct_m", j.RequestID}} {
+		if got, err := s.Jobs.JobByIdempotencyKey(ctx, miss[0], miss[1]); !errors.Is(err, jobs.ErrNotFound) {
+			t.Fatalf("%s by %q: %+v %v, want not found", miss[0], miss[1], got, err)
+		}
+	}
 }
 
 // JOB-28 / DESIGN 25: a job reads back as written, by request id, by id and by idempotency key;
@@ -645,5 +680,29 @@ func RunEventsQueueMigration(t *testing.T, openAt func(t testing.TB, version int
 	}
 	if evs, err := s.Outbox.Pending(ctx, 10); err != nil || len(evs) != 1 || evs[0].ID != "evt_new" {
 		t.Fatalf("pending after a new event and the first fanned out %+v %v, want evt_new alone", evs, err)
+	}
+}
+
+// RunMintedKeysMigration runs migration 00150 over a database of the release before it, whose
+// rows kept every key, minted ones included: a job whose key was minted then (a "k" and an id
+// of its own) is still found by it, and its key still taken (JOB-28, JOB-29 across the upgrade).
+func RunMintedKeysMigration(t *testing.T, openAt func(t testing.TB, version int64) Stores) {
+	ctx := context.Background()
+	s := openAt(t, 145)
+	NewAccount(t, s.Ledger, "acct_m", auth.Pro, 100)
+	old := newJob("acct_m", "photo", "k0190f5c2-0000-7000-8000-000000000001", jobs.Completed, t0)
+	if err := insert(t, s.Jobs, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Inspect.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Jobs.JobByIdempotencyKey(ctx, "acct_m", old.IdempotencyKey); err != nil || got.ID != old.ID || got.IdempotencyKey != old.IdempotencyKey {
+		t.Fatalf("the job minted before the migration, by its key: %+v %v", got, err)
+	}
+	again := newJob("acct_m", "photo", old.IdempotencyKey, jobs.InQueue, t0.Add(time.Second))
+	again.ID, again.RequestID = "photo_again", "req-again"
+	if err := insert(t, s.Jobs, again); !errors.Is(err, jobs.ErrDuplicate) {
+		t.Fatalf("a second job under the old minted key: %v, want ErrDuplicate", err)
 	}
 }

@@ -15,3 +15,13 @@ func TestWH26_EventsQueueMigrationSQLite(t *testing.T) {
 func TestWH26_EventsQueueMigrationPostgres(t *testing.T) {
 	storetest.RunEventsQueueMigration(t, storetest.PostgresPortsAt)
 }
+
+// TestJOB29_MintedKeysMigration*: migration 00150 over a database whose rows kept the keys the
+// service minted (storetest.RunMintedKeysMigration).
+func TestJOB29_MintedKeysMigrationSQLite(t *testing.T) {
+	storetest.RunMintedKeysMigration(t, storetest.SQLitePortsAt)
+}
+
+func TestJOB29_MintedKeysMigrationPostgres(t *testing.T) {
+	storetest.RunMintedKeysMigration(t, storetest.PostgresPortsAt)
+}
