@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/ledger"
@@ -41,6 +42,16 @@ const (
 // job's request id, so that a store may keep it as nothing and give it back from the request id
 // (a minted key then costs no entry in the index of keys).
 func MintedKey(requestID string) string { return "k" + requestID }
+
+// MintedRequestID is the request id a key minted by MintedKey was minted from; false for a key
+// not of that shape ("k" and a request id, newRequestID's form), which no minted key is.
+func MintedRequestID(key string) (string, bool) {
+	id, ok := strings.CutPrefix(key, "k")
+	if !ok || len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return "", false
+	}
+	return id, true
+}
 
 // Job is one request to a model.
 type Job struct {

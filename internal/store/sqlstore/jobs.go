@@ -275,7 +275,7 @@ func (s Jobs) Job(ctx context.Context, accountID, id string) (jobs.Job, error) {
 // minted (jobs.MintedKey) by the request id it was minted from.
 func (s Jobs) JobByIdempotencyKey(ctx context.Context, accountID, key string) (jobs.Job, error) {
 	j, err := scanJob(s.sql.QueryRowContext(ctx, qJobByIdempotencyKey, accountID, key))
-	requestID, mintable := strings.CutPrefix(key, "k")
+	requestID, mintable := jobs.MintedRequestID(key)
 	if !errors.Is(err, jobs.ErrNotFound) || !mintable {
 		return j, err
 	}
