@@ -107,6 +107,7 @@ func testMintedKey(t *testing.T, s Stores) {
 	NewAccount(t, s.Ledger, "acct_m", auth.Pro, 100)
 	NewAccount(t, s.Ledger, "acct_n", auth.Pro, 100)
 	j := newJob("acct_m", "photo", "unused", jobs.InProgress, t0)
+	j.RequestID = "0190f5c2-0000-7000-8000-00000000abcd" // a request id as the service mints one
 	j.IdempotencyKey = jobs.MintedKey(j.RequestID)
 	chosen := newJob("acct_m", "photo", "k-chosen", jobs.InProgress, t0.Add(time.Second))
 	if err := insert(t, s.Jobs, j, chosen); err != nil {
@@ -126,7 +127,7 @@ func testMintedKey(t *testing.T, s Stores) {
 	if err := s.Inspect.SQL().QueryRowContext(ctx, `SELECT idem_key FROM jobs WHERE request_id = $1`, j.RequestID).Scan(&stored); err != nil || stored != "" {
 		t.Fatalf("the row keeps %q %v for a minted key, want nothing", stored, err)
 	}
-	for _, miss := range [][2]string{{"acct_n", j.IdempotencyKey}, {"acct_m", jobs.MintedKey("req-none")}, {"acct_m", j.RequestID}} {
+	for _, miss := range [][2]string{{"acct_n", j.IdempotencyKey}, {"acct_m", jobs.MintedKey("0190f5c2-0000-7000-8000-00000000ffff")}, {"acct_m", j.RequestID}} {
 		if got, err := s.Jobs.JobByIdempotencyKey(ctx, miss[0], miss[1]); !errors.Is(err, jobs.ErrNotFound) {
 			t.Fatalf("%s by %q: %+v %v, want not found", miss[0], miss[1], got, err)
 		}
