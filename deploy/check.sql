@@ -22,5 +22,6 @@ FROM jobs j LEFT JOIN ledger_entries l ON l.account_id = j.account_id AND l.job_
 GROUP BY j.request_id, j.charged HAVING COALESCE(SUM(l.amount), 0) <> -j.charged;
 
 -- One job per idempotency key of an account: a submit sent again after a cut answer replays.
-SELECT 'idempotency', account_id, idem_key, count(*) FROM jobs
+-- (A key the service minted is kept as nothing: it is its job's request id, unique already.)
+SELECT 'idempotency', account_id, idem_key, count(*) FROM jobs WHERE idem_key <> ''
 GROUP BY account_id, idem_key HAVING count(*) > 1;
