@@ -32,7 +32,7 @@
 // On PostgreSQL an unmeasured load and an ANALYZE come first (-warm-up), as autovacuum keeps a
 // running service's statistics.
 //
-//	go run ./bench/jobs [-db sqlite|postgres] [-duration 3s] [-history 0,100000,1000000] [-postgres URL] [-load separate|in-process] [-cpuprofile FILE]
+//	go run ./bench/jobs [-db sqlite|postgres] [-duration 3s] [-history 0,100000,1000000] [-postgres URL] [-load separate|in-process] [-cpuprofile FILE] [-memprofile FILE]
 package main
 
 import (
@@ -50,6 +50,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -94,11 +96,15 @@ func main() {
 	history := flag.String("history", "0,100000,1000000", "comma-separated rows of settled history to measure a job's cost at")
 	pg := flag.String("postgres", envOr("MODELEXEC_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL URL (-db postgres)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the submit→settled loads to this file")
+	memprofile := flag.String("memprofile", "", "write a profile of what the submit→settled loads allocated to this file")
 	points := flag.String("clients", "1,8,32", "comma-separated client counts to measure at")
 	oneAccount := flag.Bool("one-account", true, "also measure with every client on one account")
 	loadWhere := flag.String("load", "separate", "where the clients run: separate (a load generator process of its own, as from outside) or in-process")
 	warm := flag.Bool("warm-up", true, "PostgreSQL: run an unmeasured load and ANALYZE before the first point, as autovacuum would in a running service")
 	flag.Parse()
+	if *memprofile != "" {
+		runtime.MemProfileRate = 0 // run samples the loads' allocations only
+	}
 	clientCounts = nil
 	for _, s := range strings.Split(*points, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -119,13 +125,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -load %q: separate or in-process\n", *loadWhere)
 		os.Exit(2)
 	}
-	if err := run(*backend, *pg, *duration, *history, *cpuprofile, *warm); err != nil {
+	if err := run(*backend, *pg, *duration, *history, profiles{cpu: *cpuprofile, mem: *memprofile}, *warm); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string, warm bool) error {
+// profiles names the files the profiles of the submit→settled loads go to ("" for none).
+type profiles struct{ cpu, mem string }
+
+func run(backend, pgURL string, d time.Duration, historyList string, prof profiles, warm bool) error {
 	if backend != "sqlite" && backend != "postgres" {
 		return fmt.Errorf("-db %q: sqlite or postgres", backend)
 	}
@@ -158,10 +167,13 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string,
 	}
 	fmt.Printf("modelexec benchmark: %s, %s per point, no-op runner (catalogue file), plans without pacing\n", backend, d)
 	fmt.Printf("each point is divided by the bare handler measured %s before it and %s after it\n\n", d/2, d/2)
-	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %9s %9s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "cpu/job", "host cpu", "errors")
-	// The profile covers the submit→settled loads only: the service's own work under load.
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
+	fmt.Printf("%-34s %10s %10s %10s %9s %8s %8s %8s %9s %9s %11s %7s\n", "target", "jobs/s", "p50", "p99", "x bare", "stmt/job", "tx/job", "commit/j", "cpu/job", "host cpu", "alloc/job", "errors")
+	// The profiles cover the submit→settled loads and the bare handler measured around them.
+	if prof.mem != "" {
+		runtime.MemProfileRate = 64 << 10 // sampled from here on only (main set it to none)
+	}
+	if prof.cpu != "" {
+		f, err := os.Create(prof.cpu)
 		if err != nil {
 			return err
 		}
@@ -176,15 +188,20 @@ func run(backend, pgURL string, d time.Duration, historyList, cpuprofile string,
 			ceil := b.around(c, d, func() { m = e.jobs(client, c, nAcct, d) })
 			statusURL, statusKey = m.statusURL, strings.TrimPrefix(m.statusAuth, "Bearer ")
 			if nAcct == accountCounts[0] {
-				fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %9s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.perSec,
-					round(ceil.p50), round(ceil.p99), "", "", "", "", round(ceil.cpu), round(ceil.host), "")
+				fmt.Printf("%-34s %10.0f %10s %10s %9s %8s %8s %8s %9s %9s %11s %7s\n", fmt.Sprintf("bare net/http POST, c=%d", c), ceil.perSec,
+					round(ceil.p50), round(ceil.p99), "", "", "", "", round(ceil.cpu), round(ceil.host), ceil.allocs(), "")
 			}
-			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %9s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
-				round(m.p50), round(m.p99), m.perSec/ceil.perSec, m.stmts, m.txs, m.commits, round(m.cpu), round(m.host), m.errors)
+			fmt.Printf("%-34s %10.0f %10s %10s %9.3f %8.1f %8.2f %8.2f %9s %9s %11s %7d\n", fmt.Sprintf("submit→settled, %d acct, c=%d", nAcct, c), m.perSec,
+				round(m.p50), round(m.p99), m.perSec/ceil.perSec, m.stmts, m.txs, m.commits, round(m.cpu), round(m.host), m.allocs(), m.errors)
 		}
 	}
-	if cpuprofile != "" {
+	if prof.cpu != "" {
 		pprof.StopCPUProfile()
+	}
+	if prof.mem != "" {
+		if err := writeAllocs(prof.mem); err != nil {
+			return err
+		}
 	}
 	if statusURL == "" {
 		return fmt.Errorf("no job settled")
@@ -260,7 +277,8 @@ func (b *bareServer) around(c int, d time.Duration, point func()) measure {
 	point()
 	after := b.post(c, d/2)
 	return measure{perSec: (before.perSec + after.perSec) / 2, p50: max(before.p50, after.p50), p99: max(before.p99, after.p99),
-		cpu: (before.cpu + after.cpu) / 2, host: (before.host + after.host) / 2}
+		cpu: (before.cpu + after.cpu) / 2, host: (before.host + after.host) / 2,
+		allocBytes: (before.allocBytes + after.allocBytes) / 2, allocObjects: (before.allocObjects + after.allocObjects) / 2}
 }
 
 // aroundGet is around for the bare GET at c = 32.
@@ -595,15 +613,19 @@ type measure struct {
 	cpu time.Duration
 	// host is the whole machine's busy CPU time (every process, the database server's
 	// included; steal and I/O wait not counted) per good request; 0 where /proc/stat is not.
-	host       time.Duration
-	statusURL  string
-	statusAuth string // the Authorization of the request that made statusURL
+	host time.Duration
+	// allocBytes and allocObjects are what this process's heap allocated per good request
+	// (the load's clients too with -load in-process): the garbage the collector's share of cpu
+	// grows with.
+	allocBytes, allocObjects float64
+	statusURL                string
+	statusAuth               string // the Authorization of the request that made statusURL
 }
 
 // measured runs spec (runLoad) and adds what this process and the machine spent on it: CPU
 // time per good request.
 func measured(client *http.Client, spec loadSpec) measure {
-	cpu0, host0 := cpuTime(), hostBusy()
+	cpu0, host0, bytes0, objects0 := cpuTime(), hostBusy(), heapAllocs("bytes"), heapAllocs("objects")
 	r, err := runLoad(client, spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -612,11 +634,26 @@ func measured(client *http.Client, spec loadSpec) measure {
 	m := measure{n: r.N, errors: r.Errors, perSec: r.PerSec, p50: r.P50, p99: r.P99, statusURL: r.StatusURL, statusAuth: r.Auth}
 	if m.n > 0 {
 		m.cpu = (cpuTime() - cpu0) / time.Duration(m.n)
+		m.allocBytes = float64(heapAllocs("bytes")-bytes0) / float64(m.n)
+		m.allocObjects = float64(heapAllocs("objects")-objects0) / float64(m.n)
 		if host0 > 0 {
 			m.host = (hostBusy() - host0) / time.Duration(m.n)
 		}
 	}
 	return m
+}
+
+// allocs is the heap allocated per good request, bytes and objects.
+func (m measure) allocs() string {
+	return fmt.Sprintf("%.1fK/%.0f", m.allocBytes/1024, m.allocObjects)
+}
+
+// heapAllocs is the heap this process has allocated so far, in bytes or objects (runtime/metrics'
+// /gc/heap/allocs), read without stopping the world.
+func heapAllocs(unit string) uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:" + unit}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // cpuTime is the CPU time this process has used so far.
@@ -662,4 +699,17 @@ func pct(lat []time.Duration, p int) time.Duration {
 		i--
 	}
 	return s[i]
+}
+
+// writeAllocs writes the allocations profiled so far to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
