@@ -374,10 +374,12 @@ func (s *Service) List(ctx context.Context, accountID string, before time.Time, 
 	return js, nil
 }
 
-// QueuePosition is the number of requests ahead of a queued job.
+// QueuePosition is the number of requests ahead of a queued job. A read that fails because
+// its caller went away (a client that hung up while it waited) is not the store's failure and
+// is not logged.
 func (s *Service) QueuePosition(ctx context.Context, j Job) int {
 	n, err := s.store.QueuePosition(ctx, j)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		s.log.Warn("queue position", "err", err)
 	}
 	return n
