@@ -12,14 +12,16 @@ import (
 
 // MemoryFlags set how the Go runtime holds the process's memory.
 type MemoryFlags struct {
-	GCPercent   string `name:"gc-percent" help:"How far the heap may grow over what is live before a collection, in percent (Go's GOGC; 'off' never collects). Default 50, or GOGC when it is set: a busy process's heap is held at 1.5 times what it uses rather than Go's 2 times."`
+	GCPercent   string `name:"gc-percent" help:"How far the heap may grow over what is live before a collection, in percent (Go's GOGC; 'off' never collects). Default 100, or GOGC when it is set. A lower figure holds the heap nearer what is live for more of the CPU: at 50 a job costs about a sixth more CPU under load."`
 	MemoryLimit string `help:"Soft memory limit of the Go runtime, e.g. 512MiB or 2GiB (Go's GOMEMLIMIT; 0 for none): near it the collector runs more often and gives free memory back. Default GOMEMLIMIT when it is set, else 90% of the process's cgroup memory limit when it has one, else none."`
 }
 
 // defaultGCPercent is the heap growth a collection waits for when neither --gc-percent nor
-// GOGC says otherwise. A busy process's live heap is mostly buffers of requests and runs in
-// progress; at Go's 100 the heap doubled it, and the resident memory followed.
-const defaultGCPercent = 50
+// GOGC says otherwise: Go's own. The collector's CPU grows as the figure falls (it runs twice
+// as often at 50), and a gateway under load is bound by its CPU; where memory is what runs
+// short, the soft memory limit (--memory-limit, by default 90% of the cgroup's) makes the
+// collector run sooner near it.
+const defaultGCPercent = 100
 
 // cgroupMemoryMax reads the memory limit of the process's cgroup (v2): memory.max of the
 // group /proc/self/cgroup names, "max" when the group has none, "" where there is no such

@@ -18,7 +18,7 @@ func TestMemorySettings(t *testing.T) {
 		want      memory
 		fails     bool
 	}{
-		{name: "defaults", want: memory{defaultGCPercent, none}},
+		{name: "defaults: Go's own percent, no limit", want: memory{100, none}},
 		{name: "a cgroup without a limit", cgroupMax: "max\n", want: memory{defaultGCPercent, none}},
 		{name: "90% of the cgroup's limit", cgroupMax: "1073741824\n", want: memory{defaultGCPercent, 1073741824 / 10 * 9}},
 		{name: "GOGC and GOMEMLIMIT kept", env: map[string]string{"GOGC": "80", "GOMEMLIMIT": "300MiB"}, cgroupMax: "1073741824", want: started},
