@@ -53,6 +53,7 @@ import (
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/openai"
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
@@ -170,6 +171,7 @@ func run(n int, conc []int, pg string, warm bool) error {
 	hub := chat.NewHub()
 	langs := runners.Registry{"qwen": chat.Meter{Model: model, Inner: up, Hub: hub}}
 	cfg := jobs.DefaultConfig()
+	cfg.SubmitBatch, cfg.SettleBatch = server.Batchers(db.Dialect()) // as serve runs them
 	cfg.ModelConcurrency = 256
 	cfg.InFlight = map[auth.Plan]int{auth.Pro: 1 << 30}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }

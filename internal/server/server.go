@@ -19,6 +19,7 @@ import (
 	"github.com/modelexec/modelexec/internal/accountapi"
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/batch"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/blobs/blobhttp"
 	"github.com/modelexec/modelexec/internal/catalog"
@@ -79,6 +80,19 @@ const (
 // sqliteInFlight is how many batches of submits, and of settlements, are written at once on
 // SQLite: as many as the clients a busy process serves.
 const sqliteInFlight = 64
+
+// Batchers configures the jobs engine's submit and settle batchers for a database. SQLite's
+// group commit merges the transactions that wait at one moment into one COMMIT already: with
+// many batches in flight, a submit or a settlement is nearly always a batch of its own,
+// written at once, and the COMMIT gathers them. PostgreSQL writes a batch while the next
+// gathers.
+func Batchers(d sqlstore.Dialect) (submit, settle batch.Config) {
+	submit, settle = batch.DefaultConfig(), batch.DefaultConfig()
+	if d == sqlstore.SQLite {
+		submit.InFlight, settle.InFlight = sqliteInFlight, sqliteInFlight
+	}
+	return submit, settle
+}
 
 // HandOffPoll is how often a worker of a split deployment looks for jobs handed off by the
 // processes that serve the surfaces.
@@ -182,12 +196,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		jcfg.ModelConcurrency = cfg.ModelConcurrency
 	}
 	jcfg.Runs = roles[RoleWorker]
-	if d.DB.Dialect() == sqlstore.SQLite {
-		// SQLite's group commit merges the transactions that wait at one moment into one
-		// COMMIT already: with this many batches in flight, a submit or a settlement is
-		// nearly always a batch of its own, written at once, and the COMMIT gathers them.
-		jcfg.SubmitBatch.InFlight, jcfg.SettleBatch.InFlight = sqliteInFlight, sqliteInFlight
-	}
+	jcfg.SubmitBatch, jcfg.SettleBatch = Batchers(d.DB.Dialect())
 	notifier, closeNotifier, err := cfg.notifier(d.DB)
 	if err != nil {
 		return nil, err
