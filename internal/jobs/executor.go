@@ -247,22 +247,16 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 	var settled Job
 	var err error
 	charge, refund := ledger.Settle(j.Reserved, st.charged())
-	switch {
-	case refund == 0 && j.Product != catalog.ProductChat:
-		// Nothing moves but the job and its event: written with the settlements waiting at
-		// this moment (settle.go).
+	if refund == 0 {
+		// Nothing moves but the job and its event (a chat turn has none): written with the
+		// settlements waiting at this moment (settle.go).
 		ev := s.closed(&j, st, ledger.Closed{Charged: ledger.Credits(charge)}, s.now())
-		if err = s.closeJob(ctx, j, *ev); err == nil {
+		if err = s.closeJob(ctx, j, ev); err == nil {
 			settled = j
 		}
-	default:
-		// A refund moves credits in the job's transaction; a settlement without refund or
-		// event is one statement, without a transaction around it where the store can.
-		inTx := s.store.InTx
-		if refund == 0 {
-			inTx = s.store.InOneStatement
-		}
-		err = inTx(ctx, func(tx Tx) error {
+	} else {
+		// A refund moves credits in the job's transaction.
+		err = s.store.InTx(ctx, func(tx Tx) error {
 			j := j
 			return s.settleTx(ctx, tx, &j, st, &settled)
 		})

@@ -136,10 +136,10 @@ var ErrDuplicate = errors.New("jobs: duplicate job id")
 // from the transaction rather than from InsertJob (see Tx.InsertJob).
 var ErrNotRecorded = errors.New("jobs: the job was not recorded")
 
-// Closing is a settled job and its event, for Store.CloseJobs.
+// Closing is a settled job and its event, for Store.CloseJobs. A chat turn has no event (nil).
 type Closing struct {
 	Job   Job
-	Event Event
+	Event *Event
 }
 
 // Store is the persistence jobs needs. It is also the ledger's store: a job's credits move
@@ -150,10 +150,10 @@ type Store interface {
 	// InOneStatement is InTx for a function that makes at most one statement; the store may
 	// run it without a transaction around it (one statement is atomic on its own).
 	InOneStatement(ctx context.Context, fn func(Tx) error) error
-	// CloseJobs writes settled jobs with their events, each update guarded as UpdateJob's, in
-	// one statement (its own transaction) where the store can, and reports which updates took
-	// (false: the job was settled already, and its event was not written). On an error nothing
-	// was written.
+	// CloseJobs writes settled jobs with their events (where they have one), each update
+	// guarded as UpdateJob's, in one statement (its own transaction) where the store can, and
+	// reports which updates took (false: the job was settled already, and its event was not
+	// written). On an error nothing was written.
 	CloseJobs(ctx context.Context, cs []Closing) ([]bool, error)
 	JobByRequest(ctx context.Context, requestID string) (Job, error)
 	Job(ctx context.Context, accountID, id string) (Job, error)

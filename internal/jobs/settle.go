@@ -3,7 +3,8 @@ package jobs
 import "context"
 
 // Settlements together. A settlement that moves no credit (nothing to refund) writes only its
-// job and its event: the settle batcher writes those waiting at one moment with one statement
+// job and its event (a chat turn has none): the settle batcher writes those waiting at one
+// moment with one statement
 // of the store (Store.CloseJobs), its own transaction. When the statement fails, none of it was
 // written, and each settlement is written again alone so that one bad row fails alone. Each
 // caller is answered after the statement that holds its job returned; one who gave up before it
@@ -13,13 +14,13 @@ import "context"
 type closing struct {
 	ctx  context.Context
 	job  Job
-	ev   Event
+	ev   *Event // nil for a chat turn
 	done chan error
 }
 
-// closeJob writes the settled job j and its event ev through the settle batcher: nil,
-// ErrSettled (settled already) or the store's error.
-func (s *Service) closeJob(ctx context.Context, j Job, ev Event) error {
+// closeJob writes the settled job j and its event ev (nil for a chat turn) through the settle
+// batcher: nil, ErrSettled (settled already) or the store's error.
+func (s *Service) closeJob(ctx context.Context, j Job, ev *Event) error {
 	c := &closing{ctx: ctx, job: j, ev: ev, done: make(chan error, 1)}
 	s.closes.Do(c)
 	return <-c.done
@@ -60,6 +61,6 @@ func (s *Service) writeCloses(batch []*closing) {
 		s.log.Warn("jobs: settlements together failed; each is written alone", "err", err)
 	}
 	for _, c := range live {
-		c.done <- s.store.InOneStatement(ctx, func(tx Tx) error { return tx.CloseJob(ctx, c.job, &c.ev) })
+		c.done <- s.store.InOneStatement(ctx, func(tx Tx) error { return tx.CloseJob(ctx, c.job, c.ev) })
 	}
 }

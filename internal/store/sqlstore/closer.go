@@ -47,19 +47,24 @@ type closeRow struct {
 	EvCreatedAt   int64   `json:"ev_created_at"`
 }
 
-func closeRowOf(j jobs.Job, ev jobs.Event) closeRow {
+// closeRowOf is the row of job j and its event ev; a job without an event (nil) has an empty
+// ev_id, and the statement writes no event for it.
+func closeRowOf(j jobs.Job, ev *jobs.Event) closeRow {
 	t := textsOf(j)
-	return closeRow{AccountID: j.AccountID, ID: j.ID, Status: string(j.Status), Outcome: string(j.Outcome), ErrorCode: j.ErrorCode,
+	r := closeRow{AccountID: j.AccountID, ID: j.ID, Status: string(j.Status), Outcome: string(j.Outcome), ErrorCode: j.ErrorCode,
 		ErrorDetail: t.errorDetail, ErrorMessage: j.ErrorMessage, Reserved: j.Reserved, Charged: j.Charged, Coverage: t.coverage,
 		StartBy: microsPtr(j.StartBy), ProviderJobID: j.ProviderJobID, Dispatched: boolInt(j.Dispatched), CancelAsked: boolInt(j.CancelAsked),
 		Result: t.result, Logs: t.logs, Metrics: t.metrics, Progress: j.Progress, LeaseOwner: j.LeaseOwner,
-		LeaseUntil: microsPtr(j.LeaseUntil), Attempts: j.Attempts, StartedAt: microsPtr(j.StartedAt), FinishedAt: microsPtr(j.FinishedAt),
-		EvID: ev.ID, EvRequestID: ev.RequestID, EvType: ev.Type, EvProduct: ev.Product, EvStatus: string(ev.Status), EvErrorCode: ev.ErrorCode,
-		EvCharged: ev.Charged, EvReserved: ev.Reserved, EvWebhook: ev.Webhook, EvCreatedAt: micros(ev.CreatedAt)}
+		LeaseUntil: microsPtr(j.LeaseUntil), Attempts: j.Attempts, StartedAt: microsPtr(j.StartedAt), FinishedAt: microsPtr(j.FinishedAt)}
+	if ev != nil {
+		r.EvID, r.EvRequestID, r.EvType, r.EvProduct, r.EvStatus, r.EvErrorCode = ev.ID, ev.RequestID, ev.Type, ev.Product, string(ev.Status), ev.ErrorCode
+		r.EvCharged, r.EvReserved, r.EvWebhook, r.EvCreatedAt = ev.Charged, ev.Reserved, ev.Webhook, micros(ev.CreatedAt)
+	}
+	return r
 }
 
 // qCloseJobs settles the jobs of $1 (a JSON array of closeRow) that are not settled yet, inserts
-// an event for each of those, and answers their keys. The jobs are found by their ids as an
+// an event for each of those that has one (ev_id not empty), and answers their keys. The jobs are found by their ids as an
 // array (an index scan), not by joining the rows: the planner takes a function's rows for a
 // hundred and would otherwise scan a table of a few thousand jobs whole, the table of a service
 // that has just started or of one whose statistics are old. (A plan the server made and kept
@@ -81,18 +86,19 @@ const qCloseJobs = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
  e AS (INSERT INTO events (account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved, webhook, created_at)
    SELECT v.account_id, v.ev_id, v.id, v.ev_request_id, v.ev_type, v.ev_product, v.ev_status, v.ev_error_code, v.ev_charged,
    v.ev_reserved, v.ev_webhook, v.ev_created_at FROM v JOIN u ON u.account_id = v.account_id AND u.id = v.id
+   WHERE v.ev_id <> ''
    ON CONFLICT (account_id, id) DO NOTHING)
  SELECT account_id, id FROM u`
 
 // CloseJobs writes settled jobs with their events. On PostgreSQL it is one statement: every
-// job's guarded update and, for each update that took, its event. On SQLite it is one
+// job's guarded update and, for each update that took, its event where it has one. On SQLite it is one
 // transaction of CloseJob for each.
 func (s Jobs) CloseJobs(ctx context.Context, cs []jobs.Closing) ([]bool, error) {
 	took := make([]bool, len(cs))
 	if s.DB.d.closeJobs == "" {
 		err := s.DB.InTx(ctx, func(tx *Tx) error {
 			for i, c := range cs {
-				err := tx.CloseJob(ctx, c.Job, &c.Event)
+				err := tx.CloseJob(ctx, c.Job, c.Event)
 				if err != nil && !errors.Is(err, jobs.ErrSettled) {
 					return err
 				}

@@ -52,9 +52,9 @@ func settled(j jobs.Job, charged int64, message string) (jobs.Job, jobs.Event) {
 
 // The store's part of WH-28 and QST-11: CloseJobs writes settled jobs with one statement on
 // PostgreSQL (one transaction on SQLite). It reports each update as its own statement would:
-// written, or not for a job settled already; each job that took gets its one event; and a row
-// the database refuses fails the whole statement, nothing of it written (the engine then writes
-// each alone).
+// written, or not for a job settled already; each job that took gets its one event (a chat
+// turn, which has none, gets none); and a row the database refuses fails the whole statement,
+// nothing of it written (the engine then writes each alone).
 func TestSettlementsWrittenTogether(t *testing.T) { storetest.Each(t, testSettlementsWrittenTogether) }
 
 func testSettlementsWrittenTogether(t *testing.T, db *sqlstore.DB) {
@@ -62,24 +62,29 @@ func testSettlementsWrittenTogether(t *testing.T, db *sqlstore.DB) {
 	s := sqlstore.Jobs{DB: db}
 	storetest.NewAccount(t, db, "acct_b", auth.Pro, 100)
 	var all []jobs.Job
-	for _, k := range []string{"a", "b", "c", "d", "e"} {
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
 		all = append(all, runningJob("acct_b", k))
 	}
+	all[5].Product = "chat" // a chat turn: settled without an event
 	insertJobs(t, s, all...)
-	a, b, c, d, e := all[0], all[1], all[2], all[3], all[4]
+	a, b, c, d, e, f := all[0], all[1], all[2], all[3], all[4], all[5]
 	// c is settled before the batch.
 	cj, cev := settled(c, 4, "")
 	if err := s.InOneStatement(ctx, func(tx jobs.Tx) error { return tx.CloseJob(ctx, cj, &cev) }); err != nil {
 		t.Fatal(err)
 	}
-	closing := func(j jobs.Job, ev jobs.Event) jobs.Closing { return jobs.Closing{Job: j, Event: ev} }
+	closing := func(j jobs.Job, ev jobs.Event) jobs.Closing { return jobs.Closing{Job: j, Event: &ev} }
 	aj, aev := settled(a, 7, "")
 	bj, bev := settled(b, 8, "")
+	fj, _ := settled(f, 3, "")
 	s0, _ := db.Stats()
-	took, err := s.CloseJobs(ctx, []jobs.Closing{closing(aj, aev), closing(bj, bev), closing(cj, cev)})
+	took, err := s.CloseJobs(ctx, []jobs.Closing{closing(aj, aev), closing(bj, bev), closing(cj, cev), {Job: fj}})
 	s1, _ := db.Stats()
-	if err != nil || !took[0] || !took[1] || took[2] {
-		t.Fatalf("a, b, c (settled before): %v %v; want a and b written, c not", took, err)
+	if err != nil || !took[0] || !took[1] || took[2] || !took[3] {
+		t.Fatalf("a, b, c (settled before), f (no event): %v %v; want a, b and f written, c not", took, err)
+	}
+	if got, err := s.JobByRequest(ctx, f.RequestID); err != nil || !got.Settled() || got.Charged != 3 {
+		t.Fatalf("f, the chat turn, as written: %+v %v", got, err)
 	}
 	if db.Dialect() == sqlstore.Postgres && s1-s0 != 1 {
 		t.Fatalf("%d statements for the batch, want 1", s1-s0)
@@ -108,7 +113,7 @@ func testSettlementsWrittenTogether(t *testing.T, db *sqlstore.DB) {
 	for _, ev := range evs {
 		count[ev.JobID]++
 	}
-	want := map[string]int{a.ID: 1, b.ID: 1, c.ID: 1}
+	want := map[string]int{a.ID: 1, b.ID: 1, c.ID: 1} // f, a chat turn, has none
 	if !maps.Equal(count, want) {
 		t.Fatalf("events per job %v, want %v", count, want)
 	}
