@@ -4,11 +4,10 @@ import "context"
 
 // Settlements together. A settlement that moves no credit (nothing to refund) writes only its
 // job and its event (a chat turn has none): the settle batcher writes those waiting at one
-// moment with one statement
-// of the store (Store.CloseJobs), its own transaction. When the statement fails, none of it was
-// written, and each settlement is written again alone so that one bad row fails alone. Each
-// caller is answered after the statement that holds its job returned; one who gave up before it
-// ran is answered so, unwritten.
+// moment with one statement of the store (Store.CloseJobs), its own transaction. When the
+// statement fails, none of it was written, and each settlement is written again alone so that
+// one bad row fails alone. Each caller is answered after the statement that holds its job
+// returned; one who gave up before it ran is answered so, unwritten.
 
 // closing is one settlement on its way to the store, and its answer.
 type closing struct {

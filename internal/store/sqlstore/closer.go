@@ -64,12 +64,12 @@ func closeRowOf(j jobs.Job, ev *jobs.Event) closeRow {
 }
 
 // qCloseJobs settles the jobs of $1 (a JSON array of closeRow) that are not settled yet, inserts
-// an event for each of those that has one (ev_id not empty), and answers their keys. The jobs are found by their ids as an
-// array (an index scan), not by joining the rows: the planner takes a function's rows for a
-// hundred and would otherwise scan a table of a few thousand jobs whole, the table of a service
-// that has just started or of one whose statistics are old. (A plan the server made and kept
-// for this prepared statement while the table was nearly empty scans it still, until the
-// table's first ANALYZE: autovacuum's first pass, within a minute.)
+// an event for each of those that has one (ev_id not empty), and answers their keys. The jobs
+// are found by their ids as an array (an index scan), not by joining the rows: the planner
+// takes a function's rows for a hundred and would otherwise scan a table of a few thousand jobs
+// whole, the table of a service that has just started or of one whose statistics are old. (A
+// plan the server made and kept for this prepared statement while the table was nearly empty
+// scans it still, until the table's first ANALYZE: autovacuum's first pass, within a minute.)
 const qCloseJobs = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(account_id text, id text, status text, outcome text,
  error_code text, error_detail text, error_message text, reserved bigint, charged bigint, coverage text, start_by bigint,
  provider_job_id text, dispatched integer, cancel_asked integer, result text, logs text, metrics text, progress double precision,
@@ -91,8 +91,8 @@ const qCloseJobs = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
  SELECT account_id, id FROM u`
 
 // CloseJobs writes settled jobs with their events. On PostgreSQL it is one statement: every
-// job's guarded update and, for each update that took, its event where it has one. On SQLite it is one
-// transaction of CloseJob for each.
+// job's guarded update and, for each update that took, its event where it has one. On SQLite
+// it is one transaction of CloseJob for each.
 func (s Jobs) CloseJobs(ctx context.Context, cs []jobs.Closing) ([]bool, error) {
 	took := make([]bool, len(cs))
 	if s.DB.d.closeJobs == "" {
