@@ -3,6 +3,8 @@ package blobs
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +15,15 @@ import (
 // backend, at any depth of the chain).
 func IsFull(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
-// probeKey is where WriteProbe writes; every process of a deployment may write it at once.
-const probeKey = "probes/ready"
+// probeKey is a key for one probe of WriteProbe, under probes/: a name of its own, so that
+// the probes every process of a deployment runs at once (a balancer checks each surface of
+// each process) never write or delete one another's file. On some S3-compatible servers a
+// PUT that meets a DELETE of the same key fails.
+func probeKey() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "probes/ready-" + hex.EncodeToString(b[:])
+}
 
 // probeData is what WriteProbe writes: one block, which a full disk cannot take even where it
 // still has room for a name.
@@ -25,12 +34,13 @@ var probeData = bytes.Repeat([]byte{'.'}, 4096)
 // reads as not ready.
 type WriteProbe struct{ Store Store }
 
-// Ping writes and deletes the probe file.
+// Ping writes and deletes a probe file of its own.
 func (p WriteProbe) Ping(ctx context.Context) error {
-	if _, err := p.Store.Put(ctx, probeKey, "application/octet-stream", bytes.NewReader(probeData)); err != nil {
+	key := probeKey()
+	if _, err := p.Store.Put(ctx, key, "application/octet-stream", bytes.NewReader(probeData)); err != nil {
 		return fmt.Errorf("blobs: storage cannot take writes: %w", err)
 	}
-	if err := p.Store.Delete(ctx, probeKey); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := p.Store.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("blobs: storage cannot delete: %w", err)
 	}
 	return nil

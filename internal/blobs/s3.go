@@ -161,13 +161,18 @@ func (b *s3Backend) stat(ctx context.Context, key string) (Info, error) {
 }
 
 // delete answers ErrNotFound for a missing key as the port says; S3's own DELETE
-// succeeds either way, so the key is looked at first.
+// succeeds either way, so the key is looked at first. Some S3-compatible servers answer a
+// DELETE of a missing key 404 instead: a key another process deleted between the look and the
+// DELETE is ErrNotFound too.
 func (b *s3Backend) delete(ctx context.Context, key string) error {
 	if _, err := b.stat(ctx, key); err != nil {
 		return err
 	}
 	_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
-	return err
+	if err != nil {
+		return s3NotFound(err)
+	}
+	return nil
 }
 
 func (b *s3Backend) close() error { return nil }
