@@ -25,23 +25,20 @@ func (m Meter) Honours(setting string) bool {
 	return ok && h.Honours(setting)
 }
 
-// Run runs the inner runner and settles Done from its usage.
+// Run runs the inner runner and settles Done from its usage: the fraction of the job's quote
+// that the tokens used cost.
 func (m Meter) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	l := m.Model.Language()
 	if l == nil {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("%s is not a language model", job.Slug)}
-	}
-	q, err := m.Model.Quote(catalog.Input{JSON: job.Input})
-	if err != nil {
-		return runners.Result{}, runners.Internal("Pricing the conversation", err)
 	}
 	if m.Hub != nil {
 		env.Text = m.Hub.Writer(job.ID)
 	}
 	res, err := m.Inner.Run(ctx, job, env)
 	u := catalog.Usage{InputTokens: int(res.Metrics["input_tokens"]), OutputTokens: int(res.Metrics["output_tokens"])}
-	cost := min(l.Cost(u), q.Credits)
-	res.Done = Fraction(cost, q.Credits)
+	cost := min(l.Cost(u), job.Quoted)
+	res.Done = Fraction(cost, job.Quoted)
 	if res.Document != nil {
 		res.Document["credits"] = cost
 	}

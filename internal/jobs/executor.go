@@ -127,7 +127,7 @@ func (s *Service) execute(ctx context.Context, rj *runningJob) (res runners.Resu
 	rj.addLog("info", "job "+rj.job.ID+" started on "+s.cfg.Owner, s.now())
 	env := s.env(rj.job, &reporter{rj: rj, now: s.now, broker: s.broker, soon: s.progressSoon})
 	return rn.Run(ctx, runners.Job{ID: rj.job.ID, RequestID: rj.job.RequestID, Address: "svc-serverless/" + rj.job.Model,
-		Slug: rj.job.Model, Input: rj.job.Input}, env)
+		Slug: rj.job.Model, Input: rj.job.Input, Quoted: rj.job.Quoted}, env)
 }
 
 // runFailedOnOurSide is the message of a run that failed for a reason of the service's own (a

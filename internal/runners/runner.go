@@ -20,6 +20,9 @@ type Job struct {
 	Address   string          // svc-serverless/<slug>
 	Slug      string          // model slug, e.g. image-4b
 	Input     json.RawMessage // validated input, defaults filled in (seed always present)
+	// Quoted is the credits the job was quoted: a runner that meters its own usage (a language
+	// model's, chat.Meter) settles the fraction of it that the usage costs.
+	Quoted int64
 }
 
 // Inputs reads url inputs (uploaded files or external https addresses), bounded in size
