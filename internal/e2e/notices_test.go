@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/server"
+	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -129,7 +130,7 @@ func noticesBetweenProcesses(t *testing.T, redisURL string) {
 	})
 }
 
-// waitForListeners returns once n sessions of the database listen for notices.
+// waitForListeners returns once n sessions listen on db's notice channel.
 func waitForListeners(t *testing.T, db *sqlstore.DB, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -142,12 +143,13 @@ func waitForListeners(t *testing.T, db *sqlstore.DB, n int) {
 	t.Fatalf("fewer than %d processes listen for notices", n)
 }
 
-// listeners counts the sessions of the database that LISTEN.
+// listeners counts the sessions that LISTEN on db's notice channel: this test's processes, not
+// those of other tests sharing the database.
 func listeners(t *testing.T, db *sqlstore.DB) int {
 	t.Helper()
 	var listening int
 	if err := db.SQL().QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
- WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&listening); err != nil {
+ WHERE datname = current_database() AND query = 'LISTEN "' || $1 || '"'`, postgres.NoticeChannel(db)).Scan(&listening); err != nil {
 		t.Fatal(err)
 	}
 	return listening

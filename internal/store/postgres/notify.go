@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
@@ -11,12 +13,13 @@ import (
 )
 
 // Notifier carries the jobs engine's notices between processes through PostgreSQL's LISTEN
-// and NOTIFY, on one channel. The notices given at one moment go in one NOTIFY (several lines
+// and NOTIFY, on one channel per deployment (NoticeChannel). The notices given at one moment go in one NOTIFY (several lines
 // of one payload), sent by Listen's own loop: a busy process sends a few NOTIFYs a second,
 // not one a job. It serves PostgreSQL only; a service of one process over SQLite needs none.
 type Notifier struct {
-	c     *Conn
-	queue *jobs.NoticeQueue
+	c       *Conn
+	channel string
+	queue   *jobs.NoticeQueue
 }
 
 var _ jobs.Notifier = (*Notifier)(nil)
@@ -33,7 +36,24 @@ func NewNotifier(db *sqlstore.DB) (*Notifier, error) {
 	if !ok {
 		return nil, errors.New("postgres: notices between processes need a PostgreSQL database")
 	}
-	return &Notifier{c: c, queue: jobs.NewNoticeQueue(maxPayload)}, nil
+	return &Notifier{c: c, channel: NoticeChannel(db), queue: jobs.NewNoticeQueue(maxPayload)}, nil
+}
+
+// NoticeChannel is the channel the processes of db's deployment share: notifyChannel, or for
+// a deployment in a schema of its own (a search_path in the database URL) the channel named
+// after it, so that deployments sharing a database do not hear each other's notices. A
+// channel name is an identifier of at most 63 bytes: the schema's part is a hash of it.
+func NoticeChannel(db *sqlstore.DB) string {
+	c, ok := db.Conn().(*Conn)
+	if !ok {
+		return notifyChannel
+	}
+	path := c.pool.Config().ConnConfig.RuntimeParams["search_path"]
+	if path == "" {
+		return notifyChannel
+	}
+	sum := sha256.Sum256([]byte(path))
+	return notifyChannel + "_" + hex.EncodeToString(sum[:8])
 }
 
 // Notify queues x for the next NOTIFY.
@@ -53,7 +73,7 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 	sent := make(chan struct{})
 	go func() { defer close(sent); n.queue.Send(ctx, n.notify) }()
 	defer func() { <-sent }()
-	if _, err := pc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize()); err != nil {
 		return err
 	}
 	for {
@@ -70,6 +90,6 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 
 // notify sends one payload of notices.
 func (n *Notifier) notify(ctx context.Context, payload string) error {
-	_, err := n.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload)
+	_, err := n.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", n.channel, payload)
 	return err
 }
