@@ -17,10 +17,14 @@ import (
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
-type doneRunner struct{}
+// doneRunner completes at once, having done the fraction done of the work (all of it when 0).
+type doneRunner struct{ done float64 }
 
-func (doneRunner) Run(context.Context, runners.Job, runners.Env) (runners.Result, error) {
-	return runners.Result{Document: map[string]any{"ok": true}, Done: 1}, nil
+func (r doneRunner) Run(context.Context, runners.Job, runners.Env) (runners.Result, error) {
+	if r.done == 0 {
+		r.done = 1
+	}
+	return runners.Result{Document: map[string]any{"ok": true}, Done: r.done}, nil
 }
 
 // engine is a jobs service over a fresh database with runners that answer at once; Run is not
@@ -37,6 +41,11 @@ func newEngine(t *testing.T, db *sqlstore.DB, opts ...func(*jobs.Config)) *engin
 }
 
 func newEngineTB(t testing.TB, db *sqlstore.DB, opts ...func(*jobs.Config)) *engine {
+	return newEngineWith(t, db, doneRunner{}, opts...)
+}
+
+// newEngineWith is newEngine with every model on runner.
+func newEngineWith(t testing.TB, db *sqlstore.DB, runner runners.Runner, opts ...func(*jobs.Config)) *engine {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Default()
@@ -45,7 +54,7 @@ func newEngineTB(t testing.TB, db *sqlstore.DB, opts ...func(*jobs.Config)) *eng
 	}
 	reg := runners.Registry{}
 	for _, m := range cat.Models() {
-		reg[m.Slug] = doneRunner{}
+		reg[m.Slug] = runner
 	}
 	now := func() time.Time { return time.Now().UTC() }
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -196,4 +205,34 @@ func assertLedger(t *testing.T, db *sqlstore.DB, account string) {
 	if sum, err := db.LedgerSum(context.Background(), account); err != nil || sum != a.Balance {
 		t.Fatalf("%s: balance %d, ledger sum %d (%v)", account, a.Balance, sum, err)
 	}
+}
+
+// THR: on PostgreSQL a job whose run did half its work is refunded the rest in its
+// settlement's transaction, in three round trips: BEGIN with the refund's entry (which answers
+// the balance); the lowering of the key's spend, sent with the job's update and its event; and
+// the COMMIT. The whole job takes five, its submit's two included.
+func TestRefundSettlementRoundTrips(t *testing.T) {
+	db := storetest.OpenPostgres(t)
+	e := newEngineWith(t, db, doneRunner{done: 0.5})
+	m, _ := e.cat.Model("image-4b")
+	submit := func() jobs.Job {
+		t.Helper()
+		res, err := e.js.Submit(context.Background(), jobs.SubmitRequest{Principal: e.p, Model: m, Body: []byte(`{"positivePrompt":"a cat"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.js.Drain()
+		j, err := e.js.GetByID(context.Background(), e.p.Account.ID, res.Job.ID)
+		if err != nil || !j.Settled() || j.Charged >= j.Reserved || j.Charged == 0 {
+			t.Fatalf("job %+v %v: want settled, charged part of its reserve", j, err)
+		}
+		return j
+	}
+	submit() // warm: prepares the statements
+	trips := db.PipelinedRoundTrips()
+	submit()
+	if trips = db.PipelinedRoundTrips() - trips; trips != 5 {
+		t.Fatalf("a job refunded at settlement took %d round trips, want 5", trips)
+	}
+	assertLedger(t, db, "acct_e")
 }

@@ -310,13 +310,22 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	return tx.q.WriteAtCommit(ctx, tx.sql.chargeAll, args, nil)
 }
 
+// qKeySpend adds $2 to key $3's spend in period $1; a lowering ($4 false) only within it.
+const qKeySpend = `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1
+ WHERE id = $3 AND ($4 OR spent_period = $1)`
+
 // LedgerKeySpend adds delta to the key's spend in period. A raise starts a new period afresh;
 // a refund given back after the period changed has nothing left to lower and leaves the key as
 // it is.
 func (tx *Tx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error {
-	res, err := tx.q.ExecContext(ctx, `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1
- WHERE id = $3 AND ($4 OR spent_period = $1)`, period, delta, keyID, delta > 0)
-	if err != nil || delta <= 0 {
+	args := []any{period, delta, keyID, delta > 0}
+	if delta <= 0 {
+		// A lowering answers nothing: in a pipelined transaction (PostgreSQL) it goes with the
+		// next statement or the COMMIT.
+		return tx.q.WriteAtCommit(ctx, qKeySpend, args, nil)
+	}
+	res, err := tx.q.ExecContext(ctx, qKeySpend, args...)
+	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
