@@ -13,7 +13,9 @@ import (
 // through an index, so its cost follows the rows it answers, not the table's history; the store
 // suite checks their plans on both databases (Explain).
 const (
-	qJobByRequest        = `SELECT ` + jobCols + ` FROM jobs WHERE request_id = $1`
+	qJobByRequest = `SELECT ` + jobCols + ` FROM jobs WHERE request_id = $1`
+	// The key's condition repeats the predicate of the partial index of keys (jobs_idem_key), so
+	// that a plan made for any $2 may use it.
 	qJobByIdempotencyKey = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND idem_key = $2 AND idem_key <> ''`
 	qJob                 = `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND id = $2`
 	// queueOrder is the order of a model's queue: normal before low, oldest first.

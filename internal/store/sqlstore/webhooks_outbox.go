@@ -32,7 +32,8 @@ func (s WebhookOutbox) Pending(ctx context.Context, limit int) ([]webhooks.Outbo
 
 // MarkFannedOut takes the events out of the queue in one statement (the relay hands up to its
 // batch at once), the numbers passed as one JSON array so the statement's text is always the
-// same (prepared once). On SQLite the statement joins the group commit instead of paying a COMMIT of its own.
+// same (prepared once). On SQLite the statement joins the group commit instead of paying a
+// COMMIT of its own.
 func (s WebhookOutbox) MarkFannedOut(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
