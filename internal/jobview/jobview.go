@@ -14,6 +14,7 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 )
 
 // Signer turns a stored file's key into a signed read link.
@@ -28,22 +29,40 @@ func (u URLs) base(j jobs.Job) string {
 	return u.Queue + "/svc-serverless/" + j.Model + "/requests/" + j.RequestID
 }
 
-// Status is the status document of a status read: status, request_id, queue_position while
-// queued, logs when asked, metrics, and the three URLs.
-func (u URLs) Status(j jobs.Job, position int, withLogs bool) map[string]any {
-	d := map[string]any{
-		"status":       string(j.Status),
-		"request_id":   j.RequestID,
-		"status_url":   u.base(j) + "/status",
-		"response_url": u.base(j),
-		"cancel_url":   u.base(j) + "/cancel",
-		"metrics":      metrics(j),
+// StatusDoc is the status document of a status read (spec 01 "Job status document"):
+// status, request_id, the three URLs, queue_position while queued, logs when asked, metrics.
+type StatusDoc struct {
+	Status        string             `json:"status"`
+	RequestID     string             `json:"request_id"`
+	StatusURL     string             `json:"status_url"`
+	ResponseURL   string             `json:"response_url"`
+	CancelURL     string             `json:"cancel_url"`
+	QueuePosition *int               `json:"queue_position,omitempty"`
+	Logs          *[]jobs.LogLine    `json:"logs,omitempty"`
+	Metrics       map[string]float64 `json:"metrics"`
+}
+
+// HasRequestID says the document carries its own request_id (the job's), so that no
+// other is added to it when it is written.
+func (StatusDoc) HasRequestID() bool { return true }
+
+// Status is the status document of j; position is its place in the queue while it waits.
+func (u URLs) Status(j jobs.Job, position int, withLogs bool) StatusDoc {
+	base := u.base(j)
+	d := StatusDoc{
+		Status:      string(j.Status),
+		RequestID:   j.RequestID,
+		StatusURL:   base + "/status",
+		ResponseURL: base,
+		CancelURL:   base + "/cancel",
+		Metrics:     metrics(j),
 	}
 	if j.Status == jobs.InQueue {
-		d["queue_position"] = position
+		d.QueuePosition = &position
 	}
 	if withLogs {
-		d["logs"] = logs(j)
+		l := logs(j)
+		d.Logs = &l
 	}
 	return d
 }
@@ -58,36 +77,62 @@ type SubmitFields struct {
 	Model        *catalog.Model
 }
 
-// Submit is the status document of a submit (spec 01, every field of the table).
-func (u URLs) Submit(j jobs.Job, position int, withLogs bool, f SubmitFields) map[string]any {
-	d := u.Status(j, position, withLogs)
+// SubmitDoc is the status document of a submit (spec 01, every field of the table). A
+// submit whose dispatch could not be confirmed carries the catalogue's error fields too.
+type SubmitDoc struct {
+	StatusDoc
+	Product            string           `json:"product"`
+	ProviderJobID      *string          `json:"provider_job_id"`
+	Model              string           `json:"model"`
+	Engine             *string          `json:"engine"`
+	Attribution        *string          `json:"attribution"`
+	CreditsCharged     int64            `json:"credits_charged"`
+	CreditsQuoted      int64            `json:"credits_quoted"`
+	Coverage           *ledger.Coverage `json:"coverage,omitempty"`
+	CreditsRemaining   int64            `json:"credits_remaining"`
+	ExpectedSeconds    int              `json:"expected_seconds"`
+	GiveUpAfterSeconds int              `json:"give_up_after_seconds"`
+	Replayed           bool             `json:"replayed"`
+	// timed_out is a field of every submit answer (false when no wait ran out); waited and
+	// wait_declined only answer a wait that was asked for.
+	TimedOut     bool              `json:"timed_out"`
+	Waited       *bool             `json:"waited,omitempty"`
+	WaitDeclined string            `json:"wait_declined,omitempty"`
+	Warnings     []catalog.Warning `json:"warnings,omitempty"`
+
+	Error   string `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
+	Docs    string `json:"docs,omitempty"`
+	Retry   string `json:"retry,omitempty"`
+	Charged string `json:"charged,omitempty"`
+}
+
+// Submit is the status document of a submit.
+func (u URLs) Submit(j jobs.Job, position int, withLogs bool, f SubmitFields) SubmitDoc {
 	m := f.Model
-	d["product"] = j.Product
-	d["provider_job_id"] = nullable(j.ProviderJobID)
-	d["model"] = "svc-serverless/" + j.Model
-	d["engine"] = m.Engine
-	d["attribution"] = m.Attribution
 	charged := j.Charged
 	if f.Replayed {
 		charged = 0
 	}
-	d["credits_charged"] = charged
-	d["credits_quoted"] = j.Quoted
-	if j.Coverage != nil {
-		d["coverage"] = j.Coverage
+	d := SubmitDoc{
+		StatusDoc:          u.Status(j, position, withLogs),
+		Product:            j.Product,
+		ProviderJobID:      nullable(j.ProviderJobID),
+		Model:              "svc-serverless/" + j.Model,
+		Engine:             m.Engine,
+		Attribution:        m.Attribution,
+		CreditsCharged:     charged,
+		CreditsQuoted:      j.Quoted,
+		Coverage:           j.Coverage,
+		CreditsRemaining:   f.Balance,
+		ExpectedSeconds:    m.ExpectedSeconds,
+		GiveUpAfterSeconds: GiveUpAfterSeconds(j, m),
+		Replayed:           f.Replayed,
+		TimedOut:           f.Wait && f.TimedOut,
 	}
-	d["credits_remaining"] = f.Balance
-	d["expected_seconds"] = m.ExpectedSeconds
-	d["give_up_after_seconds"] = GiveUpAfterSeconds(j, m)
-	d["replayed"] = f.Replayed
-	// timed_out is a field of every submit answer (false when no wait ran out); waited and
-	// wait_declined only answer a wait that was asked for (spec 01 "Job status document").
-	d["timed_out"] = f.Wait && f.TimedOut
 	if f.Wait {
-		d["waited"] = f.WaitDeclined == ""
-		if f.WaitDeclined != "" {
-			d["wait_declined"] = f.WaitDeclined
-		}
+		waited := f.WaitDeclined == ""
+		d.Waited, d.WaitDeclined = &waited, f.WaitDeclined
 	}
 	return d
 }
@@ -104,15 +149,16 @@ func GiveUpAfterSeconds(j jobs.Job, m *catalog.Model) int {
 	return max(wait, 0) + lc.StallCeilingSeconds
 }
 
-func nullable(s string) any {
+// nullable is s, or JSON's null for "".
+func nullable(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
 
-func metrics(j jobs.Job) map[string]any {
-	m := map[string]any{}
+func metrics(j jobs.Job) map[string]float64 {
+	m := make(map[string]float64, len(j.Metrics)+2)
 	for k, v := range j.Metrics {
 		m[k] = v
 	}
@@ -153,7 +199,7 @@ func Record(j jobs.Job, u URLs) map[string]any {
 		"object":             "job",
 		"product":            j.Product,
 		"status":             status,
-		"error_code":         nullable(j.ErrorCode),
+		"error_code":         orNull(j.ErrorCode),
 		"credits_charged":    j.Charged,
 		"credits_reserved":   j.Reserved,
 		"credits_quoted":     j.Quoted,
@@ -169,6 +215,14 @@ func Record(j jobs.Job, u URLs) map[string]any {
 		"response_url":       u.base(j),
 	}
 	return d
+}
+
+// orNull is s, or nil (JSON's null) for "".
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func timeOrNil(t *time.Time) any {

@@ -1,6 +1,7 @@
 package jobview_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -19,6 +20,20 @@ func model(t *testing.T, slug string) *catalog.Model {
 	m, ok := cat.Model(slug)
 	if !ok {
 		t.Fatalf("no model %s", slug)
+	}
+	return m
+}
+
+// asJSON is v as a client reads it.
+func asJSON(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
 	}
 	return m
 }
@@ -44,8 +59,8 @@ func TestJOB17_GiveUpAfterSeconds(t *testing.T) {
 		if got := jobview.GiveUpAfterSeconds(j, &m); got != c.want {
 			t.Errorf("start by %v: %d, want %d", c.startBy, got, c.want)
 		}
-		doc := jobview.URLs{Queue: "https://q"}.Submit(j, 0, false, jobview.SubmitFields{Model: &m})
-		if doc["give_up_after_seconds"] != c.want {
+		doc := asJSON(t, jobview.URLs{Queue: "https://q"}.Submit(j, 0, false, jobview.SubmitFields{Model: &m}))
+		if doc["give_up_after_seconds"] != float64(c.want) {
 			t.Errorf("doc give_up_after_seconds %v, want %d", doc["give_up_after_seconds"], c.want)
 		}
 	}
@@ -75,7 +90,7 @@ func TestJOB20_SubmitFieldsOfTheWait(t *testing.T) {
 	}
 	for i, c := range cases {
 		c.f.Model = m
-		d := u.Submit(j, 0, false, c.f)
+		d := asJSON(t, u.Submit(j, 0, false, c.f))
 		if d["timed_out"] != c.timedOut {
 			t.Errorf("case %d: timed_out %v, want %v", i, d["timed_out"], c.timedOut)
 		}

@@ -152,16 +152,11 @@ func (h *Queue) submit() http.Handler {
 			pos = h.Jobs.QueuePosition(r.Context(), j)
 		}
 		doc := h.URLs.Submit(j, pos, o.Logs, f)
-		if len(res.Warnings) > 0 {
-			doc["warnings"] = res.Warnings
-		}
+		doc.Warnings = res.Warnings
 		if res.Unresolved {
 			e := apierr.Lookup(apierr.DispatchUnresolved)
-			doc["error"] = string(apierr.DispatchUnresolved)
-			doc["message"] = e.Message
-			doc["docs"] = apierr.DocsURL(apierr.DispatchUnresolved)
-			doc["retry"] = string(e.Retry)
-			doc["charged"] = string(e.Charged)
+			doc.Error, doc.Message, doc.Docs = string(apierr.DispatchUnresolved), e.Message, apierr.DocsURL(apierr.DispatchUnresolved)
+			doc.Retry, doc.Charged = string(e.Retry), string(e.Charged)
 			w.Header().Set("x-should-retry", "false")
 			httpapi.WriteJSON(w, r, http.StatusAccepted, doc)
 			return nil

@@ -48,7 +48,6 @@ func (h *Queue) stream() http.Handler {
 				pos = h.Jobs.QueuePosition(r.Context(), j)
 			}
 			doc := h.URLs.Status(j, pos, wantLogs(r))
-			doc["request_id"] = j.RequestID
 			b, _ := json.Marshal(doc)
 			if string(b) != string(last) {
 				if _, err := w.Write([]byte("data: " + string(b) + "\n\n")); err != nil {

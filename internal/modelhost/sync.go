@@ -82,7 +82,7 @@ func (h *Sync) run() http.Handler {
 		}
 		if timedOut || !j.Settled() {
 			urls := h.URLs.Status(j, 0, false)
-			return apierr.New(apierr.RunTimedOut, "status_url", urls["status_url"], "response_url", urls["response_url"],
+			return apierr.New(apierr.RunTimedOut, "status_url", urls.StatusURL, "response_url", urls.ResponseURL,
 				"idempotency_key", j.IdempotencyKey).WithCharged(charged(j)).WithHeader("X-Svc-Request-Timeout-Type", "user")
 		}
 		w.Header().Set("X-Svc-Request-Id", j.RequestID)
