@@ -23,21 +23,6 @@ func testAllowances(t *testing.T, s Stores) {
 			t.Fatal(err)
 		}
 	}
-	balance := func(id string) int64 {
-		t.Helper()
-		a, err := s.Auth.Account(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := ledgerSum(ctx, s.Ledger, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sum != a.Balance {
-			t.Fatalf("%s: balance %d != sum of ledger entries %d", id, a.Balance, sum)
-		}
-		return a.Balance
-	}
 	create("acct_pro", auth.Pro, auth.Live, 500, "") // the period defaults to CreatedAt's month
 	create("acct_free", auth.Free, auth.Live, 10, "2026-11")
 	create("acct_banned", auth.Max, auth.Banned, 0, "2026-11")
@@ -49,8 +34,35 @@ func testAllowances(t *testing.T, s Stores) {
 	if n, err := grantAllowances(ctx, s.Ledger, t0.Add(9*24*time.Hour), 100); err != nil || n != 0 {
 		t.Fatalf("same month: credited %d, %v; want nothing (the opening balance stands for it)", n, err)
 	}
+	testAllowanceOfDecember(t, s)
+	testAllowanceSweepsAtOnce(t, s)
+	testAllowanceInAHold(t, s)
+}
 
-	// One second past midnight UTC on 1 December, written in a zone where it is still November.
+// allowanceBalance is the account's balance, checked against the sum of its entries.
+func allowanceBalance(t *testing.T, s Stores, id string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	a, err := s.Auth.Account(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := ledgerSum(ctx, s.Ledger, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != a.Balance {
+		t.Fatalf("%s: balance %d != sum of ledger entries %d", id, a.Balance, sum)
+	}
+	return a.Balance
+}
+
+// testAllowanceOfDecember: one second past midnight UTC on 1 December, written in a zone
+// where it is still November, credits the live and limited accounts once, as an allowance
+// entry of the new month.
+func testAllowanceOfDecember(t *testing.T, s Stores) {
+	ctx := context.Background()
+	balance := func(id string) int64 { t.Helper(); return allowanceBalance(t, s, id) }
 	dec := time.Date(2026, 11, 30, 22, 0, 1, 0, time.FixedZone("UTC-2", -2*3600))
 	if n, err := grantAllowances(ctx, s.Ledger, dec, 100); err != nil || n != 2 {
 		t.Fatalf("December: credited %d, %v; want the pro and the limited accounts", n, err)
@@ -75,8 +87,12 @@ func testAllowances(t *testing.T, s Stores) {
 	if kind != "allowance" || amount != 2000 || period != "2026-12" {
 		t.Fatalf("ledger entry = %s %d %s, want allowance 2000 2026-12", kind, amount, period)
 	}
+}
 
-	// Four sweeps at once in January, as four processes would: each account is credited once.
+// testAllowanceSweepsAtOnce: four sweeps at once in January, as four processes would: each
+// account is credited once.
+func testAllowanceSweepsAtOnce(t *testing.T, s Stores) {
+	ctx := context.Background()
 	jan := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -93,12 +109,16 @@ func testAllowances(t *testing.T, s Stores) {
 		})
 	}
 	wg.Wait()
-	if total != 2 || balance("acct_pro") != 500+2*2000 || balance("acct_limited") != 2*6000 {
-		t.Fatalf("January: credited %d in all; balances %d, %d", total, balance("acct_pro"), balance("acct_limited"))
+	pro, limited := allowanceBalance(t, s, "acct_pro"), allowanceBalance(t, s, "acct_limited")
+	if total != 2 || pro != 500+2*2000 || limited != 2*6000 {
+		t.Fatalf("January: credited %d in all; balances %d, %d", total, pro, limited)
 	}
+}
 
-	// Held in a transaction (as a charge holds it): the account comes back with its new
-	// balance, and a second hold in the same month credits nothing.
+// testAllowanceInAHold: held in a transaction (as a charge holds it), the account comes back
+// with its new balance, and a second hold in the same month credits nothing.
+func testAllowanceInAHold(t *testing.T, s Stores) {
+	ctx := context.Background()
 	if err := s.Auth.InsertKey(ctx, key("allowkey0001", "acct_pro", t0.AddDate(2, 0, 0)), 25, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +147,7 @@ func testAllowances(t *testing.T, s Stores) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Balance != 500+3*2000 || after.AllowancePeriod != "2027-02" || balance("acct_pro") != after.Balance {
+	if after.Balance != 500+3*2000 || after.AllowancePeriod != "2027-02" || allowanceBalance(t, s, "acct_pro") != after.Balance {
 		t.Fatalf("after February = %+v", after)
 	}
 }

@@ -162,33 +162,9 @@ func testConsoleKeyCharged(t *testing.T, s Stores) {
 // key's spend all show the console's runs, and leaves the account's own keys as they were.
 func RunConsoleKeysMigration(t *testing.T, openAt func(t testing.TB, version int64) Stores) {
 	ctx := context.Background()
-	s := openAt(t, 115)
-	old := NewAccount(t, s.Ledger, "acct_old", auth.Pro, 1000)
-	NewAccount(t, s.Ledger, "acct_idle", auth.Pro, 0)
 	now := time.Now().UTC()
-	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO api_keys (id, account_id, secret_hash, scopes, created_at, expires_at, ceiling_mode, spent_period, spent)
- VALUES ('oldkey000001', 'acct_old', 'h', 'jobs:read,assets:read', $1, $2, 'plan', '', 0)`, now.UnixMicro(), now.AddDate(0, 1, 0).UnixMicro()); err != nil {
-		t.Fatal(err)
-	}
-	// A playground run charged 40 and refunded 15, as the release before wrote them;
-	// another one still in flight.
-	err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
-		if _, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_old", KeyID: "console", JobID: "photo_c1", Model: "image-4b",
-			Kind: ledger.Charge, Amount: -40, At: now}, 0); err != nil {
-			return err
-		}
-		_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_old", KeyID: "console", JobID: "photo_c1", Model: "image-4b",
-			Kind: ledger.Refund, Amount: 15, At: now}, math.MinInt64)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO jobs (account_id, id, key_id, request_id, model, product, idem_key, input, status, quoted, created_at)
- VALUES ('acct_old', 'photo_c2', 'console', 'req_c2', 'image-4b', 'photo', 'c2', '{}', 'IN_PROGRESS', 10, $1)`, now.UnixMicro()); err != nil {
-		t.Fatal(err)
-	}
-
+	s := openAt(t, 115)
+	old := seedBeforeConsoleKeys(t, s, now)
 	if err := s.Inspect.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -218,17 +194,55 @@ func RunConsoleKeysMigration(t *testing.T, openAt func(t testing.TB, version int
 		}
 	}
 
-	// Usage by key and the per-charge export agree on the console's run.
+	consoleUsageAgrees(t, s, "acct_old", console, now)
+}
+
+// seedBeforeConsoleKeys writes, as the release before the console's keys did, an account
+// with a key of its own, a playground run charged 40 and refunded 15 and another in flight
+// (both under the key id "console"), and an idle account; it answers the first account.
+func seedBeforeConsoleKeys(t *testing.T, s Stores, now time.Time) auth.Account {
+	ctx := context.Background()
+	old := NewAccount(t, s.Ledger, "acct_old", auth.Pro, 1000)
+	NewAccount(t, s.Ledger, "acct_idle", auth.Pro, 0)
+	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO api_keys (id, account_id, secret_hash, scopes, created_at, expires_at, ceiling_mode, spent_period, spent)
+ VALUES ('oldkey000001', 'acct_old', 'h', 'jobs:read,assets:read', $1, $2, 'plan', '', 0)`, now.UnixMicro(), now.AddDate(0, 1, 0).UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	// A playground run charged 40 and refunded 15, as the release before wrote them;
+	// another one still in flight.
+	err := s.Ledger.LedgerTx(ctx, func(tx ledger.Tx) error {
+		if _, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_old", KeyID: "console", JobID: "photo_c1", Model: "image-4b",
+			Kind: ledger.Charge, Amount: -40, At: now}, 0); err != nil {
+			return err
+		}
+		_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_old", KeyID: "console", JobID: "photo_c1", Model: "image-4b",
+			Kind: ledger.Refund, Amount: 15, At: now}, math.MinInt64)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO jobs (account_id, id, key_id, request_id, model, product, idem_key, input, status, quoted, created_at)
+ VALUES ('acct_old', 'photo_c2', 'console', 'req_c2', 'image-4b', 'photo', 'c2', '{}', 'IN_PROGRESS', 10, $1)`, now.UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// consoleUsageAgrees: usage by key and the per-charge export agree on the console's run of
+// the migrated account (40 charged, 15 refunded, one job).
+func consoleUsageAgrees(t *testing.T, s Stores, account, console string, now time.Time) {
+	ctx := context.Background()
 	w, err := ledger.ParseWindow("month", now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := ledger.NewUsage(s.Usage)
-	byKey, err := u.ByKey(ctx, "acct_old", w)
+	byKey, err := u.ByKey(ctx, account, w)
 	if err != nil || len(byKey) != 1 || byKey[0].KeyID != console || byKey[0].Charged != 40 || byKey[0].Refunded != 15 || byKey[0].Jobs != 1 {
 		t.Fatalf("usage by key %+v %v", byKey, err)
 	}
-	exp, err := u.ExportLines(ctx, "acct_old", w)
+	exp, err := u.ExportLines(ctx, account, w)
 	if err != nil {
 		t.Fatal(err)
 	}

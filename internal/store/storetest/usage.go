@@ -188,6 +188,60 @@ func testUsageLines(t *testing.T, s Stores) {
 // part-month edges of a window from the daily one: over any window of days, whole months or
 // not, across month and year ends, they equal the daily rollup's rows summed (which the export
 // reads), and no other account's spend shows.
+// allUsageDays reads every row of the account's per day, key and model usage in [from, to),
+// a page of 1000 at a time.
+func allUsageDays(t *testing.T, s Stores, account string, from, to time.Time) []ledger.DayUsage {
+	t.Helper()
+	var rows []ledger.DayUsage
+	var after *ledger.DayUsage
+	for {
+		page, err := s.Usage.LedgerUsageDays(context.Background(), account, from, to, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, page...)
+		if len(page) < 1000 {
+			return rows
+		}
+		after = &page[len(page)-1]
+	}
+}
+
+// sumUsage adds up rows per key, per model and per day, each in the order the usage reads
+// answer it.
+func sumUsage(rows []ledger.DayUsage) (perKey []ledger.KeyUsage, perModel, perDay []ledger.DayUsage) {
+	perKey, perModel, perDay = []ledger.KeyUsage{}, []ledger.DayUsage{}, []ledger.DayUsage{}
+	keys, models, days := map[string]*ledger.KeyUsage{}, map[string]*ledger.DayUsage{}, map[time.Time]*ledger.DayUsage{}
+	for _, row := range rows {
+		if keys[row.KeyID] == nil {
+			keys[row.KeyID] = &ledger.KeyUsage{KeyID: row.KeyID}
+		}
+		k := keys[row.KeyID]
+		k.Charged, k.Refunded, k.Jobs = k.Charged+row.Charged, k.Refunded+row.Refunded, k.Jobs+row.Jobs
+		if models[row.Model] == nil {
+			models[row.Model] = &ledger.DayUsage{Model: row.Model}
+		}
+		addUsage(models[row.Model], row)
+		if days[row.Day] == nil {
+			days[row.Day] = &ledger.DayUsage{Day: row.Day}
+		}
+		addUsage(days[row.Day], row)
+	}
+	for _, k := range keys {
+		perKey = append(perKey, *k)
+	}
+	slices.SortFunc(perKey, func(a, b ledger.KeyUsage) int { return strings.Compare(a.KeyID, b.KeyID) })
+	for _, m := range models {
+		perModel = append(perModel, *m)
+	}
+	slices.SortFunc(perModel, func(a, b ledger.DayUsage) int { return strings.Compare(a.Model, b.Model) })
+	for _, d := range days {
+		perDay = append(perDay, *d)
+	}
+	slices.SortFunc(perDay, func(a, b ledger.DayUsage) int { return a.Day.Compare(b.Day) })
+	return perKey, perModel, perDay
+}
+
 func testUsageRollups(t *testing.T, s Stores) {
 	ctx := context.Background()
 	NewAccount(t, s.Ledger, "acct_r", auth.Pro, 0)
@@ -228,52 +282,7 @@ func testUsageRollups(t *testing.T, s Stores) {
 	}
 	for _, w := range windows {
 		from, to := w[0], w[1]
-		var rows []ledger.DayUsage
-		var after *ledger.DayUsage
-		for {
-			page, err := s.Usage.LedgerUsageDays(ctx, "acct_r", from, to, after, 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, page...)
-			if len(page) < 1000 {
-				break
-			}
-			after = &page[len(page)-1]
-		}
-		wantKeys := []ledger.KeyUsage{}
-		wantModels, wantDays := []ledger.DayUsage{}, []ledger.DayUsage{}
-		keys, models, days := map[string]*ledger.KeyUsage{}, map[string]*ledger.DayUsage{}, map[time.Time]*ledger.DayUsage{}
-		for _, row := range rows {
-			if keys[row.KeyID] == nil {
-				wantKeys = append(wantKeys, ledger.KeyUsage{KeyID: row.KeyID})
-				keys[row.KeyID] = &ledger.KeyUsage{}
-			}
-			k := keys[row.KeyID]
-			k.Charged, k.Refunded, k.Jobs = k.Charged+row.Charged, k.Refunded+row.Refunded, k.Jobs+row.Jobs
-			if models[row.Model] == nil {
-				models[row.Model] = &ledger.DayUsage{Model: row.Model}
-			}
-			addUsage(models[row.Model], row)
-			if days[row.Day] == nil {
-				days[row.Day] = &ledger.DayUsage{Day: row.Day}
-			}
-			addUsage(days[row.Day], row)
-		}
-		for i := range wantKeys {
-			k := keys[wantKeys[i].KeyID]
-			wantKeys[i].Charged, wantKeys[i].Refunded, wantKeys[i].Jobs = k.Charged, k.Refunded, k.Jobs
-		}
-		slices.SortFunc(wantKeys, func(a, b ledger.KeyUsage) int { return strings.Compare(a.KeyID, b.KeyID) })
-		for _, m := range models {
-			wantModels = append(wantModels, *m)
-		}
-		slices.SortFunc(wantModels, func(a, b ledger.DayUsage) int { return strings.Compare(a.Model, b.Model) })
-		for _, d := range days {
-			wantDays = append(wantDays, *d)
-		}
-		slices.SortFunc(wantDays, func(a, b ledger.DayUsage) int { return a.Day.Compare(b.Day) })
-
+		wantKeys, wantModels, wantDays := sumUsage(allUsageDays(t, s, "acct_r", from, to))
 		gotKeys, err := s.Usage.LedgerUsageByKey(ctx, "acct_r", from, to)
 		if err != nil || !reflect.DeepEqual(gotKeys, wantKeys) {
 			t.Fatalf("[%v, %v) per key = %+v %v, want %+v", from, to, gotKeys, err, wantKeys)

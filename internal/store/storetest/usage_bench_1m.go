@@ -138,7 +138,6 @@ type usage1MJob struct {
 // takes most of its jobs; models are the catalogue's, model m taken with weight 1/(m+1).
 func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 	tb.Helper()
-	ctx := context.Background()
 	cat, err := catalog.Default()
 	if err != nil {
 		tb.Fatal(err)
@@ -147,12 +146,39 @@ func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 	for _, m := range cat.Models() {
 		models = append(models, m.Slug)
 	}
-	type account struct {
-		id   string
-		keys []string
-		jobs []int // indexes into plan
+	accounts, plan := planUsage1M(len(models))
+	for _, a := range accounts {
+		NewAccount(tb, db, a.id, auth.Pro, 0)
 	}
-	accounts := make([]account, usage1MAccounts)
+	began := time.Now()
+	h := usage1MHistory{Models: models, Entries: settleUsage1M(tb, db, accounts, plan, models)}
+	h.Took = time.Since(began)
+	if db.Dialect() == sqlstore.Postgres {
+		vacuum(tb, db)
+	}
+	h.RollupRows = -1
+	for _, a := range accounts {
+		n, err := db.LedgerUsageDayCount(context.Background(), a.id, usage1MNow.AddDate(-1, 0, -1), usage1MNow.AddDate(0, 0, 1))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if n > h.RollupRows {
+			h.Heaviest, h.HeavyJobs, h.HeavyKeys, h.HeavyKeyIDs, h.RollupRows = a.id, len(a.jobs), len(a.keys), a.keys, n
+		}
+	}
+	return h
+}
+
+// usage1MAccount is an account of the history: its keys and its jobs (indexes into the plan).
+type usage1MAccount struct {
+	id   string
+	keys []string
+	jobs []int
+}
+
+// planUsage1M draws the history's accounts and jobs over nModels models, the same every run.
+func planUsage1M(nModels int) ([]usage1MAccount, []usage1MJob) {
+	accounts := make([]usage1MAccount, usage1MAccounts)
 	cumulative := make([]float64, usage1MAccounts)
 	total := 0.0
 	for i := range accounts {
@@ -162,7 +188,6 @@ func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 		}
 		total += 1 / float64(i+4)
 		cumulative[i] = total
-		NewAccount(tb, db, accounts[i].id, auth.Pro, 0)
 	}
 	r := rand.New(rand.NewPCG(1, 1_000_000))
 	plan := make([]usage1MJob, usage1MJobs)
@@ -176,15 +201,21 @@ func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 		if r.IntN(2) == 0 {
 			k = r.IntN(len(accounts[a].keys))
 		}
-		m := r.IntN(len(models))
+		m := r.IntN(nModels)
 		for r.Float64() >= 1/float64(m+1) {
-			m = r.IntN(len(models))
+			m = r.IntN(nModels)
 		}
 		plan[j] = usage1MJob{account: uint8(a), key: uint8(k), model: uint8(m), cost: uint8(1 + r.IntN(40)), refunded: r.IntN(100) == 0}
 		accounts[a].jobs = append(accounts[a].jobs, j)
 	}
+	return accounts, plan
+}
 
-	// Job j settles at start + j/usage1MJobs of the year; its refund, if any, a minute later.
+// settleUsage1M writes the plan's entries, usage1MBatch jobs a transaction, and answers how
+// many it wrote. Job j settles at a year before usage1MNow plus j/usage1MJobs of the year; its
+// refund, if any, a minute later.
+func settleUsage1M(tb testing.TB, db *sqlstore.DB, accounts []usage1MAccount, plan []usage1MJob, models []string) int {
+	ctx := context.Background()
 	start := usage1MNow.AddDate(-1, 0, 0)
 	span := usage1MNow.Sub(start)
 	settle := func(tx ledger.Tx, j int) (int, error) {
@@ -204,7 +235,6 @@ func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 	if db.Dialect() == sqlstore.Postgres {
 		workers = 4
 	}
-	began := time.Now()
 	entries := make([]int, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -233,27 +263,14 @@ func buildUsage1M(tb testing.TB, db *sqlstore.DB) usage1MHistory {
 		})
 	}
 	wg.Wait()
-	h := usage1MHistory{Took: time.Since(began), Models: models}
+	total := 0
 	for w := range workers {
 		if errs[w] != nil {
 			tb.Fatal(errs[w])
 		}
-		h.Entries += entries[w]
+		total += entries[w]
 	}
-	if db.Dialect() == sqlstore.Postgres {
-		vacuum(tb, db)
-	}
-	h.RollupRows = -1
-	for _, a := range accounts {
-		n, err := db.LedgerUsageDayCount(ctx, a.id, start.AddDate(0, 0, -1), usage1MNow.AddDate(0, 0, 1))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if n > h.RollupRows {
-			h.Heaviest, h.HeavyJobs, h.HeavyKeys, h.HeavyKeyIDs, h.RollupRows = a.id, len(a.jobs), len(a.keys), a.keys, n
-		}
-	}
-	return h
+	return total
 }
 
 // vacuum vacuums and analyses the tables of the database's schema on PostgreSQL, as
