@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -33,11 +32,8 @@ func runWithServer(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "modelexec")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go" // from PATH
-	}
-	build := exec.Command(goTool, "build", "-o", bin, "../cmd/modelexec")
+	// go test puts its own toolchain's bin first on the PATH the test runs with.
+	build := exec.Command("go", "build", "-o", bin, "../cmd/modelexec")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building modelexec:", err)
