@@ -33,12 +33,22 @@ func TestCheckpointsOffTheCommitPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.ckpt.pass(); err != nil {
-		t.Fatal(err)
-	}
+	// The checkpointer's own goroutine may be in a pass of its own at this moment (the commits
+	// above woke it): a check that meets it reads busy, and the pass and the check run again.
 	var busy, log, done int
-	if err := db.raw.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil || busy != 0 || log != done {
-		t.Fatalf("after a pass: busy %d, WAL frames %d, checkpointed %d (%v)", busy, log, done, err)
+	for range 100 {
+		if err := db.ckpt.pass(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.raw.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+			t.Fatal(err)
+		}
+		if busy == 0 {
+			break
+		}
+	}
+	if busy != 0 || log != done {
+		t.Fatalf("after a pass: busy %d, WAL frames %d, checkpointed %d", busy, log, done)
 	}
 }
 
