@@ -21,7 +21,7 @@ var closeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func runningJob(account, key string) jobs.Job {
 	return jobs.Job{ID: "photo_" + key, AccountID: account, KeyID: "key_1", RequestID: "req-" + account + "-" + key, Model: "m",
 		Product: "photo", IdempotencyKey: key, Input: []byte(`{"a":1}`), Status: jobs.InProgress, Quoted: 10, Reserved: 10,
-		Priority: jobs.Normal, Dispatched: true, CreatedAt: closeT0}
+		Priority: jobs.Normal, Dispatched: true, Webhook: "https://example.com/hook", CreatedAt: closeT0}
 }
 
 // insertJobs writes js in one transaction.
@@ -47,7 +47,7 @@ func settled(j jobs.Job, charged int64, message string) (jobs.Job, jobs.Event) {
 	j.Logs = []jobs.LogLine{{Message: "ran", Level: "INFO", Source: "user", Timestamp: done}}
 	j.Progress = 1
 	return j, jobs.Event{ID: "evt_" + j.ID + "_succeeded", AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID,
-		Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, Charged: charged, Reserved: j.Reserved, CreatedAt: done}
+		Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, Charged: charged, Reserved: j.Reserved, Webhook: j.Webhook, CreatedAt: done}
 }
 
 // The store's part of WH-28 and QST-11: CloseJobs writes settled jobs with one statement on

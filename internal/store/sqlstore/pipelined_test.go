@@ -27,7 +27,7 @@ func TestPipelinedTxInsertFailsAtCommit(t *testing.T) {
 	eventThenInsert := func(j jobs.Job) error {
 		return s.InTx(ctx, func(tx jobs.Tx) error {
 			if err := tx.InsertEvent(ctx, jobs.Event{ID: "evt_" + j.RequestID, AccountID: "acct_p", JobID: j.ID, RequestID: j.RequestID,
-				Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, CreatedAt: closeT0}); err != nil {
+				Type: "job.succeeded", Product: j.Product, Status: jobs.Succeeded, Webhook: j.Webhook, CreatedAt: closeT0}); err != nil {
 				return err
 			}
 			return tx.InsertJobs(ctx, []jobs.Job{j})

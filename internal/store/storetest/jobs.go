@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func RunJobs(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("InFlightCount", func(t *testing.T) { testInFlight(t, open(t)) })
 	t.Run("HoldSeesLockHolder", func(t *testing.T) { testHoldSeesLockHolder(t, open(t)) })
 	t.Run("CloseJobWritesJobAndEvent", func(t *testing.T) { testCloseJob(t, open(t)) })
+	t.Run("EventsQueuedForAReceiver", func(t *testing.T) { testEventsQueuedForAReceiver(t, open(t)) })
 	t.Run("LedgerEntriesAndUsageRollup", func(t *testing.T) { testLedgerRollup(t, open(t)) })
 	t.Run("HotQueriesUseIndexes", func(t *testing.T) { testPlans(t, open(t)) })
 	t.Run("SearchPagesByKeyset", func(t *testing.T) { testSearch(t, open(t)) })
@@ -211,7 +213,7 @@ func testCloseJob(t *testing.T, s Stores) {
 	done := t0.Add(time.Minute)
 	j.Status, j.Outcome, j.Charged, j.FinishedAt = jobs.Completed, jobs.Succeeded, 7, &done
 	ev := jobs.Event{ID: "evt_" + j.ID + "_succeeded", AccountID: j.AccountID, JobID: j.ID, RequestID: j.RequestID, Type: "job.succeeded",
-		Product: j.Product, Status: jobs.Succeeded, Charged: 7, Reserved: 10, CreatedAt: done}
+		Product: j.Product, Status: jobs.Succeeded, Charged: 7, Reserved: 10, Webhook: "https://example.com/hook", CreatedAt: done}
 	// The engine closes a job whose settlement moves no credits in one statement, which
 	// PostgreSQL runs without a transaction around it: the job and its event still go
 	// together, and the second settlement is refused.
@@ -645,6 +647,48 @@ func testSearch(t *testing.T, s Stores) {
 	}
 }
 
+// testEventsQueuedForAReceiver: every event is written, and it waits for the relay when
+// something may receive it: a per-request callback, or an endpoint of its account in any
+// state (the relay decides at fan-out which ones take it). An account without endpoints whose
+// job has no callback leaves nothing to fan out (WH-26: the one event is still written).
+func testEventsQueuedForAReceiver(t *testing.T, s Stores) {
+	ctx := context.Background()
+	NewAccount(t, s.Ledger, "acct_none", auth.Pro, 0)
+	NewAccount(t, s.Ledger, "acct_hooked", auth.Pro, 0)
+	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, status, created_at)
+ VALUES ('wh_1', 'acct_hooked', 'https://example.com/endpoint', 'pending', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	event := func(id, account, webhook string) jobs.Event {
+		return jobs.Event{ID: id, AccountID: account, JobID: "photo_" + id, RequestID: "req_" + id, Type: "job.succeeded",
+			Product: "photo", Status: jobs.Succeeded, Charged: 3, Reserved: 3, Webhook: webhook, CreatedAt: t0}
+	}
+	err := s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
+		for _, ev := range []jobs.Event{event("evt_quiet", "acct_none", ""), event("evt_callback", "acct_none", "https://example.com/hook"),
+			event("evt_endpoint", "acct_hooked", "")} {
+			if err := tx.InsertEvent(ctx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written int
+	if err := s.Inspect.SQL().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&written); err != nil || written != 3 {
+		t.Fatalf("events written: %d %v, want all 3", written, err)
+	}
+	evs, err := s.Outbox.Pending(ctx, 10)
+	var ids []string
+	for _, e := range evs {
+		ids = append(ids, e.ID)
+	}
+	if err != nil || !slices.Equal(ids, []string{"evt_callback", "evt_endpoint"}) {
+		t.Fatalf("pending %v %v, want the callback's and the endpoint's", ids, err)
+	}
+}
+
 // RunEventsQueueMigration runs migration 00140 over a database of the release before it, whose
 // events carried a fanned_out flag: the event not yet fanned out is still waiting afterwards,
 // whole, the one fanned out is not, and an event written afterwards joins the queue (WH-26:
@@ -672,8 +716,8 @@ func RunEventsQueueMigration(t *testing.T, openAt func(t testing.TB, version int
 		e.CreatedAt.UnixMicro() != 1700000000000000 {
 		t.Fatalf("the waiting event came through as %+v", e)
 	}
-	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, created_at)
- VALUES ('acct_a', 'evt_new', 'photo_k3', 'req_3', 'job.failed', 'photo', 'failed', 0, 9, 1700000001000000)`); err != nil {
+	if _, err := s.Inspect.SQL().ExecContext(ctx, `INSERT INTO events (account_id, id, job_id, request_id, type, product, status, charged, reserved, webhook, created_at)
+ VALUES ('acct_a', 'evt_new', 'photo_k3', 'req_3', 'job.failed', 'photo', 'failed', 0, 9, 'https://example.com/hook', 1700000001000000)`); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Outbox.MarkFannedOut(ctx, []int64{e.Seq}); err != nil {
