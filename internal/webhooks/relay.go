@@ -26,7 +26,9 @@ type OutboxEvent struct {
 
 // Outbox is the events outbox the relay drains.
 type Outbox interface {
-	// Pending returns up to limit events not yet fanned out, oldest (lowest Seq) first.
+	// Pending returns up to limit events not yet fanned out, oldest (lowest Seq) first: those
+	// something may receive, a per-request webhook or an endpoint of the account in any state
+	// (an event of an account without endpoints whose job named no webhook has no one to go to).
 	Pending(ctx context.Context, limit int) ([]OutboxEvent, error)
 	// MarkFannedOut records that the events with these sequence numbers were handed to Notify.
 	MarkFannedOut(ctx context.Context, seqs []int64) error

@@ -13,9 +13,10 @@ import (
 )
 
 // Notifier carries the jobs engine's notices between processes through PostgreSQL's LISTEN
-// and NOTIFY, on one channel per deployment (NoticeChannel). The notices given at one moment go in one NOTIFY (several lines
-// of one payload), sent by Listen's own loop: a busy process sends a few NOTIFYs a second,
-// not one a job. It serves PostgreSQL only; a service of one process over SQLite needs none.
+// and NOTIFY, on one channel per deployment (NoticeChannel). The notices given at one moment
+// go in one NOTIFY (several lines of one payload), sent by Listen's own loop: a busy process
+// sends a few NOTIFYs a second, not one a job. It serves PostgreSQL only; a service of one
+// process over SQLite needs none.
 type Notifier struct {
 	c       *Conn
 	channel string

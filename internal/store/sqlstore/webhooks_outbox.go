@@ -8,8 +8,9 @@ import (
 )
 
 // qPendingEvents reads the events not yet fanned out, oldest first, from their queue
-// events_pending (a trigger adds a copy of each event written; MarkFannedOut deletes it): one
-// range of its key, whose cost follows what waits, never the history (a hot query, Explain).
+// events_pending (a trigger adds a copy of each event written that a callback or an endpoint
+// of its account may receive, migration 00155; MarkFannedOut deletes it): one range of its
+// key, whose cost follows what waits, never the history (a hot query, Explain).
 const qPendingEvents = `SELECT seq, account_id, id, job_id, request_id, type, product, status, error_code, charged, reserved,
  webhook, created_at FROM events_pending ORDER BY seq LIMIT $1`
 
