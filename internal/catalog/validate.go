@@ -113,6 +113,9 @@ func decode(b []byte) (any, error) {
 // cross-field rules → warnings before the enforcement date, *InvalidError (type cross_field)
 // from it on. It never panics, whatever the bytes.
 func (m *Model) Validate(raw []byte, now time.Time, rnd func() uint32) (Input, []Warning, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}") // no body is an empty input, as on every JSON route: the answer names what it lacks
+	}
 	if m.lang != nil {
 		in, err := m.validateLanguage(raw)
 		return in, nil, err

@@ -328,11 +328,13 @@ func TestIN_SHARED01_UnknownAndNested(t *testing.T) {
 	if err != nil || strings.Contains(string(in.JSON), "idempotency_key") {
 		t.Errorf("idempotency_key: %s %v", in.JSON, err)
 	}
-	_, _, err = m.Validate([]byte(`{}`), beforeEnforcement, fixedSeed)
-	if !hasViolation(err, "body.positivePrompt", TypeMissing) {
-		t.Errorf("missing: %v", err)
+	for _, b := range []string{`{}`, ``, " \n\t"} { // no body reads as {}
+		_, _, err = m.Validate([]byte(b), beforeEnforcement, fixedSeed)
+		if !hasViolation(err, "body.positivePrompt", TypeMissing) {
+			t.Errorf("%q missing: %v", b, err)
+		}
 	}
-	for _, b := range []string{`[]`, `"x"`, `null`, `{`, `{} {}`, ``} {
+	for _, b := range []string{`[]`, `"x"`, `null`, `{`, `{} {}`} {
 		_, _, err := m.Validate([]byte(b), beforeEnforcement, fixedSeed)
 		if vs := violations(err); len(vs) != 1 || strings.Join(vs[0].Loc, ".") != "body" {
 			t.Errorf("%q: %v", b, err)

@@ -12,7 +12,7 @@ import (
 // TestPRICE23_RefusalsChargeNothing sends every submit refusal of issue 4 items 1-4 and checks
 // the answer, its carried fields, and that the balance and the job table are unchanged.
 // Proves PRICE-09, PRICE-22, PRICE-23, SUB-02, SUB-05, SUB-09, SUB-13, SUB-16, SUB-21, SUB-24,
-// SUB-25, JOB-26, JOB-27, QST-14.
+// SUB-25, JOB-26, JOB-27, QST-14; an empty body reads as {} (SUB-02 names what it lacks).
 func TestPRICE23_RefusalsChargeNothing(t *testing.T) {
 	each(t, options{cfg: func(c *jobs.Config) { c.Concurrency = map[string]int{mSlow: 0} }}, func(t *testing.T, h *harness) {
 		ok := `{"positivePrompt":"ok"}`
@@ -77,6 +77,16 @@ func TestPRICE23_RefusalsChargeNothing(t *testing.T) {
 					t.Errorf("detail %s", r.Raw)
 				}
 			}},
+			{"no body", mFast, "", ``, nil, 422, "invalid_input", func(t *testing.T, r resp) {
+				if !strings.Contains(r.Raw, `"loc":["body","positivePrompt"]`) {
+					t.Errorf("an empty body should read as {} and name the missing field: %s", r.Raw)
+				}
+			}},
+			{"blank body", mFast, "", " \n", nil, 422, "invalid_input", func(t *testing.T, r resp) {
+				if !strings.Contains(r.Raw, `"loc":["body","positivePrompt"]`) {
+					t.Errorf("a blank body should read as {} and name the missing field: %s", r.Raw)
+				}
+			}},
 			{"band not priced", "image-lite", "", `{"positivePrompt":"ok","width":1280,"height":768}`, nil, 422, "band_not_priced", func(t *testing.T, r resp) {
 				if r.str("message") == "" {
 					t.Errorf("band_not_priced without message")
@@ -114,6 +124,12 @@ func TestPRICE23_RefusalsChargeNothing(t *testing.T) {
 		r := h.submit(mFast, "wait=10", ok, "X-Svc-Covered-Only", "yes", "X-Svc-Request-Timeout", "30")
 		if r.Code != 200 || r.str("status") != "COMPLETED" {
 			t.Fatalf("covered-only=yes / request timeout on a refusing model: %d %s", r.Code, r.Raw)
+		}
+		// One option under two spellings with the same value however written is one option,
+		// not a conflict (SUB-24: only different values conflict).
+		r = h.submit(mQueue, "max_queue_length=03&alt_max_queue_length=3", ok, "X-Svc-Request-Timeout", "10", "X-Alt-Request-Timeout", "10.0")
+		if r.Code >= 300 || r.str("request_id") == "" {
+			t.Fatalf("the same values under two spellings: %d %s", r.Code, r.Raw)
 		}
 	})
 }

@@ -27,10 +27,11 @@ type Options struct {
 	IdempotencyKey string
 }
 
-// pick reads one option sent under two spellings; different values are conflicting_options.
-func pick(a, b string, nameA, nameB string, va, vb string, okA, okB bool) (string, bool, error) {
+// pick reads one option sent under two spellings; values that are not the same are
+// conflicting_options.
+func pick(a, b string, nameA, nameB string, va, vb string, okA, okB bool, same func(x, y string) bool) (string, bool, error) {
 	switch {
-	case okA && okB && va != vb:
+	case okA && okB && !same(va, vb):
 		return "", false, apierr.New(apierr.ConflictingOptions, "options", []string{nameA, nameB}, "option", nameA).
 			WithDetail(apierr.Violation{Loc: []any{a, nameA}, Msg: nameA + " and " + nameB + " disagree", Type: "conflicting_options"})
 	case okA:
@@ -42,16 +43,16 @@ func pick(a, b string, nameA, nameB string, va, vb string, okA, okB bool) (strin
 }
 
 // spelled reads one option that has several spellings (ours first, then aliases such as
-// alt_webhook and fal's fal_webhook); two spellings sent with different values are
-// conflicting_options. It answers the value and the spelling it came under.
-func spelled(r *http.Request, get func(*http.Request, string) (string, bool), where string, names ...string) (string, string, bool, error) {
+// alt_webhook and fal's fal_webhook); two spellings sent with values that are not the same
+// are conflicting_options. It answers the value and the spelling it came under.
+func spelled(r *http.Request, get func(*http.Request, string) (string, bool), where string, same func(x, y string) bool, names ...string) (string, string, bool, error) {
 	val, name, found := "", "", false
 	for _, n := range names {
 		v, ok := get(r, n)
 		if !ok {
 			continue
 		}
-		if found && v != val {
+		if found && !same(v, val) {
 			return "", "", false, apierr.New(apierr.ConflictingOptions, "options", []string{name, n}, "option", name).
 				WithDetail(apierr.Violation{Loc: []any{where, name}, Msg: name + " and " + n + " disagree", Type: "conflicting_options"})
 		}
@@ -60,6 +61,28 @@ func spelled(r *http.Request, get func(*http.Request, string) (string, bool), wh
 		}
 	}
 	return val, name, found, nil
+}
+
+// sameText says two spellings of a text option agree: the same text.
+func sameText(x, y string) bool { return x == y }
+
+// sameNumber says two spellings of a numeric option agree: the same number however written
+// (10 and 10.0, 3 and 03), or the same text when either is not a number.
+func sameNumber(x, y string) bool {
+	fx, errX := strconv.ParseFloat(x, 64)
+	fy, errY := strconv.ParseFloat(y, 64)
+	if errX != nil || errY != nil {
+		return x == y
+	}
+	return x == y || fx == fy
+}
+
+// sameInteger says two spellings of an integer option agree: the same integer however
+// written (3 and 03), or the same text when either is not an integer.
+func sameInteger(x, y string) bool {
+	nx, errX := strconv.ParseInt(x, 10, 64)
+	ny, errY := strconv.ParseInt(y, 10, 64)
+	return x == y || (errX == nil && errY == nil && nx == ny)
 }
 
 // falPriorityHeader is fal's spelling of X-Svc-Priority. fal's client sends it on every
@@ -119,7 +142,7 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 			return o, invalid("query", "logs", "logs is one of 1, 0, true, false", "enum")
 		}
 	}
-	hook, _, ok, err := spelled(r, query, "query", "webhook", "alt_webhook", "fal_webhook")
+	hook, _, ok, err := spelled(r, query, "query", sameText, "webhook", "alt_webhook", "fal_webhook")
 	if err != nil {
 		return o, err
 	}
@@ -137,7 +160,7 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 	}
 	ma, mqlA := query(r, "max_queue_length")
 	mb, mqlB := query(r, "alt_max_queue_length")
-	mql, ok, err := pick("query", "query", "max_queue_length", "alt_max_queue_length", ma, mb, mqlA, mqlB)
+	mql, ok, err := pick("query", "query", "max_queue_length", "alt_max_queue_length", ma, mb, mqlA, mqlB, sameInteger)
 	if err != nil {
 		return o, err
 	}
@@ -149,7 +172,7 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 		v := int(n)
 		o.MaxQueueLength = &v
 	}
-	prio, prioName, ok, err := spelled(r, header, "header", "X-Svc-Priority", "X-Alt-Queue-Priority", falPriorityHeader)
+	prio, prioName, ok, err := spelled(r, header, "header", sameText, "X-Svc-Priority", "X-Alt-Queue-Priority", falPriorityHeader)
 	if err != nil {
 		return o, err
 	}
@@ -159,7 +182,7 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 		}
 		o.Priority = jobs.Priority(prio)
 	}
-	to, _, ok, err := spelled(r, header, "header", "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", "X-Fal-Request-Timeout")
+	to, _, ok, err := spelled(r, header, "header", sameNumber, "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", "X-Fal-Request-Timeout")
 	if err != nil {
 		return o, err
 	}
@@ -215,7 +238,7 @@ func ReadBody(r *http.Request, o *Options) ([]byte, error) {
 	if inHeader && !jobs.ValidIdempotencyKey(hk) {
 		return nil, apierr.New(apierr.InvalidIdempotencyKey).WithDetail(apierr.Violation{Loc: []any{"header", "Idempotency-Key"}, Msg: "must match [A-Za-z0-9._-]{1,64}", Type: "invalid_idempotency_key"})
 	}
-	key, _, err := pick("body", "header", "idempotency_key", "Idempotency-Key", bodyKey, hk, inBody, inHeader)
+	key, _, err := pick("body", "header", "idempotency_key", "Idempotency-Key", bodyKey, hk, inBody, inHeader, sameText)
 	if err != nil {
 		return nil, err
 	}
