@@ -557,7 +557,7 @@ func TestCHAT03_ConversationsAndTurns(t *testing.T) {
 	// A resend of a settled key: key_settled naming the message, nothing charged.
 	r = turn(key(), `,"message":"Hello there","idempotency_key":"turn-1"`)
 	expect("resend", r, 409, "key_settled")
-	if r.body["message_id"] != msgID || w.balance(acct) != after {
+	if r.body["message_id"] != msgID || r.body["charged"] != "stands" || w.balance(acct) != after {
 		t.Fatalf("key_settled %s, balance %d → %d", r.raw, after, w.balance(acct))
 	}
 	// The turn is a job; it sent no event.
@@ -593,18 +593,50 @@ func TestCHAT03_ConversationsAndTurns(t *testing.T) {
 		t.Fatalf("failed turn charged: %d → %d", mid, w.balance(acct))
 	}
 
+	// A turn refused before its job was written leaves no trace: the thread reads as before and
+	// the same key, resent once the cause is fixed, runs the turn.
+	r = turn(key(), `,"message":"Hello again","model":"kimi","max_tokens":999999,"idempotency_key":"turn-3"`)
+	expect("output limit", r, 400, "output_limit_reached")
+	if r.body["charged"] != "no" {
+		t.Fatalf("refused turn: %s", r.raw)
+	}
+	if r = w.do("GET", "/v1/chat/conversations/"+conv, reader, ""); len(r.body["messages"].([]any)) != 6 {
+		t.Fatalf("a refused turn wrote to the thread: %s", r.raw)
+	}
+	if r = turn(key(), `,"message":"Hello again","model":"kimi","idempotency_key":"turn-3"`); r.status != 200 || r.body["object"] != "chat.turn" {
+		t.Fatalf("the refused turn's key, resent: %d %s", r.status, r.raw)
+	}
+	// A turn that failed after its charge keeps its key: the failure says a retry takes a new
+	// key, and a resend of the key is key_settled telling that the first turn was refunded.
+	mid = w.balance(acct)
+	r = turn(key(), `,"message":"fail now","model":"kimi","idempotency_key":"turn-4"`)
+	expect("run failed, keyed", r, 500, "chat_start_failed")
+	if r.body["retry"] != "new_key" || r.body["charged"] != "refunded" {
+		t.Fatalf("failed turn: %s", r.raw)
+	}
+	r = turn(key(), `,"message":"fail now","model":"kimi","idempotency_key":"turn-4"`)
+	expect("failed turn's key, resent", r, 409, "key_settled")
+	if r.body["charged"] != "refunded" || r.body["message_id"] == nil || w.balance(acct) != mid {
+		t.Fatalf("key_settled after a refunded turn: %s, balance %d → %d", r.raw, mid, w.balance(acct))
+	}
+
 	// Threads are read back with chat:read only.
 	expect("text:write reads", w.do("GET", "/v1/chat/conversations/"+conv, key(), ""), 403, "insufficient_scope")
 	r = w.do("GET", "/v1/chat/conversations/"+conv, reader, "")
 	msgs, _ := r.body["messages"].([]any)
-	if r.status != 200 || len(msgs) != 6 {
+	if r.status != 200 || len(msgs) != 10 {
 		t.Fatalf("thread: %d %s", r.status, r.raw)
 	}
 	if m := msgs[3].(map[string]any); m["content"] != "Hello from upstream" || m["status"] != "complete" {
 		t.Fatalf("streamed turn's message %v", m)
 	}
-	if m := msgs[5].(map[string]any); m["status"] != "failed" {
-		t.Fatalf("failed turn's message %v", m)
+	for _, i := range []int{5, 9} {
+		if m := msgs[i].(map[string]any); m["status"] != "failed" {
+			t.Fatalf("failed turn's message %v", m)
+		}
+	}
+	if m := msgs[7].(map[string]any); m["status"] != "complete" {
+		t.Fatalf("the resent turn's message %v", m)
 	}
 	r = w.do("GET", "/v1/chat/conversations", reader, "")
 	if r.status != 200 || len(r.body["data"].([]any)) != 1 {

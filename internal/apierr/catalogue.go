@@ -304,7 +304,7 @@ var catalogue = func() map[Code]Entry {
 		row(WebhookNotCreated, 500, tInternal, RetrySameKey, ChargedNo, "The webhook endpoint could not be created."),
 		row(WebhookReadFailed, 500, tInternal, RetrySameKey, ChargedNo, "The webhook endpoints could not be read."),
 		row(ChatNotConfigured, 503, tConfig, RetryNever, ChargedNo, "No chat upstream is configured."),
-		row(ChatStartFailed, 500, tInternal, RetrySameKey, ChargedRefunded, "The chat turn could not start; the charge was reversed."),
+		row(ChatStartFailed, 500, tInternal, RetryNewKey, ChargedRefunded, "The chat turn could not start; the charge was reversed."),
 		row(ConversationNotCreated, 500, tInternal, RetrySameKey, ChargedNo, "The conversation could not be created."),
 		row(CreditReserveFailed, 500, tInternal, RetrySameKey, ChargedNo, "Credits could not be reserved; nothing was charged."),
 		row(JobReadFailed, 500, tInternal, RetrySameKey, ChargedUnknown, "The job could not be read."),

@@ -58,6 +58,8 @@ type Store interface {
 	MessageByKey(ctx context.Context, accountID, key string) (Message, error)
 	// FinishMessage records an assistant message's settled content and status.
 	FinishMessage(ctx context.Context, id, content, status string) error
+	// RemoveTurn deletes a turn's two messages (a turn refused before its job was written).
+	RemoveTurn(ctx context.Context, userID, assistantID string) error
 }
 
 // ErrDuplicate is returned by AddTurn when the account already has a turn with the key.

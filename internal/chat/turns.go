@@ -173,10 +173,24 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 	}
 	call, err := s.Start(ctx, catalog.KindChat, CallRequest{Principal: r.Principal, Model: m.Slug, Input: in, IdempotencyKey: key, JobID: jobID, Stream: r.Stream})
 	if err != nil {
-		_ = s.Store.FinishMessage(ctx, asst.ID, "", StatusFailed)
+		s.abandon(context.WithoutCancel(ctx), user, asst)
 		return nil, err
 	}
 	return &Turn{Conversation: conv, User: user, Assistant: asst, Call: call}, nil
+}
+
+// abandon undoes the messages of a turn whose job did not start. A turn refused before any job
+// was written (insufficient_credits, output_limit_reached, ...) leaves no trace: the thread
+// reads as before and its key stays unspent, so the same turn resent once the cause is fixed
+// runs. A turn whose job exists (it failed after its charge, refunded) stays in the thread,
+// failed, and keeps its key.
+func (s *Service) abandon(ctx context.Context, user, asst Message) {
+	if _, err := s.Jobs.GetByID(ctx, asst.AccountID, asst.JobID); apierr.Is(err, apierr.NotFound) {
+		if s.Store.RemoveTurn(ctx, user.ID, asst.ID) == nil {
+			return
+		}
+	}
+	_ = s.Store.FinishMessage(ctx, asst.ID, "", StatusFailed) // readers reconcile again if this fails
 }
 
 // keyFree refuses a key the caller sent before: a turn's (in_flight or key_settled, naming
@@ -188,13 +202,21 @@ func (s *Service) keyFree(ctx context.Context, accountID, key string) error {
 		return apierr.New(apierr.JobReadFailed).Wrap(err)
 	}
 	if j, err := s.Jobs.GetByKey(ctx, accountID, key); err == nil {
-		code := apierr.KeySettled
 		if !j.Settled() {
-			code = apierr.InFlight
+			return apierr.Newf(apierr.InFlight, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil)
 		}
-		return apierr.Newf(code, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil)
+		return apierr.Newf(apierr.KeySettled, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil).
+			WithCharged(chargedBy(j))
 	}
 	return nil
+}
+
+// chargedBy is what a settled job left charged: its charge stands, or it was refunded in full.
+func chargedBy(j jobs.Job) apierr.Charged {
+	if j.Charged == 0 {
+		return apierr.ChargedRefunded
+	}
+	return apierr.ChargedStands
 }
 
 // keyUsed answers a turn whose key was sent before: in_flight while it runs, key_settled
@@ -207,7 +229,11 @@ func (s *Service) keyUsed(ctx context.Context, prev Message) error {
 		return apierr.Newf(apierr.InFlight, "The turn with this idempotency key is still running; read it at GET /v1/jobs/%s.", prev.JobID).
 			With("message_id", prev.ID)
 	}
-	return apierr.Newf(apierr.KeySettled, "The turn with this idempotency key settled; send the next turn with a new key.").With("message_id", prev.ID)
+	e := apierr.Newf(apierr.KeySettled, "The turn with this idempotency key settled; send the next turn with a new key.").With("message_id", prev.ID)
+	if j, err := s.Jobs.GetByID(ctx, prev.AccountID, prev.JobID); err == nil && j.Settled() {
+		e = e.WithCharged(chargedBy(j))
+	}
+	return e
 }
 
 // Finish waits for the turn to settle and records the assistant's answer.

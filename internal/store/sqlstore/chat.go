@@ -127,6 +127,12 @@ func (s Chat) MessageByKey(ctx context.Context, accountID, key string) (chat.Mes
  WHERE account_id = $1 AND idem_key = $2 AND role = 'assistant'`, accountID, key))
 }
 
+// RemoveTurn deletes a turn's two messages.
+func (s Chat) RemoveTurn(ctx context.Context, userID, assistantID string) error {
+	_, err := s.sql.ExecContext(ctx, `DELETE FROM chat_messages WHERE id IN ($1, $2)`, userID, assistantID)
+	return err
+}
+
 // FinishMessage records an assistant message's settled content and status.
 func (s Chat) FinishMessage(ctx context.Context, id, content, status string) error {
 	_, err := s.sql.ExecContext(ctx, `UPDATE chat_messages SET content = $1, status = $2 WHERE id = $3`, content, status, id)
