@@ -82,4 +82,12 @@ func testChat(t *testing.T, s chat.Store) {
 	if _, err := s.MessageByKey(ctx, "acct_a", "k9"); !errors.Is(err, chat.ErrNotFound) {
 		t.Fatalf("rolled back turn left a message: %v", err)
 	}
+	// A removed turn leaves the thread as it was and frees its key.
+	u5, a5 := turn("conv_2", "k5", t0.Add(5*time.Minute))
+	mustOK(s.AddTurn(ctx, u5, a5))
+	mustOK(s.RemoveTurn(ctx, u5.ID, a5.ID))
+	if msgs, err := s.Messages(ctx, "conv_2"); err != nil || len(msgs) != 0 {
+		t.Fatalf("thread after a removed turn: %+v %v", msgs, err)
+	}
+	mustOK(s.AddTurn(ctx, u5, a5))
 }
