@@ -411,3 +411,47 @@ func TestSTU09_LiveRouteSyncsWithStateRoute(t *testing.T) {
 		}
 	})
 }
+
+// typedOneByOne is a Yjs update (format v1) in which client 1 types n characters into the root
+// text "t" as n items, each after the one before: what Yjs would send as one item.
+func typedOneByOne(n int) []byte {
+	vu := func(b []byte, v uint64) []byte {
+		for v >= 0x80 {
+			b = append(b, byte(v)|0x80)
+			v >>= 7
+		}
+		return append(b, byte(v))
+	}
+	b := vu(vu(vu(vu(nil, 1), uint64(n)), 1), 0)
+	b = append(b, 4, 1, 1, 't', 1, 'a') // a string item under the root type "t"
+	for i := 1; i < n; i++ {
+		b = append(vu(vu(append(b, 0x84), 1), uint64(i-1)), 1, 'a') // origin: the item before
+	}
+	return vu(b, 0) // no delete set
+}
+
+// TestSTU05_UpdateMergeCostBounded: the merging library joins text items one at a time, each
+// join copying the text so far, so an update of many one-character items costs the square of
+// its size to merge (a 700 KB one took 6 GB). Such an update within the bound merges; past it
+// the update is refused invalid_body before it reaches the document, and nothing is stored.
+func TestSTU05_UpdateMergeCostBounded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newStudioEnv(t, db)
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key := e.mint("acct_a", auth.StudioWrite)
+		const path = "/v1/studio/projects/typed/brief"
+		a := e.do("POST", path+"/state", key, map[string]any{"update": b64(typedOneByOne(5000))})
+		e.want(a, 200, "")
+		big := e.do("POST", path+"/state", key, map[string]any{"update": b64(typedOneByOne(20000))})
+		e.want(big, 400, "invalid_body")
+		if !strings.Contains(big.raw, "Yjs encodes it") {
+			t.Fatalf("the refusal should say how to send the text: %s", big.raw)
+		}
+		r := e.do("GET", path, key, nil)
+		w := newYWindow()
+		y.ApplyUpdate(w.doc, unb64(t, r.body["update"]), nil)
+		if r.body["rev"] != 1.0 || w.doc.GetText("t").ToString() != strings.Repeat("a", 5000) {
+			t.Fatalf("after the refusal: rev %v, %d characters", r.body["rev"], len(w.doc.GetText("t").ToString()))
+		}
+	})
+}

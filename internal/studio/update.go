@@ -181,19 +181,42 @@ func Validate(update []byte) error {
 	return err
 }
 
+// maxMergeCopy bounds the bytes that merging an update's text copies. The merging library
+// joins a client's consecutive text items one at a time, and each join copies the text joined
+// so far: an update that types n characters as n items, each after the one before, copies
+// n²/2 bytes (110,000 one-character items, a 700 KB update, would copy 6 GB). Yjs sends the
+// text of one transaction as one item, so what an editor sends copies about its own size.
+const maxMergeCopy = 64 << 20
+
 // Operations validates update as Validate does and counts what it changes: its structs and its
 // delete ranges. An update that changes nothing (what a sync reply with nothing to send
-// holds) counts 0.
+// holds) counts 0. An update whose text would cost more than maxMergeCopy to merge is refused.
 func Operations(update []byte) (int, error) {
 	r := &reader{b: update}
 	ops := 0
+	var copied uint64
 	for clients := r.count("number of clients"); clients > 0 && r.err == nil; clients-- {
 		structs := r.count("number of structs")
-		r.uint("client id")
-		r.uint("clock")
+		client := r.uint("client id")
+		clock := r.uint("clock")
+		var run uint64 // bytes of the text run the current item joins
+		prev := itemInfo{text: -1}
 		for ; structs > 0 && r.err == nil; structs-- {
-			r.item()
+			it := r.item()
 			ops++
+			switch {
+			case it.text < 0:
+				run = 0
+			case prev.text >= 0 && it.origin == (itemID{client, clock - 1, true}) && it.right == prev.right:
+				run += uint64(it.text) // joins the text before it: the join copies both
+				copied += run
+			default:
+				run = uint64(it.text)
+			}
+			if copied > maxMergeCopy && r.err == nil {
+				r.fail(fmt.Sprintf("text written in more consecutive pieces than the server merges at once (joining them would copy over %d MiB); send it as Yjs encodes it, a transaction's text in one piece", maxMergeCopy>>20))
+			}
+			prev, clock = it, clock+it.length
 		}
 	}
 	for clients := r.count("delete set size"); clients > 0 && r.err == nil; clients-- {
@@ -215,23 +238,37 @@ func Operations(update []byte) (int, error) {
 	return ops, nil
 }
 
+// itemID is an item id an item names (its origin or right origin); set is false when it names
+// none.
+type itemID struct {
+	client, clock uint64
+	set           bool
+}
+
+// itemInfo is what Operations needs of a struct: its length in clock units, the bytes of its
+// text (-1 when its content is not text) and the ids it was inserted between.
+type itemInfo struct {
+	length        uint64
+	text          int
+	origin, right itemID
+}
+
 // item reads one struct: a GC range, a Skip or an Item with its content.
-func (r *reader) item() {
+func (r *reader) item() itemInfo {
+	it := itemInfo{length: 1, text: -1}
 	info := r.byte("struct info")
 	switch info & 0x1f {
 	case refGC, refSkip:
-		if r.uint("struct length") == 0 && r.err == nil {
+		if it.length = r.uint("struct length"); it.length == 0 && r.err == nil {
 			r.fail("empty struct")
 		}
-		return
+		return it
 	}
 	if info&0x80 != 0 { // origin
-		r.uint("origin client")
-		r.uint("origin clock")
+		it.origin = itemID{r.uint("origin client"), r.uint("origin clock"), true}
 	}
 	if info&0x40 != 0 { // right origin
-		r.uint("right origin client")
-		r.uint("right origin clock")
+		it.right = itemID{r.uint("right origin client"), r.uint("right origin clock"), true}
 	}
 	if info&0xc0 == 0 { // the parent is written only when no origin says it
 		switch r.uint("parent info") {
@@ -249,12 +286,12 @@ func (r *reader) item() {
 	}
 	switch ref := info & 0x1f; ref {
 	case refDeleted:
-		if r.uint("deleted length") == 0 && r.err == nil {
+		if it.length = r.uint("deleted length"); it.length == 0 && r.err == nil {
 			r.fail("empty deleted content")
 		}
 	case refJSON:
 		n := r.count("JSON content length")
-		if n == 0 && r.err == nil {
+		if it.length = n; n == 0 && r.err == nil {
 			r.fail("empty JSON content")
 		}
 		for ; n > 0 && r.err == nil; n-- {
@@ -263,9 +300,11 @@ func (r *reader) item() {
 	case refBinary:
 		r.bytes(r.uint("binary length"), "binary content")
 	case refString:
-		if r.string("string content") == "" && r.err == nil {
+		s := r.string("string content")
+		if s == "" && r.err == nil {
 			r.fail("empty string content")
 		}
+		it.text, it.length = len(s), utf16Len(s)
 	case refEmbed:
 		r.json("embed")
 	case refFormat:
@@ -281,7 +320,7 @@ func (r *reader) item() {
 		}
 	case refAny:
 		n := r.count("any content length")
-		if n == 0 && r.err == nil {
+		if it.length = n; n == 0 && r.err == nil {
 			r.fail("empty any content")
 		}
 		for ; n > 0 && r.err == nil; n-- {
@@ -296,6 +335,19 @@ func (r *reader) item() {
 			r.fail(fmt.Sprintf("unknown content ref %d", ref))
 		}
 	}
+	return it
+}
+
+// utf16Len is s's length in UTF-16 code units, the clock units of Yjs text.
+func utf16Len(s string) uint64 {
+	n := uint64(0)
+	for _, c := range s {
+		n++
+		if c > 0xffff {
+			n++
+		}
+	}
+	return n
 }
 
 // ValidateStateVector checks that sv is an encoded Yjs state vector: a count, then that many
