@@ -65,16 +65,16 @@ func (v *Verifier) Reader(ctx context.Context, contentType string, r io.Reader) 
 		err := v.decode(ctx, codec, pr)
 		if err != nil {
 			pr.CloseWithError(err) // a refusal ends the writes at once
-		} else if n, _ := io.Copy(io.Discard, pr); n > 0 && codec.exact {
-			err = fmt.Errorf("%w: %d bytes after the end of the image", ErrBytesNotDeclaredType, n)
 		}
 		vr.verdict <- err
 	}()
 	return vr
 }
 
-// decode reads the header, refuses a size beyond MaxVerifyPixels, then decodes the whole file
-// once the budget has room for its pixels.
+// decode reads the header, refuses a size beyond MaxVerifyPixels, reads the rest of the file,
+// then decodes it once the budget has room for its pixels. The file is whole before the
+// budget is asked: an upload whose sender stalls holds its own bytes, never the room the
+// other uploads decode in.
 func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) error {
 	head := &recorder{r: r}
 	cfg, err := codec.config(head)
@@ -84,13 +84,21 @@ func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) er
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxVerifyPixels {
 		return fmt.Errorf("%w: %dx%d", ErrBytesNotDeclaredType, cfg.Width, cfg.Height)
 	}
+	rest, err := io.ReadAll(r) // as long as the upload, which its link bounds
+	if err != nil {
+		return err
+	}
 	pixels := int64(cfg.Width) * int64(cfg.Height)
 	if err := v.budget.Acquire(ctx, pixels); err != nil {
 		return err
 	}
 	defer v.budget.Release(pixels)
-	if _, err := codec.decode(io.MultiReader(bytes.NewReader(head.buf), r)); err != nil {
+	after := bytes.NewReader(rest)
+	if _, err := codec.decode(io.MultiReader(bytes.NewReader(head.buf), after)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
+	}
+	if n := after.Len(); n > 0 && codec.exact {
+		return fmt.Errorf("%w: %d bytes after the end of the image", ErrBytesNotDeclaredType, n)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"io"
 	"testing"
+	"time"
 )
 
 // pngHeader is a PNG signature and an IHDR chunk declaring w x h RGBA pixels, and nothing else.
@@ -60,8 +61,9 @@ func TestVerifierReader(t *testing.T) {
 	}
 }
 
-// TestVerifierBudget: a large image whose upload stalls holds its pixels, not the verifier:
-// small images decode beside it, and the large one still ends when its reader is closed.
+// TestVerifierBudget: a large image whose upload stalls holds no share of the verifier's
+// budget: other images decode beside it, and the large one still ends when its reader is
+// closed.
 func TestVerifierBudget(t *testing.T) {
 	v := NewVerifier(MaxVerifyPixels)
 	slow, feed := io.Pipe()
@@ -77,6 +79,17 @@ func TestVerifierBudget(t *testing.T) {
 	}
 	if _, err := io.ReadAll(v.Reader(context.Background(), "image/png", bytes.NewReader(small.Bytes()))); err != nil {
 		t.Fatalf("a small image beside a stalled large one: %v", err)
+	}
+	// An image that with the stalled one's pixels would pass the budget decodes too: a stalled
+	// upload holds no pixels until its file is whole (the deadline fails the test if it waits).
+	var mid bytes.Buffer
+	if err := png.Encode(&mid, image.NewGray(image.Rect(0, 0, 3000, 3000))); err != nil { // 9 Mpx
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := io.ReadAll(v.Reader(ctx, "image/png", bytes.NewReader(mid.Bytes()))); err != nil {
+		t.Fatalf("an image the budget holds only beside a stalled upload's pixels: %v", err)
 	}
 	_ = feed.CloseWithError(io.ErrUnexpectedEOF)
 	if _, err := io.ReadAll(big); err == nil {

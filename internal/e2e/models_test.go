@@ -109,6 +109,13 @@ func (m *modelsHarness) upload(contentType string, data []byte) string {
 	if res.StatusCode/100 != 2 {
 		m.t.Fatalf("PUT upload: %d %s", res.StatusCode, body)
 	}
+	// ERR-06: the stored file's answer carries the request id of its header, as every answer does.
+	var put struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(body, &put) != nil || put.RequestID == "" || put.RequestID != res.Header.Get("X-Request-Id") {
+		m.t.Fatalf("PUT upload answer without its request_id: %s (X-Request-Id %q)", body, res.Header.Get("X-Request-Id"))
+	}
 	return r.str("read_url")
 }
 

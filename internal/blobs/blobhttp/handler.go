@@ -136,13 +136,21 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		writeLinkErr(w, r, q, blobs.ErrBytesNotDeclaredType)
 		return
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
+		// The sender stopped short of the Content-Length it declared, or went away: its
+		// doing, not a failure of the store.
+		e := apierr.Newf(apierr.InvalidBody, "The body ended before the length it declared (Content-Length). Nothing was stored; send the whole file again with the same link.")
+		httpapi.WriteError(w, r, e.Wrap(err))
+		return
+	}
 	if err != nil {
 		httpapi.WriteError(w, r, storeFailed(key, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(map[string]any{"object": "file", "path": key, "content_type": info.ContentType, "bytes": info.Size})
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "file", "path": key, "content_type": info.ContentType, "bytes": info.Size,
+		"request_id": httpapi.RequestID(r)})
 }
 
 // storeFullRetrySeconds is the Retry-After of an upload refused because the storage is full.

@@ -1,12 +1,16 @@
 package blobhttp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +121,38 @@ func TestMissingFileAndBadPath(t *testing.T) {
 	}
 	if r, b := do(t, "GET", srv.URL+"/files/uploads/a.png", "", nil); r.StatusCode != 404 || code(t, b) != "not_found" {
 		t.Fatalf("unsigned: %d %s", r.StatusCode, b)
+	}
+}
+
+// TestACC16_UploadCutShortIsTheSendersFault: a PUT whose body stops before its declared
+// Content-Length is answered 400 invalid_body (the sender's fault, not a server error), stores
+// nothing, and the link still takes the whole file.
+func TestACC16_UploadCutShortIsTheSendersFault(t *testing.T) {
+	srv, up, _, _ := setup(t)
+	up.MaxBytes = 1 << 20
+	slot, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := imageFile(t, "image/png", 1)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	u, _ := url.Parse(slot.UploadURL)
+	fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Type: image/png\r\nContent-Length: %d\r\n\r\n", u.RequestURI(), u.Host, len(png)+1000)
+	_, _ = conn.Write(png[:len(png)/2])
+	_ = conn.(*net.TCPConn).CloseWrite()
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 400 || code(t, string(b)) != "invalid_body" || !strings.Contains(string(b), "Content-Length") {
+		t.Fatalf("cut short: %d %s", res.StatusCode, b)
+	}
+	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 200 {
+		t.Fatalf("the whole file after a cut: %d %s", r.StatusCode, b)
 	}
 }
