@@ -90,7 +90,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string, q blob
 	// A seekable file (the directory store's) answers range requests, so an audio or video
 	// player reads what it plays instead of the whole file.
 	if rs, ok := rc.(io.ReadSeeker); ok {
-		http.ServeContent(w, r, "", info.ModTime, rs)
+		serveRanges(w, r, info.ModTime, rs, ct)
 		return
 	}
 	w.Header().Set("Content-Length", strconv.FormatInt(info.Size, 10))
@@ -99,6 +99,52 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string, q blob
 		return
 	}
 	_, _ = io.Copy(w, rc)
+}
+
+// serveRanges answers the ranges r asks of rs (http.ServeContent). A Range it cannot satisfy
+// or read (past the end, malformed) is ignored, as HTTP lets a server do: the whole file
+// answers 200, where ServeContent would answer 416 with a line of plain text.
+func serveRanges(w http.ResponseWriter, r *http.Request, modTime time.Time, rs io.ReadSeeker, ct string) {
+	if r.Header.Get("Range") == "" {
+		http.ServeContent(w, r, "", modTime, rs)
+		return
+	}
+	rw := &rangeRefusal{ResponseWriter: w}
+	http.ServeContent(rw, r, "", modTime, rs)
+	if !rw.refused {
+		return
+	}
+	if _, err := rs.Seek(0, io.SeekStart); err != nil {
+		httpapi.WriteError(w, r, fmt.Errorf("blobhttp: seek: %w", err))
+		return
+	}
+	h := w.Header()
+	h.Del("Content-Range")
+	h.Set("Content-Type", ct)
+	whole := r.Clone(r.Context())
+	whole.Header.Del("Range")
+	http.ServeContent(w, whole, "", modTime, rs)
+}
+
+// rangeRefusal holds back ServeContent's 416 and its text, so that the whole file can answer.
+type rangeRefusal struct {
+	http.ResponseWriter
+	refused bool
+}
+
+func (w *rangeRefusal) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		w.refused = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rangeRefusal) Write(p []byte) (int, error) {
+	if w.refused {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
 }
 
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blobs.Query) {

@@ -59,4 +59,20 @@ func TestRangeRequestOnAStoredFile(t *testing.T) {
 	if res.StatusCode != http.StatusOK || !bytes.Equal(got.Bytes(), data) || res.Header.Get("Accept-Ranges") != "bytes" {
 		t.Fatalf("plain GET answered %d with %d bytes, Accept-Ranges %q", res.StatusCode, got.Len(), res.Header.Get("Accept-Ranges"))
 	}
+	// A range past the end, or one that does not parse, is ignored: the whole file answers,
+	// never a 416 of plain text.
+	for _, rg := range []string{"bytes=20000-20100", "bytes=abc", "bytes=5-2"} {
+		req, _ := http.NewRequest(http.MethodGet, link, nil)
+		req.Header.Set("Range", rg)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Reset()
+		_, _ = got.ReadFrom(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !bytes.Equal(got.Bytes(), data) || res.Header.Get("Content-Type") != "audio/wav" || res.Header.Get("Content-Range") != "" {
+			t.Fatalf("%s answered %d with %d bytes, %q %q", rg, res.StatusCode, got.Len(), res.Header.Get("Content-Type"), res.Header.Get("Content-Range"))
+		}
+	}
 }
