@@ -455,3 +455,27 @@ func TestSTU05_UpdateMergeCostBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestSTU02_UpdatesMergeInAnyOrder: a deletion posted before the text it deletes is kept and
+// applied when the text arrives, so two projects given the same updates in opposite orders
+// read the same (Yjs keeps such deletions; DESIGN 35).
+func TestSTU02_UpdatesMergeInAnyOrder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newStudioEnv(t, db)
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key := e.mint("acct_a", auth.StudioWrite)
+		const del, ins = "AAGFBwEABQ==", "AQGFBwAEAQF0BXdvcmxkAA==" // client 901: delete clocks 0-4; write "world"
+		read := func(project string, updates ...string) string {
+			path := "/v1/studio/projects/" + project + "/brief"
+			for _, u := range updates {
+				e.want(e.do("POST", path+"/state", key, map[string]any{"update": u}), 200, "")
+			}
+			w := newYWindow()
+			y.ApplyUpdate(w.doc, unb64(t, e.do("GET", path, key, nil).body["update"]), nil)
+			return w.doc.GetText("t").ToString()
+		}
+		if a, b := read("insert-first", ins, del), read("delete-first", del, ins); a != "" || b != "" {
+			t.Fatalf("insert then delete reads %q, delete then insert %q; both should read empty", a, b)
+		}
+	})
+}

@@ -156,7 +156,7 @@ func apply(doc *y.Doc, update []byte) (err error) {
 			err = &MalformedError{Reason: fmt.Sprintf("the update does not fit the document (%v)", v)}
 		}
 	}()
-	y.ApplyUpdate(doc, update, nil)
+	mergeKeepingDeletes(doc, update)
 	return nil
 }
 
