@@ -459,6 +459,17 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 
 	// ERR-20: output_limit_reached is 400.
 	check("output limit", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "hi", `,"max_tokens":100000`)), 400, "output_limit_reached")
+	// The refusals of a field name it in param.
+	for _, c := range []struct{ body, code, param string }{
+		{chatBody("qwen", "hi", `,"max_tokens":0`), "invalid_body", "max_tokens"},
+		{chatBody("qwen", "hi", `,"max_completion_tokens":-1`), "invalid_body", "max_completion_tokens"},
+		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "prompt_too_long", "messages"},
+	} {
+		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)
+		if e, _ := r.body["error"].(map[string]any); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param {
+			t.Fatalf("%s: %d %.300s, want 400 %s naming %s", c.code, r.status, r.raw, c.code, c.param)
+		}
+	}
 	// ERR-22: the model's own refusal is 400, refunded.
 	check("model refusal", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("qwen", "[refuse] please", "")), 400, "content_policy")
 	// ERR-21: the language model's parser refusal is 422 without detail, refunded.
@@ -466,6 +477,16 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 	// A failed run is chat_start_failed, refunded; so is a 200 outside the protocol, never an
 	// empty success, whether the call streams or not.
 	check("upstream failure", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "fail", "")), 500, "chat_start_failed")
+	// A failure answered after its job exists names the job, and its replay says it is one.
+	k := key()
+	first := w.do("POST", "/compat/v1/chat/completions", k, chatBody("kimi", "fail", ""), "Idempotency-Key", "fails-once")
+	check("keyed upstream failure", first, 500, "chat_start_failed")
+	replay := w.do("POST", "/compat/v1/chat/completions", k, chatBody("kimi", "fail", ""), "Idempotency-Key", "fails-once")
+	check("its replay", replay, 500, "chat_start_failed")
+	if id := first.header.Get("X-Job-Id"); id == "" || replay.header.Get("X-Job-Id") != id || replay.header.Get("Idempotent-Replayed") != "true" ||
+		first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("failure headers: first %v, replay %v", first.header, replay.header)
+	}
 	check("upstream protocol error", w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "garbled", "")), 500, "chat_start_failed")
 	r = w.do("POST", "/compat/v1/chat/completions", key(), chatBody("kimi", "garbled", `,"stream":true`))
 	if data := sseData(r.raw); r.status != 200 || len(data) == 0 || !strings.Contains(data[len(data)-1], `"code":"chat_start_failed"`) || strings.Contains(r.raw, "[DONE]") {

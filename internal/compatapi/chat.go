@@ -385,7 +385,11 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 		in.MaxTokens = *req.MaxTokens
 	}
 	if (req.MaxCompletionTokens != nil || req.MaxTokens != nil) && in.MaxTokens <= 0 {
-		return in, apierr.Newf(apierr.InvalidBody, "max_tokens must be a positive integer.")
+		param := "max_tokens"
+		if req.MaxCompletionTokens != nil {
+			param = "max_completion_tokens"
+		}
+		return in, apierr.Newf(apierr.InvalidBody, "%s must be a positive integer.", param).With("param", param)
 	}
 	in.Effort, err = effortOf(req.ReasoningEffort)
 	return in, err
@@ -410,6 +414,7 @@ func (h *Handler) chatCompletions() handlerFunc {
 			return err
 		}
 		defer call.Close()
+		setCallHeaders(w, call) // a failure answered below names its job too
 		id := "chatcmpl-" + call.Job.ID
 		if req.Stream {
 			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
@@ -419,7 +424,6 @@ func (h *Handler) chatCompletions() handlerFunc {
 		if err != nil {
 			return err
 		}
-		setCallHeaders(w, call)
 		httpapi.WriteJSON(w, r, http.StatusOK, chatCompletion{ID: id, Object: "chat.completion", Created: created(call.Job), Model: req.Model,
 			Choices: []chatChoice{{Message: assistantMessage(out), FinishReason: finishReason(out.FinishReason)}},
 			Usage:   usageOf(out.Usage)})
@@ -528,6 +532,7 @@ func (h *Handler) completions() handlerFunc {
 			return err
 		}
 		defer call.Close()
+		setCallHeaders(w, call) // a failure answered below names its job too
 		id := "cmpl-" + call.Job.ID
 		if req.Stream {
 			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
@@ -537,7 +542,6 @@ func (h *Handler) completions() handlerFunc {
 		if err != nil {
 			return err
 		}
-		setCallHeaders(w, call)
 		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
 			"id": id, "object": "text_completion", "created": created(call.Job), "model": req.Model,
 			"choices": []any{map[string]any{"text": out.Content, "index": 0, "logprobs": nil, "finish_reason": finishReason(out.FinishReason)}},

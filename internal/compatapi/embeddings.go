@@ -86,6 +86,7 @@ func (h *Handler) embeddings() handlerFunc {
 			return err
 		}
 		defer call.Close()
+		setCallHeaders(w, call) // a failure answered below names its job too
 		out, err := call.Result(r.Context())
 		if err != nil {
 			return err
@@ -99,7 +100,6 @@ func (h *Handler) embeddings() handlerFunc {
 			}
 			data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
 		}
-		setCallHeaders(w, call)
 		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
 			"usage": map[string]any{"prompt_tokens": out.Usage.InputTokens, "total_tokens": out.Usage.InputTokens}})
 		return nil

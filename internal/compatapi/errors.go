@@ -87,6 +87,8 @@ func paramOf(code apierr.Code) string {
 		return "input"
 	case apierr.OutputLimitReached:
 		return "max_tokens"
+	case apierr.PromptTooLong:
+		return "messages"
 	case apierr.UnknownEffort:
 		return "reasoning_effort"
 	case apierr.InvalidIdempotencyKey:

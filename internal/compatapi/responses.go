@@ -96,6 +96,7 @@ func (h *Handler) responses() handlerFunc {
 			return err
 		}
 		defer call.Close()
+		setCallHeaders(w, call) // a failure answered below names its job too
 		if req.Stream {
 			h.streamResponse(w, r, call, req)
 			return nil
@@ -104,7 +105,6 @@ func (h *Handler) responses() handlerFunc {
 		if err != nil {
 			return err
 		}
-		setCallHeaders(w, call)
 		httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out, false))
 		return nil
 	}

@@ -52,7 +52,6 @@ func withFields(base map[string]any, k string, v any) map[string]any {
 // A refusal or failure after the 200 is an `error` event that ends the stream; the call is
 // charged and refunded exactly as when it is not streamed.
 func (h *Handler) streamResponse(w http.ResponseWriter, r *http.Request, call *chat.Call, req responsesRequest) {
-	setCallHeaders(w, call)
 	e := &responseEvents{ev: httpapi.EventStream(w)}
 	j := call.Job
 	e.send("response.created", map[string]any{"response": responseObject(req, j, nil, true)})

@@ -91,7 +91,6 @@ func (c textChunks) usage(u catalog.Usage, _ string) any {
 // (spec 02), and a finished call ends with its finish chunk, its usage when asked, and
 // "data: [DONE]".
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, call *chat.Call, withUsage bool, c chunker) error {
-	setCallHeaders(w, call)
 	ev := httpapi.EventStream(w)
 	send := ev.Send
 	send(c.first())
