@@ -147,8 +147,11 @@ func (e EmbeddingsRunner) Run(ctx context.Context, job runners.Job, env runners.
 }
 
 // Embed is the reference embedding: character trigrams of the lower-cased, space-padded
-// words, each hashed to a dimension and a sign (the hashing trick), then scaled to unit
-// length. Texts sharing trigrams point the same way.
+// words, each hashed to a sign and to a dimension (the hashing trick), then scaled to unit
+// length. Texts sharing trigrams point the same way. Each trigram is hashed into the leading
+// dims, dims/2, dims/4, ... 1 values too, so that the first values of a vector carry every
+// trigram as the whole does: a vector shortened to its first values (the protocol's
+// `dimensions`) keeps the likeness, and is never all zeros.
 func Embed(s string, dims int) []float64 {
 	v := make([]float64, dims)
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
@@ -161,7 +164,9 @@ func Embed(s string, dims int) []float64 {
 			if x>>63 == 1 {
 				sign = -1
 			}
-			v[int(x%uint64(dims))] += sign
+			for width := uint64(dims); width >= 1; width /= 2 {
+				v[int(x%width)] += sign
+			}
 		}
 	}
 	var norm float64

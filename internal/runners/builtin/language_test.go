@@ -35,6 +35,34 @@ func TestEmbedSimilarTextsScoreHigher(t *testing.T) {
 	}
 }
 
+// TestCHAT04_EmbedShortenedKeepsLikeness: the first values of a reference vector carry every
+// trigram, so a vector shortened to them is never all zeros and still ranks alike texts first.
+func TestCHAT04_EmbedShortenedKeepsLikeness(t *testing.T) {
+	short := func(s string, d int) []float64 {
+		v := Embed(s, 256)[:d]
+		var n float64
+		for _, x := range v {
+			n += x * x
+		}
+		if n == 0 {
+			t.Fatalf("%q shortened to %d values is all zeros", s, d)
+		}
+		for i := range v {
+			v[i] /= math.Sqrt(n)
+		}
+		return v
+	}
+	for _, d := range []int{1, 8, 16, 64} {
+		short("hello world", d)
+	}
+	for _, d := range []int{16, 64} {
+		a, b, c := short("The cat sat on the mat", d), short("A cat was sitting on a mat", d), short("Quarterly revenue grew by four percent", d)
+		if cosine(a, b) <= cosine(a, c) {
+			t.Fatalf("%d values: similar %.3f <= unrelated %.3f", d, cosine(a, b), cosine(a, c))
+		}
+	}
+}
+
 func TestChatRunnerStreamsAndCounts(t *testing.T) {
 	in := catalog.ChatInput{Messages: []catalog.Message{{Role: "user", Content: "Tell me about deterministic answers"}}, MaxTokens: 1000, PromptTokens: 11}
 	raw, _ := json.Marshal(in)
