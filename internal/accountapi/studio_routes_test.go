@@ -479,3 +479,25 @@ func TestSTU02_UpdatesMergeInAnyOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestSTU03_EmptyUpdateStoresNothing: an update that changes nothing (what a window's first
+// sync of an empty document sends) leaves a never-written brief at revision 0, so another
+// window's seed is still taken.
+func TestSTU03_EmptyUpdateStoresNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newStudioEnv(t, db)
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key := e.mint("acct_a", auth.StudioWrite)
+		const path = "/v1/studio/projects/quiet/brief"
+		a := e.do("POST", path+"/state", key, map[string]any{"update": "AAA="})
+		e.want(a, 200, "")
+		if a.body["rev"] != 0.0 || a.body["bytes"] != 0.0 {
+			t.Fatalf("an empty update was stored: %s", a.raw)
+		}
+		seed := e.do("POST", path+"/state", key, map[string]any{"update": b64(newYWindow().insert(0, "the brief")), "seed": true})
+		e.want(seed, 200, "")
+		if seed.body["rev"] != 1.0 {
+			t.Fatalf("the seed after an empty update: %s", seed.raw)
+		}
+	})
+}

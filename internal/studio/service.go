@@ -137,6 +137,10 @@ func (s *Service) release(k Key, e *entry) {
 	}
 }
 
+// emptyState is the encoding of a document that holds nothing: no structs, no deletions. A
+// document never written is stored as no bytes at all.
+var emptyState = []byte{0, 0}
+
 // decode builds a document from a stored state. The library panics on some inputs it was
 // never meant to see; a panic is reported as a malformed update.
 func decode(state []byte) (doc *y.Doc, err error) {
@@ -317,8 +321,8 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 			e.doc = nil
 			return Ack{}, &TooLargeError{Doc: p.Key.Doc, Bytes: len(state)}
 		}
-		if bytes.Equal(state, prev) && !(p.Seed && e.rev == 0) {
-			return e.ack(p.Key), nil // already known: nothing to store or send on
+		if (bytes.Equal(state, prev) || len(prev) == 0 && bytes.Equal(state, emptyState)) && !(p.Seed && e.rev == 0) {
+			return e.ack(p.Key), nil // already known (or still empty): nothing to store or send on
 		}
 		err = s.store.Put(ctx, PutParams{Key: p.Key, Prev: e.rev, State: state, Now: s.now()})
 		if errors.Is(err, ErrRevisionMoved) && attempt < casAttempts {
