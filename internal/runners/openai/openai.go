@@ -432,11 +432,14 @@ func clip(s string) string {
 	return s
 }
 
+// counted says the upstream sent a usage that can be a count: none below zero.
+func (u *usage) counted() bool { return u != nil && u.PromptTokens >= 0 && u.CompletionTokens >= 0 }
+
 // partial is the document of what the upstream wrote so far, with its usage: the upstream's
-// own count when it sent one, the reference tokenizer's otherwise.
+// own count when it sent one that can be a count, the reference tokenizer's otherwise.
 func partial(content string, in catalog.ChatInput, got *usage) runners.Result {
 	var inTok, outTok int
-	if got != nil {
+	if got.counted() {
 		inTok, outTok = got.PromptTokens, got.CompletionTokens
 	} else {
 		inTok, outTok = in.PromptTokens, tokens.Count(content)
@@ -480,7 +483,7 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 		vecs[d.Index] = d.Embedding
 	}
 	n := in.InputTokens
-	if out.Usage != nil {
+	if out.Usage.counted() {
 		n = out.Usage.PromptTokens
 	}
 	return runners.Result{

@@ -160,6 +160,12 @@ func TestChatReadsWhatTheUpstreamSends(t *testing.T) {
 		}
 	}
 
+	// A usage below zero is no count: the reference tokenizer counts instead.
+	answer = send("application/json", strings.Replace(whole, `"prompt_tokens":4,"completion_tokens":2`, `"prompt_tokens":-50,"completion_tokens":-50`, 1))
+	if res, err := rn.Run(context.Background(), runners.Job{Input: in}, runners.Env{}); err != nil || res.Metrics["input_tokens"] != 7 || res.Metrics["output_tokens"] != 2 {
+		t.Fatalf("negative usage: metrics %v, err %v", res.Metrics, err)
+	}
+
 	for _, c := range []struct {
 		name   string
 		answer func(w http.ResponseWriter)
