@@ -81,8 +81,11 @@ func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxVerifyPixels {
+	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return fmt.Errorf("%w: %dx%d", ErrBytesNotDeclaredType, cfg.Width, cfg.Height)
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > MaxVerifyPixels {
+		return &ImageTooLargeError{Width: cfg.Width, Height: cfg.Height}
 	}
 	rest, err := io.ReadAll(r) // as long as the upload, which its link bounds
 	if err != nil {
@@ -102,6 +105,16 @@ func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) er
 	}
 	return nil
 }
+
+// ImageTooLargeError refuses an image whose header declares more than MaxVerifyPixels. It is
+// an ErrBytesNotDeclaredType: no file of its type that the service reads.
+type ImageTooLargeError struct{ Width, Height int }
+
+func (e *ImageTooLargeError) Error() string {
+	return fmt.Sprintf("%v: %dx%d is over %d pixels", ErrBytesNotDeclaredType, e.Width, e.Height, MaxVerifyPixels)
+}
+
+func (e *ImageTooLargeError) Unwrap() error { return ErrBytesNotDeclaredType }
 
 // recorder keeps what the header decoder read, so the full decode starts from the first byte.
 type recorder struct {

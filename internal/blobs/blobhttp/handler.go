@@ -179,7 +179,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		return
 	}
 	if errors.Is(err, blobs.ErrBytesNotDeclaredType) {
-		writeLinkErr(w, r, q, blobs.ErrBytesNotDeclaredType)
+		writeLinkErr(w, r, q, err)
 		return
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
@@ -228,7 +228,11 @@ func storeFailed(key string, err error) *apierr.Error {
 // limit_bytes.
 func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err error) {
 	var e *apierr.Error
+	var large *blobs.ImageTooLargeError
 	switch {
+	case errors.As(err, &large):
+		e = apierr.Newf(apierr.UnknownContentType, "The image is %d × %d pixels, more than the %d an upload may hold: send a smaller one.", large.Width, large.Height, blobs.MaxVerifyPixels).
+			With("accepted", []string{q.ContentType})
 	case errors.Is(err, blobs.ErrLinkExpired):
 		e = apierr.Newf(apierr.Expired, "This signed link has expired (links are valid 15 minutes): ask for a new one.").With("reason", "link_expired")
 	case errors.Is(err, blobs.ErrLinkMethod):

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -154,5 +156,26 @@ func TestACC16_UploadCutShortIsTheSendersFault(t *testing.T) {
 	}
 	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 200 {
 		t.Fatalf("the whole file after a cut: %d %s", r.StatusCode, b)
+	}
+}
+
+// TestACC16_ImageOverThePixelLimitSaysSo: an image whose header declares more pixels than an
+// upload may hold is refused from its header with a message that names its size and the limit.
+func TestACC16_ImageOverThePixelLimitSaysSo(t *testing.T) {
+	_, up, _, _ := setup(t)
+	slot, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ihdr := append([]byte("IHDR"), 0, 0, 0x1b, 0x58, 0, 0, 0x1b, 0x58, 8, 6, 0, 0, 0) // 7000 × 7000, RGBA
+	var png bytes.Buffer
+	png.WriteString("\x89PNG\r\n\x1a\n")
+	_ = binary.Write(&png, binary.BigEndian, uint32(13))
+	png.Write(ihdr)
+	_ = binary.Write(&png, binary.BigEndian, crc32.ChecksumIEEE(ihdr))
+	png.Write(make([]byte, 200))
+	r, b := do(t, "PUT", slot.UploadURL, "image/png", &png)
+	if r.StatusCode != 400 || code(t, b) != "unknown_content_type" || !strings.Contains(b, "7000 × 7000 pixels") {
+		t.Fatalf("a 49 Mpx image: %d %s", r.StatusCode, b)
 	}
 }
