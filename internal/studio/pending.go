@@ -1,6 +1,7 @@
 package studio
 
 import (
+	"cmp"
 	"slices"
 
 	y "github.com/skyterra/y-crdt"
@@ -17,26 +18,10 @@ import (
 // dsRange is a run of deleted clocks of one client.
 type dsRange struct{ client, clock, length uint64 }
 
-// deleteSet reads the delete set of a validated v1 update.
+// deleteSet reads the delete set of a v1 update (none when it does not read).
 func deleteSet(update []byte) []dsRange {
-	r := &reader{b: update}
-	for clients := r.count("number of clients"); clients > 0 && r.err == nil; clients-- {
-		structs := r.count("number of structs")
-		r.uint("client id")
-		r.uint("clock")
-		for ; structs > 0 && r.err == nil; structs-- {
-			r.item()
-		}
-	}
 	var out []dsRange
-	for clients := r.count("delete set size"); clients > 0 && r.err == nil; clients-- {
-		client := r.uint("delete set client")
-		for n := r.count("delete ranges"); n > 0 && r.err == nil; n-- {
-			clock := r.uint("delete clock")
-			out = append(out, dsRange{client, clock, r.uint("delete length")})
-		}
-	}
-	if r.err != nil {
+	if walk(update, func(uint64, uint64, bool, itemInfo) string { return "" }, func(d dsRange) { out = append(out, d) }) != nil {
 		return nil
 	}
 	return out
@@ -49,9 +34,9 @@ func deletesOnly(ranges []dsRange) []byte {
 	}
 	slices.SortFunc(ranges, func(a, b dsRange) int {
 		if a.client != b.client {
-			return compare(a.client, b.client)
+			return cmp.Compare(a.client, b.client)
 		}
-		return compare(a.clock, b.clock)
+		return cmp.Compare(a.clock, b.clock)
 	})
 	b := appendUint(nil, 0) // no structs
 	var clients []int       // where each client's ranges start
@@ -72,16 +57,6 @@ func deletesOnly(ranges []dsRange) []byte {
 		}
 	}
 	return b
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // splitByState parts ranges into what the document holds (state: each client's next clock)

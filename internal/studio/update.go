@@ -192,50 +192,69 @@ const maxMergeCopy = 64 << 20
 // delete ranges. An update that changes nothing (what a sync reply with nothing to send
 // holds) counts 0. An update whose text would cost more than maxMergeCopy to merge is refused.
 func Operations(update []byte) (int, error) {
-	r := &reader{b: update}
 	ops := 0
-	var copied uint64
+	var copied, run uint64 // run: bytes of the text run the current item joins
+	var prev itemInfo
+	err := walk(update, func(client, clock uint64, first bool, it itemInfo) string {
+		ops++
+		switch {
+		case it.text < 0:
+			run = 0
+		case !first && prev.text >= 0 && it.origin == (itemID{client, clock - 1, true}) && it.right == prev.right:
+			run += uint64(it.text) // joins the text before it: the join copies both
+			copied += run
+		default:
+			run = uint64(it.text)
+		}
+		prev = it
+		if copied > maxMergeCopy {
+			return fmt.Sprintf("text written in more consecutive pieces than the server merges at once (joining them would copy over %d MiB); send it as Yjs encodes it, a transaction's text in one piece", maxMergeCopy>>20)
+		}
+		return ""
+	}, func(dsRange) { ops++ })
+	if err != nil {
+		return 0, err
+	}
+	return ops, nil
+}
+
+// walk reads a Yjs update (format v1): each struct with its client, its clock and whether it
+// is the first of its client's group (item, which refuses it by answering why), then each
+// range of the delete set (del), with nothing left over.
+func walk(update []byte, item func(client, clock uint64, first bool, it itemInfo) string, del func(dsRange)) *MalformedError {
+	r := &reader{b: update}
 	for clients := r.count("number of clients"); clients > 0 && r.err == nil; clients-- {
 		structs := r.count("number of structs")
 		client := r.uint("client id")
 		clock := r.uint("clock")
-		var run uint64 // bytes of the text run the current item joins
-		prev := itemInfo{text: -1}
-		for ; structs > 0 && r.err == nil; structs-- {
+		for first := true; structs > 0 && r.err == nil; structs, first = structs-1, false {
 			it := r.item()
-			ops++
-			switch {
-			case it.text < 0:
-				run = 0
-			case prev.text >= 0 && it.origin == (itemID{client, clock - 1, true}) && it.right == prev.right:
-				run += uint64(it.text) // joins the text before it: the join copies both
-				copied += run
-			default:
-				run = uint64(it.text)
+			if r.err != nil {
+				break
 			}
-			if copied > maxMergeCopy && r.err == nil {
-				r.fail(fmt.Sprintf("text written in more consecutive pieces than the server merges at once (joining them would copy over %d MiB); send it as Yjs encodes it, a transaction's text in one piece", maxMergeCopy>>20))
+			if why := item(client, clock, first, it); why != "" {
+				r.fail(why)
 			}
-			prev, clock = it, clock+it.length
+			clock += it.length
 		}
 	}
 	for clients := r.count("delete set size"); clients > 0 && r.err == nil; clients-- {
-		r.uint("delete set client")
+		client := r.uint("delete set client")
 		for n := r.count("delete ranges"); n > 0 && r.err == nil; n-- {
-			ops++
-			r.uint("delete clock")
-			if r.uint("delete length") == 0 && r.err == nil {
+			clock := r.uint("delete clock")
+			length := r.uint("delete length")
+			if length == 0 && r.err == nil {
 				r.fail("empty delete range")
+			}
+			if r.err == nil {
+				del(dsRange{client, clock, length})
 			}
 		}
 	}
 	if r.err == nil && r.pos != len(update) {
 		r.fail(fmt.Sprintf("%d bytes after the delete set", len(update)-r.pos))
 	}
-	if r.err != nil {
-		return 0, r.err
-	}
-	return ops, nil
+	return r.err
 }
 
 // itemID is an item id an item names (its origin or right origin); set is false when it names
