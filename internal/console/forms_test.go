@@ -90,9 +90,12 @@ func TestConsoleRefusedMintCanBeFixedAndSent(t *testing.T) {
 	form := p.keysForm()
 	form.Set("ceiling_mode", "fixed")
 	form.Set("ceiling", "lots")
+	form.Set("expires_days", "365")
 	res := p.post("/console/keys", form)
 	if page := body(res); res.StatusCode != http.StatusBadRequest || !strings.Contains(page, "whole number of credits") {
 		t.Fatalf("a bad ceiling answered %d:\n%.2000s", res.StatusCode, page)
+	} else if !strings.Contains(page, `<option value="365" selected>`) {
+		t.Fatalf("the refused form lost its lifetime of 365 days:\n%.4000s", page)
 	}
 	form.Set("ceiling", "1500")
 	res = p.post("/console/keys", form)

@@ -133,6 +133,9 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	}
 	again := func(status int, msg string) error {
 		d.CeilingMode, d.CeilingAmount, d.Name = r.PostFormValue("ceiling_mode"), r.PostFormValue("ceiling"), r.PostFormValue("name")
+		if days, err := strconv.Atoi(r.PostFormValue("expires_days")); err == nil && slices.Contains(auth.Lifetimes, days) {
+			d.Default = days // the lifetime chosen, not the default, stays selected
+		}
 		for i := range d.Scopes {
 			d.Scopes[i].Checked = d.Scopes[i].Locked || slices.Contains(r.PostForm["scope"], d.Scopes[i].Name)
 		}

@@ -64,6 +64,11 @@ func TestSYNC03_RunTimedOut(t *testing.T) {
 		if r.Code != 504 || r.str("error") != "run_timed_out" || r.Header.Get("X-Svc-Request-Timeout-Type") != "user" {
 			t.Fatalf("timed out: %d %v %s", r.Code, r.Header, r.Raw)
 		}
+		// fal's client retries a 504 (each retry a new job, charged again) unless its own
+		// spelling says the timeout was the user's.
+		if r.Header.Get("X-Fal-Request-Timeout-Type") != "user" {
+			t.Fatalf("run_timed_out without X-Fal-Request-Timeout-Type: %v", r.Header)
+		}
 		if r.Body["charged"] != true && r.Body["charged"] != "yes" {
 			t.Errorf("run_timed_out charged = %v, want true for a running job", r.Body["charged"])
 		}

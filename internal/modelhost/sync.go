@@ -83,7 +83,8 @@ func (h *Sync) run() http.Handler {
 		if timedOut || !j.Settled() {
 			urls := h.URLs.Status(j, 0, false)
 			return apierr.New(apierr.RunTimedOut, "status_url", urls.StatusURL, "response_url", urls.ResponseURL,
-				"idempotency_key", j.IdempotencyKey).WithCharged(charged(j)).WithHeader("X-Svc-Request-Timeout-Type", "user")
+				"idempotency_key", j.IdempotencyKey).WithCharged(charged(j)).WithHeader("X-Svc-Request-Timeout-Type", "user").
+				WithHeader("X-Fal-Request-Timeout-Type", "user") // fal's client retries a 504 without it: a new job each time
 		}
 		w.Header().Set("X-Svc-Request-Id", j.RequestID)
 		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
