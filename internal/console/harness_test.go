@@ -70,7 +70,13 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // sign-in form.
 func (s *site) signIn(t testing.TB, account string, credits int64) *person {
 	t.Helper()
-	storetest.NewAccount(t, s.db, account, auth.Pro, credits)
+	return s.signInOn(t, account, auth.Pro, credits)
+}
+
+// signInOn is signIn with an account on plan.
+func (s *site) signInOn(t testing.TB, account string, plan auth.Plan, credits int64) *person {
+	t.Helper()
+	storetest.NewAccount(t, s.db, account, plan, credits)
 	email := account + "@example.com"
 	if _, err := s.sessions.CreateUser(context.Background(), auth.NewUser{AccountID: account, Email: email, Password: "correct horse battery"}); err != nil {
 		t.Fatal(err)

@@ -225,6 +225,16 @@ func TestKEY15_PlaygroundRefusals(t *testing.T) {
 	if js, err := s.srv.Jobs().Search(context.Background(), "acct_poor", jobs.Search{}); err != nil || len(js) != 0 {
 		t.Fatalf("refused submissions left jobs: %v %v", js, err)
 	}
+	// A free plan runs no job: the run is refused as the API refuses it (403, never 429), not
+	// as an account whose jobs in flight are at their limit.
+	free := s.signInOn(t, "acct_free", auth.Free, 1000)
+	_, page = free.get("/console/playground?model=image-4b")
+	form = url.Values{"csrf": {free.csrf}, "model": {"image-4b"}, "idempotency_key": {match(t, idemField, page)},
+		"in.positivePrompt": {"x"}, "in.width": {"256"}, "in.height": {"256"}}
+	res = free.post("/console/playground", form)
+	if b := body(res); res.StatusCode != http.StatusForbidden || !strings.Contains(b, "plan_has_no_api_generate") {
+		t.Fatalf("a free plan's run answered %d: %.3000s", res.StatusCode, b)
+	}
 }
 
 func fetch(t *testing.T, link, kind string) {

@@ -58,7 +58,8 @@ type Verdict struct {
 
 // Judge decides a charge, in the order of checks of spec 02: the caller's standing
 // (account_banned, account_suspended, account_limited, key_revoked, key_expired), the plan's
-// room for one more job in flight (too_many_jobs), then who pays: a pass-only account that no
+// room for one more job in flight (plan_has_no_api_generate for a plan that runs none,
+// too_many_jobs), then who pays: a pass-only account that no
 // pass covers (pass_does_not_cover, model_not_in_plan), a covered-only request that none covers
 // (not_covered), then for credits the key's monthly ceiling (key_credit_ceiling) and the
 // balance (insufficient_credits). It moves nothing.
@@ -70,6 +71,10 @@ func Judge(h Holding, r Request, now time.Time) (Verdict, error) {
 	if !r.Turn {
 		if err := auth.Standing(a, k, now, false); err != nil {
 			return Verdict{}, err
+		}
+		if r.InFlightLimit == 0 { // a plan that runs no job (free): never 429 (spec 02 limits #3)
+			return Verdict{}, apierr.Newf(apierr.PlanHasNoAPIGenerate, "The %s plan runs no jobs: a paid plan runs models.", a.Plan).
+				With("plan", string(a.Plan)).With("bucket", "generate")
 		}
 		if r.InFlightLimit >= 0 && h.InFlight >= r.InFlightLimit {
 			return Verdict{}, apierr.New(apierr.TooManyJobs, "limit", r.InFlightLimit, "plan", string(a.Plan), "tier", nil)

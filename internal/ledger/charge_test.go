@@ -57,6 +57,9 @@ func TestJudgeOrderOfChecks(t *testing.T) {
 			h.InFlight, h.Account.Balance = 10, 0
 		}, apierr.TooManyJobs, 0, ""},
 		{"no in-flight limit", func(h *ledger.Holding, r *ledger.Request) { h.InFlight, r.InFlightLimit = 1000, -1 }, "", 10, ""},
+		{"a plan that runs no job, before who pays", func(h *ledger.Holding, r *ledger.Request) {
+			h.Account.Plan, r.InFlightLimit, h.Account.Balance = auth.Free, 0, 0
+		}, apierr.PlanHasNoAPIGenerate, 0, ""},
 		{"pass-only, no pass takes the model", func(h *ledger.Holding, r *ledger.Request) {
 			h.Account.PassOnly, r.Model = true, "music-1"
 			h.Passes = []ledger.Pass{pass}
