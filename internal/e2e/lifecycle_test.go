@@ -102,7 +102,8 @@ func TestQST03_QueueLifecycle(t *testing.T) {
 		if tj.Outcome != jobs.Failed || tj.ErrorCode != "request_timeout" || tj.Charged != 0 || h.balance() != afterA {
 			t.Fatalf("timed out job: %+v, balance %d", tj, h.balance())
 		}
-		if rr := h.call(http.MethodGet, to.str("response_url"), ""); rr.str("error") != "request_timeout" {
+		if rr := h.call(http.MethodGet, to.str("response_url"), ""); rr.str("error") != "request_timeout" || rr.Body["charged"] != "no" ||
+			!strings.Contains(rr.str("message"), "for a seat. Resend") {
 			t.Errorf("result of a timed-out job: %d %s", rr.Code, rr.Raw)
 		}
 		// Release: the rest start one at a time in queue order, each charged as it starts.

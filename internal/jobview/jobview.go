@@ -284,6 +284,15 @@ func signTree(ctx context.Context, v any, s Signer) (any, error) {
 	return v, nil
 }
 
+// sentence ends s with a full stop unless it ends a sentence already (or is empty).
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
+}
+
 // Failure is the catalogued error a settled, unsuccessful job answers on a result read (and
 // on the synchronous host): the model's refusal as written is 422 with detail; others keep
 // their catalogue row; a cancelled job is gone.
@@ -311,8 +320,9 @@ func Failure(j jobs.Job) *apierr.Error {
 		// The code says a resend may succeed, but the same key replays this failed job:
 		// the advice is a new key (nothing stands: a failed job is refunded).
 		e.Retry = apierr.RetryNewKey
-		e.Message = strings.TrimSpace(j.ErrorMessage + " Resend under a new idempotency key: this one replays the failed job.")
-		if j.Reserved > 0 {
+		e.Message = strings.TrimSpace(sentence(j.ErrorMessage) + " Resend under a new idempotency key: this one replays the failed job.")
+		e.Charged = apierr.ChargedNo // a job that waited and never started was never charged
+		if j.Reserved > 0 || j.Coverage != nil {
 			e.Charged = apierr.ChargedRefunded
 		}
 	}
