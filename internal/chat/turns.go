@@ -206,17 +206,9 @@ func (s *Service) keyFree(ctx context.Context, accountID, key string) error {
 			return apierr.Newf(apierr.InFlight, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil)
 		}
 		return apierr.Newf(apierr.KeySettled, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil).
-			WithCharged(chargedBy(j))
+			WithCharged(j.ChargedState())
 	}
 	return nil
-}
-
-// chargedBy is what a settled job left charged: its charge stands, or it was refunded in full.
-func chargedBy(j jobs.Job) apierr.Charged {
-	if j.Charged == 0 {
-		return apierr.ChargedRefunded
-	}
-	return apierr.ChargedStands
 }
 
 // keyUsed answers a turn whose key was sent before: in_flight while it runs, key_settled
@@ -231,7 +223,7 @@ func (s *Service) keyUsed(ctx context.Context, prev Message) error {
 	}
 	e := apierr.Newf(apierr.KeySettled, "The turn with this idempotency key settled; send the next turn with a new key.").With("message_id", prev.ID)
 	if j, err := s.Jobs.GetByID(ctx, prev.AccountID, prev.JobID); err == nil && j.Settled() {
-		e = e.WithCharged(chargedBy(j))
+		e = e.WithCharged(j.ChargedState())
 	}
 	return e
 }

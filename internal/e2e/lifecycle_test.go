@@ -91,8 +91,8 @@ func TestQST03_QueueLifecycle(t *testing.T) {
 			t.Errorf("result of a cancelled job: %d %s", rr.Code, rr.Raw)
 		}
 		again := h.call(http.MethodPut, d.str("cancel_url"), "")
-		if again.Code != 409 || again.str("error") != "cancel_refused" || again.str("status") != "cancelled" {
-			t.Errorf("second cancel: %d %s", again.Code, again.Raw)
+		if again.Code != 409 || again.str("error") != "cancel_refused" || again.str("status") != "cancelled" || again.Body["charged"] != "no" {
+			t.Errorf("second cancel of a job cancelled before it was charged: %d %s", again.Code, again.Raw)
 		}
 		// Waiting past X-Svc-Request-Timeout fails request_timeout, never charged.
 		to := queued("timeout", `{"positivePrompt":"block-t"}`, "X-Alt-Request-Timeout", "1")
@@ -181,11 +181,11 @@ func TestREAD03_CancelRunning(t *testing.T) {
 			t.Fatalf("balance %d, want %d", h.balance(), before-charged)
 		}
 		again := h.call(http.MethodPut, r.str("cancel_url"), "")
-		if again.Code != 409 || again.str("error") != "cancel_refused" || again.str("status") != "cancelled" {
+		if again.Code != 409 || again.str("error") != "cancel_refused" || again.str("status") != "cancelled" || (charged > 0) != (again.Body["charged"] == "stands") {
 			t.Errorf("cancel of a cancelled job: %d %s", again.Code, again.Raw)
 		}
 		ok := h.submit(mFast, "wait=10", `{"positivePrompt":"ok"}`)
-		if c := h.call(http.MethodPut, ok.str("cancel_url"), ""); c.Code != 409 || c.str("error") != "cancel_refused" || c.str("status") != "succeeded" {
+		if c := h.call(http.MethodPut, ok.str("cancel_url"), ""); c.Code != 409 || c.str("error") != "cancel_refused" || c.str("status") != "succeeded" || c.Body["charged"] != "stands" {
 			t.Errorf("cancel of a succeeded job: %d %s", c.Code, c.Raw)
 		}
 	})

@@ -378,7 +378,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, requestID string) (Job,
 			return err
 		}
 		if j.Settled() {
-			return apierr.New(apierr.CancelRefused, "status", string(j.Outcome))
+			return apierr.New(apierr.CancelRefused, "status", string(j.Outcome)).WithCharged(j.ChargedState())
 		}
 		if j.Status == InQueue {
 			settledNow = true

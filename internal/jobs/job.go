@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 )
@@ -105,6 +106,18 @@ type LogLine struct {
 
 // Settled reports whether the job has an outcome.
 func (j Job) Settled() bool { return j.Status == Completed }
+
+// ChargedState is what a settled job left charged, as an error body's `charged` says it: its
+// charge stands, it was given back (credits or a pass's use), or it was never charged.
+func (j Job) ChargedState() apierr.Charged {
+	switch {
+	case j.Charged > 0:
+		return apierr.ChargedStands
+	case j.Reserved > 0 || j.Coverage != nil:
+		return apierr.ChargedRefunded
+	}
+	return apierr.ChargedNo
+}
 
 // Event is one outbox row: a settled job's notification, written in the settling transaction.
 type Event struct {

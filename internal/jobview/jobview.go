@@ -321,10 +321,7 @@ func Failure(j jobs.Job) *apierr.Error {
 		// the advice is a new key (nothing stands: a failed job is refunded).
 		e.Retry = apierr.RetryNewKey
 		e.Message = strings.TrimSpace(sentence(j.ErrorMessage) + " Resend under a new idempotency key: this one replays the failed job.")
-		e.Charged = apierr.ChargedNo // a job that waited and never started was never charged
-		if j.Reserved > 0 || j.Coverage != nil {
-			e.Charged = apierr.ChargedRefunded
-		}
+		e.Charged = j.ChargedState() // given back, or never charged (a job that waited and never started)
 	}
 	if !apierr.Known(code) || len(j.ErrorDetail) > 0 {
 		e.Code = code
