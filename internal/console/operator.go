@@ -325,15 +325,19 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 		if !ok || maxCredits < 0 {
 			return "", "The largest quote covered is a whole number of credits (0: any).", nil
 		}
+		kind := r.PostFormValue("kind")
+		if kind != "pass" && kind != "promotion" {
+			return "", "The kind is pass or promotion.", nil
+		}
 		uses, ok := wholeNumber(r.PostFormValue("uses"), -1)
-		if !ok || uses == 0 || uses < -1 {
+		if !ok || uses == 0 || uses < -1 || uses == -1 && strings.TrimSpace(r.PostFormValue("uses")) != "" {
 			return "", "Uses is a whole number of jobs, 1 or more (empty: unlimited).", nil
 		}
 		days, ok := wholeNumber(r.PostFormValue("expires_days"), 0)
 		if !ok || days < 0 || days > 3650 {
 			return "", "The lifetime is a number of days up to 3650 (empty or 0: never ends).", nil
 		}
-		p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: a.ID, Name: name, Promotion: r.PostFormValue("kind") == "promotion",
+		p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: a.ID, Name: name, Promotion: kind == "promotion",
 			Models: models, MaxCredits: maxCredits, UsesLeft: uses}
 		if days > 0 {
 			p.ExpiresAt = h.Now().UTC().AddDate(0, 0, int(days))
@@ -341,7 +345,7 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 		if err := h.Ledger.GrantPass(ctx, p); err != nil {
 			return "", "", err
 		}
-		kind := "Pass"
+		kind = "Pass"
 		if p.Promotion {
 			kind = "Promotion"
 		}

@@ -84,6 +84,16 @@ test("an operator creates an account and its user and grants credits; the user s
     await page.selectOption('#grant-pass select[name="kind"]', "promotion");
     await submit(page, "#grant-pass");
     assert.equal(await page.locator("#passes tbody tr[data-pass]").count(), 2);
+    // A forged kind, or a use count of -1 typed in, grants nothing.
+    await page.fill('#grant-pass input[name="name"]', "forged");
+    await page.locator('#grant-pass select[name="kind"]').evaluate((s) => { s.options[0].value = "bogus"; s.value = "bogus"; });
+    assert.equal((await submit(page, "#grant-pass")).status(), 400);
+    assert.match(await page.locator('[role="alert"]').innerText(), /pass or promotion/);
+    await page.fill('#grant-pass input[name="name"]', "forged");
+    await page.selectOption('#grant-pass select[name="kind"]', "promotion");
+    await page.fill('#grant-pass input[name="uses"]', "-1");
+    assert.equal((await submit(page, "#grant-pass")).status(), 400);
+    assert.equal(await page.locator("#passes tbody tr[data-pass]").count(), 2);
 
     // Status: limited, then live again (the change asks for confirmation, accepted).
     await page.selectOption('#set-status select[name="status"]', "limited");
