@@ -151,7 +151,8 @@ func (e EmbeddingsRunner) Run(ctx context.Context, job runners.Job, env runners.
 // length. Texts sharing trigrams point the same way. Each trigram is hashed into the leading
 // dims, dims/2, dims/4, ... 1 values too, so that the first values of a vector carry every
 // trigram as the whole does: a vector shortened to its first values (the protocol's
-// `dimensions`) keeps the likeness, and is never all zeros.
+// `dimensions`) keeps the likeness, and is all zeros only where its trigrams' signs cancel
+// at every width.
 func Embed(s string, dims int) []float64 {
 	v := make([]float64, dims)
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {

@@ -36,7 +36,7 @@ func TestEmbedSimilarTextsScoreHigher(t *testing.T) {
 }
 
 // TestCHAT04_EmbedShortenedKeepsLikeness: the first values of a reference vector carry every
-// trigram, so a vector shortened to them is never all zeros and still ranks alike texts first.
+// trigram, so a vector shortened to them is not all zeros and still ranks alike texts first.
 func TestCHAT04_EmbedShortenedKeepsLikeness(t *testing.T) {
 	short := func(s string, d int) []float64 {
 		v := Embed(s, 256)[:d]
