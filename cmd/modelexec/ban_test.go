@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/server"
@@ -24,6 +25,10 @@ func TestERR26_BanRevokesKeys(t *testing.T) {
 	c.ok(&keys, "keys", "list", "--account", acct, "--json")
 	if len(keys.Data) != 1 || keys.Data[0].Status != "revoked" {
 		t.Fatalf("keys after the ban: %+v", keys.Data)
+	}
+	// A banned account mints no key: every one would be refused account_banned.
+	if out, err := c.run("keys", "mint", "--account", acct, "--json"); err == nil || !strings.Contains(out+err.Error(), "banned") {
+		t.Fatalf("a banned account minted a key: %q %v", out, err)
 	}
 	c.ok(&shown, "accounts", "set", acct, "--status", "live", "--json")
 	fresh := c.mint(acct)

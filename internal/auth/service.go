@@ -344,6 +344,9 @@ func (s *Service) Mint(ctx context.Context, p MintParams) (Minted, error) {
 	if err != nil {
 		return Minted{}, fmt.Errorf("account %s: %w", p.AccountID, err)
 	}
+	if a.Status == Banned { // every key of a banned account is refused: a new one would only count as live
+		return Minted{}, apierr.Newf(apierr.AccountBanned, "The account is banned: it mints no keys.")
+	}
 	c := Ceiling{Mode: FollowPlan}
 	if p.Ceiling != nil {
 		if c, err = c.Apply(*p.Ceiling, a.MonthlyAllowance); err != nil {
