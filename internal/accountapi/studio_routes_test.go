@@ -319,9 +319,7 @@ func (c *liveClient) text() string { return c.doc.GetText("body").ToString() }
 // is sent on; a read-only key is told permission denied; a malformed update closes with 1007.
 func TestSTU09_LiveRouteSyncsWithStateRoute(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
-		e := newStudioEnv(t, db)
-		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
-		key := e.mint("acct_a", auth.StudioWrite)
+		e, key := newStudioWriter(t, db)
 		reader := e.mint("acct_a", auth.StudioRead)
 		const path = "/v1/studio/projects/live/brief"
 		e.want(e.do("POST", path+"/state", key, map[string]any{"update": b64(newYWindow().insert(0, "from http"))}), 200, "")
@@ -436,9 +434,7 @@ func typedOneByOne(n int) []byte {
 // the update is refused invalid_body before it reaches the document, and nothing is stored.
 func TestSTU05_UpdateMergeCostBounded(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
-		e := newStudioEnv(t, db)
-		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
-		key := e.mint("acct_a", auth.StudioWrite)
+		e, key := newStudioWriter(t, db)
 		const path = "/v1/studio/projects/typed/brief"
 		a := e.do("POST", path+"/state", key, map[string]any{"update": b64(typedOneByOne(5000))})
 		e.want(a, 200, "")
@@ -461,9 +457,7 @@ func TestSTU05_UpdateMergeCostBounded(t *testing.T) {
 // read the same (Yjs keeps such deletions; DESIGN 35).
 func TestSTU02_UpdatesMergeInAnyOrder(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
-		e := newStudioEnv(t, db)
-		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
-		key := e.mint("acct_a", auth.StudioWrite)
+		e, key := newStudioWriter(t, db)
 		const del, ins = "AAGFBwEABQ==", "AQGFBwAEAQF0BXdvcmxkAA==" // client 901: delete clocks 0-4; write "world"
 		read := func(project string, updates ...string) string {
 			path := "/v1/studio/projects/" + project + "/brief"
@@ -485,9 +479,7 @@ func TestSTU02_UpdatesMergeInAnyOrder(t *testing.T) {
 // window's seed is still taken.
 func TestSTU03_EmptyUpdateStoresNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
-		e := newStudioEnv(t, db)
-		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
-		key := e.mint("acct_a", auth.StudioWrite)
+		e, key := newStudioWriter(t, db)
 		const path = "/v1/studio/projects/quiet/brief"
 		a := e.do("POST", path+"/state", key, map[string]any{"update": "AAA="})
 		e.want(a, 200, "")
@@ -500,4 +492,11 @@ func TestSTU03_EmptyUpdateStoresNothing(t *testing.T) {
 			t.Fatalf("the seed after an empty update: %s", seed.raw)
 		}
 	})
+}
+
+// newStudioWriter is a studio route harness with one account, acct_a, and a studio:write key.
+func newStudioWriter(t *testing.T, db *sqlstore.DB) (*studioEnv, string) {
+	e := newStudioEnv(t, db)
+	storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+	return e, e.mint("acct_a", auth.StudioWrite)
 }

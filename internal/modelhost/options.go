@@ -71,10 +71,7 @@ func sameText(x, y string) bool { return x == y }
 func sameNumber(x, y string) bool {
 	fx, errX := strconv.ParseFloat(x, 64)
 	fy, errY := strconv.ParseFloat(y, 64)
-	if errX != nil || errY != nil {
-		return x == y
-	}
-	return x == y || fx == fy
+	return x == y || (errX == nil && errY == nil && fx == fy)
 }
 
 // sameInteger says two spellings of an integer option agree: the same integer however
