@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -158,8 +159,8 @@ type PassesGrantCmd struct {
 	Promotion   bool     `help:"A promotion rather than a pass."`
 	Models      []string `help:"Model slugs it covers (the door); default every model."`
 	MaxCredits  int64    `help:"Largest quote it covers (the shape); 0: any."`
-	Uses        int64    `default:"-1" help:"Jobs it pays for; -1: unlimited."`
-	ExpiresDays int      `help:"Days until it ends; 0: never."`
+	Uses        int64    `default:"-1" help:"Jobs it pays for, 1 or more; -1: unlimited."`
+	ExpiresDays int      `help:"Days until it ends, up to 3650; 0: never."`
 	JSON        bool     `help:"Print JSON."`
 }
 
@@ -171,10 +172,18 @@ func (c *PassesGrantCmd) Run(e *env) error {
 	defer db.Close()
 	p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: c.Account, Name: c.Name, Promotion: c.Promotion, Models: c.Models,
 		MaxCredits: c.MaxCredits, UsesLeft: c.Uses}
-	if c.ExpiresDays > 0 {
-		p.ExpiresAt = utcNow().AddDate(0, 0, c.ExpiresDays)
+	now := utcNow()
+	if c.ExpiresDays < 0 || c.ExpiresDays > ledger.MaxPassDays {
+		return fmt.Errorf("--expires-days is a number of days from 1 to %d (0: never ends)", ledger.MaxPassDays)
 	}
-	if err := ledger.New(db, utcNow).GrantPass(e.ctx, p); err != nil {
+	if c.ExpiresDays > 0 {
+		p.ExpiresAt = now.AddDate(0, 0, c.ExpiresDays)
+	}
+	err = ledger.New(db, func() time.Time { return now }).GrantPass(e.ctx, p)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("there is no account %s", c.Account)
+	}
+	if err != nil {
 		return fmt.Errorf("account %s: %w", c.Account, err)
 	}
 	if c.JSON {
@@ -186,13 +195,14 @@ func (c *PassesGrantCmd) Run(e *env) error {
 
 // CreditsCmd groups credit commands.
 type CreditsCmd struct {
-	Grant CreditsGrantCmd `cmd:"" help:"Add (or with a negative amount remove) credits; written to the ledger."`
+	Grant  CreditsGrantCmd  `cmd:"" help:"Add credits to an account; written to the ledger."`
+	Remove CreditsRemoveCmd `cmd:"" help:"Take credits from an account (a negative grant); written to the ledger."`
 }
 
 type CreditsGrantCmd struct {
 	StoreFlags
 	Account string `arg:"" help:"Account id."`
-	Amount  int64  `arg:"" help:"Credits (negative to remove)."`
+	Amount  int64  `arg:"" help:"Credits, at most 1000000000 (credits remove takes them away)."`
 	JSON    bool   `help:"Print JSON."`
 }
 
@@ -203,6 +213,9 @@ func (c *CreditsGrantCmd) Run(e *env) error {
 	}
 	defer db.Close()
 	bal, err := ledger.New(db, utcNow).Grant(e.ctx, c.Account, ledger.Credits(c.Amount))
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("there is no account %s", c.Account)
+	}
 	if err != nil {
 		return fmt.Errorf("account %s: %w", c.Account, err)
 	}
@@ -211,6 +224,23 @@ func (c *CreditsGrantCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "account %s balance %d\n", c.Account, bal)
 	return nil
+}
+
+// CreditsRemoveCmd takes credits away: a grant of the negative amount (a command line cannot
+// spell "-500" as an argument without "--").
+type CreditsRemoveCmd struct {
+	StoreFlags
+	Account string `arg:"" help:"Account id."`
+	Amount  int64  `arg:"" help:"Credits to take away, at most 1000000000."`
+	JSON    bool   `help:"Print JSON."`
+}
+
+func (c *CreditsRemoveCmd) Run(e *env) error {
+	if c.Amount < 0 {
+		return fmt.Errorf("credits remove takes a positive amount (credits grant adds)")
+	}
+	g := CreditsGrantCmd{StoreFlags: c.StoreFlags, Account: c.Account, Amount: -c.Amount, JSON: c.JSON}
+	return g.Run(e)
 }
 
 // KeysCmd groups key commands.

@@ -295,3 +295,48 @@ func TestConsoleAccounts(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleOperatorFiguresBounded: what an operator types stays within what the ledger can
+// hold. A grant past MaxGrant (or of 0) used to be written, one near the int64 limit left the
+// balance unreadable, and a pass took -5 uses; each is refused now by the ledger (the console's
+// forms get the same refusals), naming the bound, and writes nothing. credits remove takes
+// credits away without the "--" a negative argument needs.
+func TestConsoleOperatorFiguresBounded(t *testing.T) {
+	c := newConsole(t)
+	var a struct{ ID string }
+	c.ok(&a, "accounts", "create", "--credits", "100", "--json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"credits", "grant", a.ID, "9223372036854775807"}, "at most 1000000000 either way"},
+		{[]string{"credits", "grant", a.ID, "1000000001"}, "at most 1000000000 either way"},
+		{[]string{"credits", "grant", a.ID, "0"}, "other than zero"},
+		{[]string{"credits", "remove", a.ID, "1000000001"}, "at most 1000000000 either way"},
+		{[]string{"credits", "grant", "acct_missing", "5"}, "there is no account acct_missing"},
+		{[]string{"accounts", "create", "--credits", "5000000000"}, "opening balance is a whole number of credits from 0 to 1000000000"},
+		{[]string{"accounts", "create", "--allowance", "1000000000001"}, "monthly allowance is a whole number of credits from 0 to 1000000000000"},
+		{[]string{"accounts", "set", a.ID, "--allowance", "9223372036854775807"}, "monthly allowance is a whole number of credits from 0 to 1000000000000"},
+		{[]string{"passes", "grant", "--account", a.ID, "--name", "p", "--uses=-5"}, "uses is a whole number of jobs, 1 or more (-1: unlimited)"},
+		{[]string{"passes", "grant", "--account", a.ID, "--name", "p", "--uses", "0"}, "uses is a whole number of jobs, 1 or more (-1: unlimited)"},
+		{[]string{"passes", "grant", "--account", a.ID, "--name", "p", "--max-credits=-5"}, "largest quote covered is a whole number of credits (0: any)"},
+		{[]string{"passes", "grant", "--account", a.ID, "--name", "p", "--expires-days", "3651"}, "--expires-days is a number of days from 1 to 3650"},
+		{[]string{"passes", "grant", "--account", a.ID, "--name", " "}, "a pass needs a name of at most 100 characters"},
+		{[]string{"passes", "grant", "--account", "acct_missing", "--name", "p"}, "there is no account acct_missing"},
+	} {
+		out, err := c.run(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%v: %q, %v; want a refusal saying %q", tc.args, out, err, tc.want)
+		}
+	}
+	var g map[string]any
+	c.ok(&g, "credits", "remove", a.ID, "30", "--json")
+	if g["balance"] != float64(70) {
+		t.Fatalf("credits remove 30 from 100: %v", g)
+	}
+	var shown map[string]any
+	c.ok(&shown, "accounts", "show", a.ID, "--json")
+	if shown["balance"] != float64(70) || shown["monthly_allowance"] != float64(2000) {
+		t.Fatalf("the refusals changed the account: %v", shown)
+	}
+}

@@ -41,6 +41,10 @@ func (p Plan) MaxLiveKeys() int {
 	return 2
 }
 
+// MaxMonthlyAllowance is the largest monthly allowance a plan or an account may have: a balance
+// credited it every month for a million years stays far inside the ledger's int64 credits.
+const MaxMonthlyAllowance = 1_000_000_000_000
+
 // DefaultMonthlyAllowance is the monthly credit grant of each plan as shipped; operators
 // change an account's figure with `modelexec accounts set --allowance`.
 func DefaultMonthlyAllowance(p Plan) int64 {

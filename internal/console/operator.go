@@ -124,7 +124,10 @@ func (h *Handler) opCreateAccount(w http.ResponseWriter, r *http.Request, v *vie
 	now := h.Now()
 	a := auth.Account{ID: auth.NewID("acct_"), Plan: plan, Status: auth.Live, Balance: credits, MonthlyAllowance: allowance,
 		AllowancePeriod: auth.Period(now), CreatedAt: now.UTC(), PassOnly: r.PostFormValue("pass_only") != ""}
-	if err := h.Ledger.CreateAccount(r.Context(), a); err != nil {
+	var refused *ledger.InputError
+	if err := h.Ledger.CreateAccount(r.Context(), a); errors.As(err, &refused) {
+		return again(http.StatusBadRequest, sentenceCase(refused.Reason)+".")
+	} else if err != nil {
 		return err
 	}
 	h.audit(r, v, a.ID, "account created", "plan", a.Plan, "credits", credits, "allowance", allowance, "pass_only", a.PassOnly)
@@ -209,6 +212,10 @@ func (h *Handler) opChange(w http.ResponseWriter, r *http.Request, v *viewer,
 		return err
 	}
 	msg, refusal, err := apply(r.Context(), d.Account)
+	var refused *ledger.InputError
+	if errors.As(err, &refused) {
+		refusal, err = sentenceCase(refused.Reason)+".", nil
+	}
 	if err != nil {
 		return err
 	}
@@ -277,16 +284,12 @@ func (h *Handler) opSetAllowance(w http.ResponseWriter, r *http.Request, v *view
 	})
 }
 
-// maxGrant bounds one operator grant or removal, so a slip of the keyboard cannot add a
-// fortune.
-const maxGrant = 1_000_000_000
-
 // opGrantCredits adds or (negative) removes credits as a ledger grant entry (credits grant).
 func (h *Handler) opGrantCredits(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	return h.opChange(w, r, v, func(ctx context.Context, a auth.Account) (string, string, error) {
 		n, ok := wholeNumber(r.PostFormValue("amount"), 0)
-		if !ok || n == 0 || n > maxGrant || n < -maxGrant {
-			return "", fmt.Sprintf("The amount is a whole number of credits other than zero, at most %s either way (negative removes).", groupDigits(maxGrant)), nil
+		if !ok || ledger.CheckGrant(ledger.Credits(n)) != nil {
+			return "", fmt.Sprintf("The amount is a whole number of credits other than zero, at most %s either way (negative removes).", groupDigits(ledger.MaxGrant)), nil
 		}
 		bal, err := h.Ledger.Grant(ctx, a.ID, ledger.Credits(n))
 		if err != nil {
@@ -306,9 +309,6 @@ func (h *Handler) opGrantCredits(w http.ResponseWriter, r *http.Request, v *view
 func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	return h.opChange(w, r, v, func(ctx context.Context, a auth.Account) (string, string, error) {
 		name := strings.TrimSpace(r.PostFormValue("name"))
-		if name == "" || len(name) > 100 {
-			return "", "A pass needs a name of at most 100 characters.", nil
-		}
 		var models []string
 		for _, m := range strings.Split(r.PostFormValue("models"), ",") {
 			if m = strings.TrimSpace(m); m == "" {
@@ -322,7 +322,7 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 			models = append(models, m)
 		}
 		maxCredits, ok := wholeNumber(r.PostFormValue("max_credits"), 0)
-		if !ok || maxCredits < 0 {
+		if !ok {
 			return "", "The largest quote covered is a whole number of credits (0: any).", nil
 		}
 		kind := r.PostFormValue("kind")
@@ -330,12 +330,14 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 			return "", "The kind is pass or promotion.", nil
 		}
 		uses, ok := wholeNumber(r.PostFormValue("uses"), -1)
+		// The form spells unlimited as an empty field (the ledger takes -1), so it words the
+		// rule itself; the ledger's checkPass decides the rest, refusing through opChange.
 		if !ok || uses == 0 || uses < -1 || uses == -1 && strings.TrimSpace(r.PostFormValue("uses")) != "" {
 			return "", "Uses is a whole number of jobs, 1 or more (empty: unlimited).", nil
 		}
 		days, ok := wholeNumber(r.PostFormValue("expires_days"), 0)
-		if !ok || days < 0 || days > 3650 {
-			return "", "The lifetime is a number of days up to 3650 (empty or 0: never ends).", nil
+		if !ok || days < 0 || days > ledger.MaxPassDays {
+			return "", fmt.Sprintf("The lifetime is a number of days up to %d (empty or 0: never ends).", ledger.MaxPassDays), nil
 		}
 		p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: a.ID, Name: name, Promotion: kind == "promotion",
 			Models: models, MaxCredits: maxCredits, UsesLeft: uses}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
@@ -100,9 +101,16 @@ func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Tim
 	return out, nil
 }
 
-// CreateAccount opens an account; a non-zero opening balance is written as a grant entry. An
-// empty AllowancePeriod is taken as the month of CreatedAt (the opening balance stands for it).
+// CreateAccount opens an account; a non-zero opening balance is written as a grant entry,
+// at most MaxGrant (an *InputError refuses more, and nothing is written). An empty
+// AllowancePeriod is taken as the month of CreatedAt (the opening balance stands for it).
 func (s *Service) CreateAccount(ctx context.Context, a auth.Account) error {
+	if a.Balance < 0 || a.Balance > MaxGrant {
+		return &InputError{Reason: fmt.Sprintf("the opening balance is a whole number of credits from 0 to %d", int64(MaxGrant))}
+	}
+	if err := checkAllowance(a.MonthlyAllowance); err != nil {
+		return err
+	}
 	if a.AllowancePeriod == "" {
 		a.AllowancePeriod = auth.Period(a.CreatedAt)
 	}
@@ -131,24 +139,86 @@ func (s *Service) Sum(ctx context.Context, accountID string) (Credits, error) {
 	return Credits(v), err
 }
 
-// Grant adds (or, negative, removes) credits as an operator and answers the new balance.
+// MaxGrant bounds one operator grant or removal, and an opening balance: a slip of the
+// keyboard cannot add a fortune, and no balance can leave the range of its integer.
+const MaxGrant = 1_000_000_000
+
+// InputError refuses what an operator typed (a grant, an opening balance, a monthly allowance,
+// a pass); its message is written for the operator, and nothing was written.
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return e.Reason }
+
+// CheckGrant is the one rule for an amount an operator moves: a whole number of credits other
+// than zero, at most MaxGrant either way.
+func CheckGrant(amount Credits) error {
+	if amount == 0 || amount > MaxGrant || amount < -MaxGrant {
+		return &InputError{Reason: fmt.Sprintf("the amount is a whole number of credits other than zero, at most %d either way", int64(MaxGrant))}
+	}
+	return nil
+}
+
+// checkAllowance is the rule for an account's monthly allowance: zero up to
+// auth.MaxMonthlyAllowance.
+func checkAllowance(n int64) error {
+	if n < 0 || n > auth.MaxMonthlyAllowance {
+		return &InputError{Reason: fmt.Sprintf("the monthly allowance is a whole number of credits from 0 to %d", int64(auth.MaxMonthlyAllowance))}
+	}
+	return nil
+}
+
+// maxBalance keeps every balance far inside its integer, whatever charges and refunds follow.
+const maxBalance = math.MaxInt64 / 4
+
+// Grant adds (or, negative, removes) credits as an operator and answers the new balance. An
+// amount CheckGrant refuses, or one that would take the balance beyond ±maxBalance, is a
+// *InputError and writes nothing.
 func (s *Service) Grant(ctx context.Context, accountID string, amount Credits) (Credits, error) {
+	if err := CheckGrant(amount); err != nil {
+		return 0, err
+	}
 	var bal int64
 	err := s.store.LedgerTx(ctx, func(tx Tx) error {
-		if _, err := tx.LedgerLockAccount(ctx, accountID); err != nil {
+		a, err := tx.LedgerLockAccount(ctx, accountID)
+		if err != nil {
 			return err
 		}
-		var err error
+		if next := a.Balance + int64(amount); next > maxBalance || next < -maxBalance {
+			return &InputError{Reason: fmt.Sprintf("the balance is %d credits and cannot take %d more", a.Balance, int64(amount))}
+		}
 		bal, err = tx.LedgerApply(ctx, Entry{AccountID: accountID, Kind: Grant, Amount: amount, At: s.now()}, math.MinInt64)
 		return err
 	})
 	return Credits(bal), err
 }
 
-// GrantPass gives an account a pass or a promotion.
+// MaxPassDays bounds a pass's lifetime.
+const MaxPassDays = 3650
+
+// checkPass is the rule for a pass an operator gives: a name of 1 to 100 characters, a largest
+// covered quote of zero (any) or more, uses of 1 or more or -1 (unlimited), and an end, when it
+// has one, after now and at most MaxPassDays ahead.
+func checkPass(p Pass, now time.Time) error {
+	switch {
+	case strings.TrimSpace(p.Name) == "" || len(p.Name) > 100:
+		return &InputError{Reason: "a pass needs a name of at most 100 characters"}
+	case p.MaxCredits < 0:
+		return &InputError{Reason: "the largest quote covered is a whole number of credits (0: any)"}
+	case p.UsesLeft == 0 || p.UsesLeft < -1:
+		return &InputError{Reason: "uses is a whole number of jobs, 1 or more (-1: unlimited)"}
+	case !p.ExpiresAt.IsZero() && (!p.ExpiresAt.After(now) || p.ExpiresAt.After(now.AddDate(0, 0, MaxPassDays+1))):
+		return &InputError{Reason: fmt.Sprintf("the lifetime is a number of days from 1 to %d (0: never ends)", MaxPassDays)}
+	}
+	return nil
+}
+
+// GrantPass gives an account a pass or a promotion; one checkPass refuses is an *InputError.
 func (s *Service) GrantPass(ctx context.Context, p Pass) error {
-	if p.ID == "" || p.Name == "" {
-		return fmt.Errorf("a pass needs an id and a name")
+	if p.ID == "" {
+		return fmt.Errorf("a pass needs an id")
+	}
+	if err := checkPass(p, s.now()); err != nil {
+		return err
 	}
 	return s.store.LedgerTx(ctx, func(tx Tx) error {
 		if _, err := tx.LedgerLockAccount(ctx, p.AccountID); err != nil {
@@ -189,6 +259,9 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c AccountChange)
 		}
 		if c.Allowance != nil {
 			a.MonthlyAllowance = int64(*c.Allowance)
+		}
+		if err := checkAllowance(a.MonthlyAllowance); err != nil {
+			return err
 		}
 		if err := tx.LedgerUpdateAccount(ctx, a); err != nil {
 			return err

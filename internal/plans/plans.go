@@ -70,9 +70,8 @@ func (p *Plans) Unpaced(plan auth.Plan, inFlight, rate int) *Plans {
 	return p
 }
 
-// MaxMonthlyAllowance is the largest monthly allowance a plans file may give: a balance credited
-// it every month for a million years stays far inside the ledger's int64 credits.
-const MaxMonthlyAllowance = 1_000_000_000_000
+// MaxMonthlyAllowance is the largest monthly allowance a plans file may give (auth.MaxMonthlyAllowance).
+const MaxMonthlyAllowance = auth.MaxMonthlyAllowance
 
 // names are the plans every file must give, in the order of spec 02.
 var names = []auth.Plan{auth.Free, auth.Pro, auth.Max, auth.Ultimate}

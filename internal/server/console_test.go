@@ -483,6 +483,18 @@ func TestConsoleOperatorAccountsPagedAndGrantThroughLedger(t *testing.T) {
 	if p := b.get("/console/operator/accounts/acct_a"); !strings.Contains(p.body, `id="balance">3,500<`) {
 		t.Fatalf("account page after the grant: %d", p.status)
 	}
+
+	// An allowance past what the ledger's arithmetic allows is refused on the page, naming the
+	// bound, and the account keeps its allowance.
+	before, _ := ledger.Account(ctx, "acct_a")
+	token = b.csrf("/console/operator/accounts/acct_a")
+	p = b.do(http.MethodPost, "/console/operator/accounts/acct_a/allowance", url.Values{"csrf": {token}, "allowance": {"9223372036854775807"}})
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "The monthly allowance is a whole number of credits from 0 to 1000000000000.") {
+		t.Fatalf("an allowance of 2^63-1: %d %s", p.status, p.body)
+	}
+	if a, _ := ledger.Account(ctx, "acct_a"); a.MonthlyAllowance != before.MonthlyAllowance {
+		t.Fatalf("the refused allowance was written: %d, was %d", a.MonthlyAllowance, before.MonthlyAllowance)
+	}
 }
 
 // BenchmarkConsoleOperatorAccounts: the operator's first account page and a page deep in the
