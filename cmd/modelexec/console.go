@@ -113,7 +113,7 @@ func (c *AccountsSetCmd) Run(e *env) error {
 		ch.Allowance = &v
 	}
 	if _, err := ledger.New(db, utcNow).ChangeAccount(e.ctx, c.ID, ch); err != nil {
-		return fmt.Errorf("account %s: %w", c.ID, err)
+		return accountErr(c.ID, err)
 	}
 	return printAccount(e, db, c.ID, c.JSON)
 }
@@ -136,7 +136,7 @@ func (c *AccountsShowCmd) Run(e *env) error {
 func printAccount(e *env, db *sqlstore.DB, id string, asJSON bool) error {
 	a, err := ledger.New(db, utcNow).Account(e.ctx, id)
 	if err != nil {
-		return fmt.Errorf("account %s: %w", id, err)
+		return accountErr(id, err)
 	}
 	if asJSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": a.ID, "plan": a.Plan, "status": a.Status,
@@ -180,11 +180,8 @@ func (c *PassesGrantCmd) Run(e *env) error {
 		p.ExpiresAt = now.AddDate(0, 0, c.ExpiresDays)
 	}
 	err = ledger.New(db, func() time.Time { return now }).GrantPass(e.ctx, p)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return fmt.Errorf("there is no account %s", c.Account)
-	}
 	if err != nil {
-		return fmt.Errorf("account %s: %w", c.Account, err)
+		return accountErr(c.Account, err)
 	}
 	if c.JSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": p.ID, "account": p.AccountID, "name": p.Name})
@@ -213,11 +210,8 @@ func (c *CreditsGrantCmd) Run(e *env) error {
 	}
 	defer db.Close()
 	bal, err := ledger.New(db, utcNow).Grant(e.ctx, c.Account, ledger.Credits(c.Amount))
-	if errors.Is(err, ledger.ErrNotFound) {
-		return fmt.Errorf("there is no account %s", c.Account)
-	}
 	if err != nil {
-		return fmt.Errorf("account %s: %w", c.Account, err)
+		return accountErr(c.Account, err)
 	}
 	if c.JSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.Account, "balance": bal})
@@ -281,6 +275,9 @@ func (c *KeysMintCmd) Run(e *env) error {
 		p.Ceiling = &r
 	}
 	m, err := svc.Mint(e.ctx, p)
+	if errors.Is(err, auth.ErrNotFound) {
+		return accountErr(c.Account, err)
+	}
 	if err != nil {
 		return consoleErr(err)
 	}
@@ -307,7 +304,7 @@ func consoleErr(err error) error {
 	if e, ok := apierr.As(err); ok {
 		if len(e.Fields) > 0 {
 			b, _ := json.Marshal(e.Fields)
-			return fmt.Errorf("%s: %s %s", e.Code, e.Error(), b)
+			return fmt.Errorf("%s %s", e.Error(), b)
 		}
 	}
 	return err
@@ -386,7 +383,7 @@ func (c *KeysRevokeCmd) Run(e *env) error {
 	defer db.Close()
 	at, err := svc.Revoke(e.ctx, c.ID)
 	if err != nil {
-		return err
+		return keyErr(c.ID, err)
 	}
 	if c.JSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]string{"id": c.ID, "revoked_at": at.Format(time.RFC3339Nano)})
@@ -416,7 +413,7 @@ func (c *KeysSetCeilingCmd) Run(e *env) error {
 	r.BySupport = c.BySupport
 	ceil, err := svc.SetCeiling(e.ctx, c.ID, r)
 	if err != nil {
-		return consoleErr(err)
+		return keyErr(c.ID, consoleErr(err))
 	}
 	if c.JSON {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.ID, "ceiling_mode": ceil.Mode, "ceiling": ceil.Amount, "support_ceiling": ceil.Support})
@@ -437,4 +434,20 @@ func (f StoreFlags) console(e *env) (*sqlstore.DB, *auth.Service, error) {
 		return nil, nil, err
 	}
 	return db, svc, nil
+}
+
+// accountErr names the account a command failed on, and says plainly when there is none.
+func accountErr(id string, err error) error {
+	if errors.Is(err, auth.ErrNotFound) {
+		return fmt.Errorf("there is no account %s", id)
+	}
+	return fmt.Errorf("account %s: %w", id, err)
+}
+
+// keyErr says plainly when a key id names no key.
+func keyErr(id string, err error) error {
+	if errors.Is(err, auth.ErrNotFound) {
+		return fmt.Errorf("there is no key %s", id)
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
 )
@@ -167,7 +168,7 @@ func fuzzChatService(f *testing.F) (http.Handler, string, string) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = a.Close() })
-	if err := db.CreateAccount(ctx, auth.Account{ID: "acct_fuzzchat", Plan: auth.Ultimate, Status: auth.Live, Balance: 1 << 50,
+	if err := db.CreateAccount(ctx, auth.Account{ID: "acct_fuzzchat", Plan: auth.Ultimate, Status: auth.Live, Balance: ledger.MaxGrant,
 		AllowancePeriod: "9999-12", CreatedAt: utcNow().Add(-72 * time.Hour)}); err != nil {
 		f.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func (c *UsersCreateCmd) Run(e *env) error {
 	defer db.Close()
 	if c.Account != "" {
 		if _, err := ledger.New(db, utcNow).Account(e.ctx, c.Account); err != nil {
-			return fmt.Errorf("account %s: %w", c.Account, err)
+			return accountErr(c.Account, err)
 		}
 	}
 	pw, shown := c.Password, false

@@ -65,9 +65,9 @@ func newEngineWith(t testing.TB, db *sqlstore.DB, runner runners.Runner, opts ..
 	}
 	env := func(j jobs.Job, rep runners.Reporter) runners.Env { return runners.Env{Report: rep} }
 	js := jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, now), Catalog: cat, Runners: reg, Env: env, Seats: jobs.NewSeats(8, 8, 8), Now: now, Log: log}, cfg)
-	storetest.NewAccount(t, db, "acct_e", auth.Pro, 1<<40)
+	storetest.NewAccount(t, db, "acct_e", auth.Pro, ledger.MaxGrant)
 	// The key follows the plan's ceiling, the monthly allowance: large enough for a benchmark.
-	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, 1<<40); err != nil {
+	if err := db.SetAccountPlan(ctx, "acct_e", auth.Pro, auth.MaxMonthlyAllowance); err != nil {
 		t.Fatal(err)
 	}
 	as := auth.NewService(db, auth.Format{Prefix: "svc_sk_"}, auth.NewHasher("engine-test-secret"), now, log)
