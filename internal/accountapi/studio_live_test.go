@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -605,4 +606,36 @@ func (c *liveClient) waitForText(want string) {
 			c.t.Fatalf("waiting for %q (have %q): %v", want, c.text(), err)
 		}
 	}
+}
+
+// Issue 26 item 1, found by editing as two collaborators would: clients on two processes type
+// at the same moment, again and again. The process whose write lost the race merged over the
+// other's revision and stored the result, but that revision never reached its own clients: not
+// from the merge (which sent on only the client's update), not from the notice (the process
+// was already past it). One window stopped seeing the other's edits for good. Every load of a
+// newer revision now sends the room what it lacks.
+func TestI26_SimultaneousEditsOnTwoProcessesConverge(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newLiveEnv(t, db)
+		e.fanOut = true
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key, _ := e.mint("acct_a", auth.StudioWrite)
+		const live = "/v1/studio/projects/p1/brief/live"
+		onA, onB := mustHandshake(t, e.a, live, keyHeader(key)), mustHandshake(t, e.b, live, keyHeader(key))
+		onA.sync()
+		onB.sync()
+		for i := range 8 {
+			onA.typeText(fmt.Sprintf("<a%d>", i))
+			onB.typeText(fmt.Sprintf("<b%d>", i))
+		}
+		var stored string
+		for deadline := time.Now().Add(5 * time.Second); strings.Count(stored, "<") != 16; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stored %q, want all 16 edits", stored)
+			}
+			stored, _ = e.storedText("/v1/studio/projects/p1/brief", key)
+		}
+		onA.waitForText(stored)
+		onB.waitForText(stored)
+	})
 }

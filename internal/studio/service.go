@@ -89,8 +89,16 @@ type entry struct {
 	gone  retired    // what the saves up to that generation dropped
 	state []byte
 	doc   *y.Doc // nil: not decoded (or thrown away after a refused write)
-	room  room
+	// had is, while doc is thrown away (forget), the state vector of the copy the room's peers
+	// last had: the next load sends them what the stored document holds beyond it.
+	had  []byte
+	room room
 }
+
+// forget throws the decoded copy away (it may be half changed, or behind another process's
+// write) so that the next load decodes the stored document; had is the state vector of the
+// copy the room's peers last had.
+func (e *entry) forget(had []byte) { e.doc, e.had = nil, had }
 
 // NewService returns a Service over cfg.Store.
 func NewService(cfg Config) *Service {
@@ -197,7 +205,9 @@ func appendUint(b []byte, v uint64) []byte {
 	return append(b, byte(v))
 }
 
-// load brings e's cache to the stored revision. Under e.mu.
+// load brings e's cache to the stored revision, and the room's peers with it (catchUp): a
+// revision another process stored reaches them here, whichever of this process's merges,
+// reads or notices (Heard) loads it first. Under e.mu.
 func (s *Service) load(ctx context.Context, k Key, e *entry) error {
 	if e.doc != nil {
 		rev, err := s.store.Revision(ctx, k)
@@ -230,7 +240,30 @@ func (s *Service) load(ctx context.Context, k Key, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("studio: stored lineage of %s of %s does not decode: %w", k.Doc, k.Project, err)
 	}
-	e.doc, e.rev, e.gen, e.gone, e.state = doc, st.Rev, l.Generation, gone, st.State
+	had, gen := e.had, e.gen
+	if e.doc != nil {
+		had = stateVector(e.doc)
+	}
+	e.doc, e.rev, e.gen, e.gone, e.state, e.had = doc, st.Rev, l.Generation, gone, st.State, nil
+	return e.catchUp(had, gen)
+}
+
+// catchUp sends the room's peers what the copy just loaded holds beyond had, the copy they last
+// had (nil: none was loaded before), as one sync update. A copy of another generation (gen
+// moved: a whole-document save replaced the document) is nothing to add to theirs: Heard and
+// each socket's watcher tell them, and a write from the old copy is refused (*StaleError).
+// Under e.mu.
+func (e *entry) catchUp(had []byte, gen int64) error {
+	if len(e.room.peers) == 0 || had == nil || e.gen != gen {
+		return nil
+	}
+	diff, err := encode(e.doc, had)
+	if err != nil {
+		return err
+	}
+	if n, err := Operations(diff); err == nil && n > 0 {
+		e.room.broadcast(syncUpdateMessage(diff), nil)
+	}
 	return nil
 }
 
@@ -307,18 +340,18 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 			return Ack{}, &ConflictError{Reason: fmt.Sprintf("the %s already has content (revision %d); a seed is accepted only while nothing is stored: load this one", p.Key.Doc, e.rev),
 				Current: e.snapshot(p.Key)}
 		}
-		prev := e.state
+		prev, had := e.state, stateVector(e.doc)
 		if err := apply(e.doc, p.Update); err != nil {
-			e.doc = nil // the decoded copy may be half changed: decode again next time
+			e.forget(had) // the decoded copy may be half changed: decode again next time
 			return Ack{}, err
 		}
 		state, err := encode(e.doc, nil)
 		if err != nil {
-			e.doc = nil
+			e.forget(had)
 			return Ack{}, err
 		}
 		if len(state) > MaxBytes {
-			e.doc = nil
+			e.forget(had)
 			return Ack{}, &TooLargeError{Doc: p.Key.Doc, Bytes: len(state)}
 		}
 		if (bytes.Equal(state, prev) || len(prev) == 0 && bytes.Equal(state, emptyState)) && !(p.Seed && e.rev == 0) {
@@ -326,13 +359,13 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 		}
 		err = s.store.Put(ctx, PutParams{Key: p.Key, Prev: e.rev, State: state, Now: s.now()})
 		if errors.Is(err, ErrRevisionMoved) && attempt < casAttempts {
-			e.doc = nil // another process wrote: merge again over its result
+			e.forget(had) // another process wrote: merge again over its result (load sends it to the room)
 			if attempt == 0 || waitTurn(ctx, attempt) {
 				continue
 			}
 		}
 		if err != nil {
-			e.doc = nil
+			e.forget(had)
 			return Ack{}, err
 		}
 		e.rev, e.state = e.rev+1, state
@@ -384,14 +417,12 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 	gone := e.gone.with(stateVectorOf(e.doc), stateVectorOf(doc))
 	err = s.store.Replace(ctx, ReplaceParams{PutParams: PutParams{Key: p.Key, Prev: p.Rev, State: state, Now: s.now()}, Retired: gone.encode()})
 	if errors.Is(err, ErrRevisionMoved) {
-		e.doc = nil
 		if err := s.load(ctx, p.Key, e); err != nil {
 			return Ack{}, err
 		}
 		return Ack{}, conflict()
 	}
 	if err != nil {
-		e.doc = nil
 		return Ack{}, err
 	}
 	e.doc, e.rev, e.gen, e.gone, e.state = doc, p.Rev+1, e.gen+1, gone, state
@@ -424,23 +455,15 @@ func (s *Service) Heard(ctx context.Context, k Key, rev int64) error {
 	defer s.release(k, e)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.room.peers) == 0 || e.doc == nil || e.rev >= rev {
+	if len(e.room.peers) == 0 || e.doc == nil && e.had == nil || e.rev >= rev {
 		return nil
 	}
-	had, gen := stateVector(e.doc), e.gen
-	if err := s.load(ctx, k, e); err != nil {
+	gen := e.gen
+	if err := s.load(ctx, k, e); err != nil { // which sends the room what it lacks (catchUp)
 		return err
 	}
 	if e.gen != gen {
 		e.room.replaced()
-		return nil
-	}
-	diff, err := encode(e.doc, had)
-	if err != nil {
-		return err
-	}
-	if n, err := Operations(diff); err == nil && n > 0 {
-		e.room.broadcast(syncUpdateMessage(diff), nil)
 	}
 	return nil
 }
