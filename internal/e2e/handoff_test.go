@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,14 +10,14 @@ import (
 
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/server"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // TestI10_APIOnlyHandOff: a process without the worker role (server.New with roles
 // api,queue,sync) never runs a job. A submit to a model that refuses a queue is charged and
 // handed off IN_QUEUE under no lease; while as many hand-offs of that model wait as one worker
 // runs at once (its concurrency, 4), the next is service_busy, charged nothing; a hand-off no
-// worker starts within HandOffWait fails request_timeout, refunded in full, one event each.
+// worker starts within HandOffWait fails request_timeout, refunded in full, one event each, even
+// while no worker runs at all (the API-only process expires its hand-offs itself).
 // Proves issue 10 item 4 (how service_busy is judged in an API-only process).
 func TestI10_APIOnlyHandOff(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
@@ -28,8 +29,13 @@ func TestI10_APIOnlyHandOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := h.newServer(server.Config{Roles: roles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil, nil, nil)
+		srv := h.newServer(server.Config{Roles: roles, PublicURLQueue: api.URL, PublicURLSync: api.URL}, nil,
+			func(c *jobs.Config) { c.SweepEvery = 5 * time.Millisecond }, nil)
 		queueH = srv.Handler(server.RoleQueue)
+		ctx, stop := context.WithCancel(t.Context())
+		ran := make(chan struct{})
+		go func() { defer close(ran); _ = srv.RunWorkers(ctx) }()
+		defer func() { stop(); <-ran }()
 		before := h.balance()
 		var ids []string
 		var quoted int64
@@ -56,12 +62,16 @@ func TestI10_APIOnlyHandOff(t *testing.T) {
 			t.Fatalf("service_busy charged: balance %d, want %d", got, before-quoted)
 		}
 
-		// No worker came: past HandOffWait a worker's sweep fails them, refunded.
+		// No worker came, and none runs at all: past HandOffWait the API-only process fails
+		// them itself, refunded (it used to leave them charged until a worker came back).
 		h.clock.Advance(jobs.DefaultConfig().HandOffWait + time.Second)
-		worker := h.newJobs(sqlstore.Jobs{DB: h.db}, jobs.DefaultConfig())
-		worker.Sweep(t.Context())
 		for _, id := range ids {
-			if j := h.job(id); j.Outcome != jobs.Failed || j.ErrorCode != "request_timeout" || j.Charged != 0 {
+			deadline := time.Now().Add(5 * time.Second)
+			j := h.job(id)
+			for ; j.Outcome != jobs.Failed && time.Now().Before(deadline); j = h.job(id) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if j.Outcome != jobs.Failed || j.ErrorCode != "request_timeout" || j.Charged != 0 {
 				t.Fatalf("hand-off past its wait: %+v", j)
 			}
 		}

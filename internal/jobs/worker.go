@@ -23,9 +23,18 @@ func (s *Service) Run(ctx context.Context) error {
 	defer func() { <-parts; <-parts; <-parts }()
 	if !s.cfg.Runs {
 		// Not a worker: the jobs this process hands off are run, renewed and swept by the
-		// processes that run jobs.
-		<-ctx.Done()
-		return nil
+		// processes that run jobs. It still fails the hand-offs no worker started in time, so
+		// their credits come back while no worker is up.
+		sweep := time.NewTicker(s.cfg.SweepEvery)
+		defer sweep.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-sweep.C:
+				s.expireOverdue(ctx)
+			}
+		}
 	}
 	s.mu.Lock()
 	s.base = context.WithoutCancel(ctx)
@@ -160,16 +169,8 @@ func (s *Service) heartbeat(ctx context.Context) {
 
 // Sweep runs one pass of the background work.
 func (s *Service) Sweep(ctx context.Context) {
-	now := s.now()
-	if overdue, err := s.store.Overdue(ctx, now, 100); err == nil {
-		for _, j := range overdue {
-			st := settlement{outcome: Failed, code: string(apierr.RequestTimeout), message: "waited longer than the request timeout for a seat"}
-			if err := s.settle(ctx, j.RequestID, st); err != nil {
-				s.log.Warn("expire queued job", "request_id", j.RequestID, "err", err)
-			}
-		}
-	}
-	if stale, err := s.store.Stale(ctx, now, 50); err == nil {
+	s.expireOverdue(ctx)
+	if stale, err := s.store.Stale(ctx, s.now(), 50); err == nil {
 		for _, j := range stale {
 			s.takeOver(ctx, j)
 		}
@@ -352,4 +353,19 @@ func turnRefusal(e *apierr.Error) string {
 		return "the key's monthly credit ceiling no longer covers the quote at the job's turn"
 	}
 	return e.Message
+}
+
+// expireOverdue fails, refunded, the queued jobs (hand-offs included) whose start-by passed
+// before any process started them: request_timeout.
+func (s *Service) expireOverdue(ctx context.Context) {
+	overdue, err := s.store.Overdue(ctx, s.now(), 100)
+	if err != nil {
+		return
+	}
+	for _, j := range overdue {
+		st := settlement{outcome: Failed, code: string(apierr.RequestTimeout), message: "waited longer than the request timeout for a seat", whileQueued: true}
+		if err := s.settle(ctx, j.RequestID, st); err != nil {
+			s.log.Warn("expire queued job", "request_id", j.RequestID, "err", err)
+		}
+	}
 }
