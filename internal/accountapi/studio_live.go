@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -32,9 +33,14 @@ const (
 	closeStale websocket.StatusCode = 4002
 )
 
-// liveQueue is how many messages wait for one slow peer before it is dropped; a dropped
-// y-websocket provider reconnects and syncs what it missed.
-const liveQueue = 256
+// liveQueue is how many messages, and liveQueueBytes how many bytes, wait for one slow peer
+// before it is dropped; a dropped y-websocket provider reconnects and syncs what it missed.
+// The bytes bound what a peer that does not read can make the server hold for it: a sync
+// answer of a whole document and the room's awareness states fit, many times over.
+const (
+	liveQueue      = 256
+	liveQueueBytes = 4*studio.MaxBytes + studio.MaxRoomAwareness
+)
 
 // studioLive serves the y-websocket sync and awareness protocol. A browser connects with a
 // ticket (?ticket=, minted by POST …/tickets) from an origin on the operator's allow-list; a
@@ -163,11 +169,12 @@ func websocketUpgrade(r *http.Request) bool {
 
 // livePeer is one connection as the room sees it: a bounded queue drained by one writer.
 type livePeer struct {
-	out  chan []byte
-	once sync.Once
-	stop chan struct{}
-	code websocket.StatusCode
-	why  string
+	out    chan []byte
+	queued atomic.Int64 // bytes in out
+	once   sync.Once
+	stop   chan struct{}
+	code   websocket.StatusCode
+	why    string
 }
 
 func (lp *livePeer) end(code websocket.StatusCode, why string) {
@@ -175,9 +182,15 @@ func (lp *livePeer) end(code websocket.StatusCode, why string) {
 }
 
 func (lp *livePeer) Send(msg []byte) {
+	if lp.queued.Add(int64(len(msg))) > liveQueueBytes {
+		lp.queued.Add(-int64(len(msg)))
+		lp.end(websocket.StatusPolicyViolation, "too slow to keep up; reconnect to sync")
+		return
+	}
 	select {
 	case lp.out <- msg:
 	default:
+		lp.queued.Add(-int64(len(msg)))
 		lp.end(websocket.StatusPolicyViolation, "too slow to keep up; reconnect to sync")
 	}
 }
@@ -252,6 +265,7 @@ func writeLive(ctx context.Context, conn *websocket.Conn, peer *livePeer) {
 	for {
 		select {
 		case msg := <-peer.out:
+			peer.queued.Add(-int64(len(msg)))
 			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 			err := conn.Write(wctx, websocket.MessageBinary, msg)
 			wcancel()
@@ -350,12 +364,15 @@ var errEditBudget = errors.New("studio live: edit budget spent")
 func liveClose(err error) (websocket.StatusCode, string) {
 	var me *studio.MalformedError
 	var tl *studio.TooLargeError
+	var ae *studio.AwarenessError
 	var se *studio.StaleError
 	switch {
 	case errors.As(err, &me):
 		return websocket.StatusInvalidFramePayloadData, me.Error() + "; nothing was changed"
 	case errors.As(err, &tl):
 		return websocket.StatusMessageTooBig, tl.Error()
+	case errors.As(err, &ae):
+		return websocket.StatusMessageTooBig, ae.Error()
 	case errors.As(err, &se):
 		return closeStale, fmt.Sprintf("replaced by a save: generation %d; load it into a new Y.Doc and reconnect", se.Current)
 	case errors.Is(err, errEditBudget):

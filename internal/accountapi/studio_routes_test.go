@@ -500,3 +500,81 @@ func newStudioWriter(t *testing.T, db *sqlstore.DB) (*studioEnv, string) {
 	storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
 	return e, e.mint("acct_a", auth.StudioWrite)
 }
+
+// awarenessUpdate encodes one awareness update message of the given clients' states.
+func awarenessUpdate(states map[uint64]string) []byte {
+	u := appendVar(nil, uint64(len(states)))
+	for id, st := range states {
+		u = appendVar(appendVar(u, id), 1)
+		u = varBytes(u, []byte(st))
+	}
+	return varBytes([]byte{1}, u)
+}
+
+func appendVar(b []byte, n uint64) []byte {
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(b, byte(n))
+}
+
+// A live peer could make the server hold far more than it sent: one 2 MB awareness state,
+// then 256 one-byte queries from a peer that never read, each answered with the room's whole
+// awareness, took the server from 71 to 651 MB. A state is now at most 16 KiB, a connection
+// announces at most 16 clients, and a query is answered once per change of the states.
+func TestStudioAwarenessBounded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e, key := newStudioWriter(t, db)
+		const live = "/v1/studio/projects/aw/brief/live"
+
+		big := dialLive(t, e.srv.URL, live, key)
+		big.next()
+		big.send(awarenessUpdate(map[uint64]string{1: `"` + strings.Repeat("x", studio.MaxAwarenessState) + `"`}))
+		if code, why := big.closed(); code != websocket.StatusMessageTooBig || !strings.Contains(why, "awareness state is at most 16384 bytes") {
+			t.Fatalf("a 16 KiB awareness state: close %d %q", code, why)
+		}
+
+		many := dialLive(t, e.srv.URL, live, key)
+		many.next()
+		states := map[uint64]string{}
+		for id := range studio.MaxAwarenessClients + 1 {
+			states[uint64(id+1)] = `{"user":"x"}`
+		}
+		many.send(awarenessUpdate(states))
+		if code, why := many.closed(); code != websocket.StatusMessageTooBig || !strings.Contains(why, "at most 16 awareness clients") {
+			t.Fatalf("17 awareness clients: close %d %q", code, why)
+		}
+
+		a, b := dialLive(t, e.srv.URL, live, key), dialLive(t, e.srv.URL, live, key)
+		a.next()
+		b.next()
+		a.send(awarenessUpdate(map[uint64]string{7: `{"user":"a"}`}))
+		for _, c := range []*liveClient{a, b} {
+			if typ, _, err := c.next(); err != nil || typ != 1 {
+				t.Fatalf("the awareness update: %d %v", typ, err)
+			}
+		}
+		// Three queries from b: one answer, as no state changed between them; a's next update
+		// (relayed) and a query after it get one answer each.
+		for range 3 {
+			b.send([]byte{3})
+		}
+		if typ, _, err := b.next(); err != nil || typ != 1 {
+			t.Fatalf("the first query: %d %v, want the states", typ, err)
+		}
+		a.send(awarenessUpdate(map[uint64]string{7: `{"user":"a","cursor":1}`}))
+		if typ, _, err := b.next(); err != nil || typ != 1 {
+			t.Fatalf("a's update: %d %v, want it relayed", typ, err)
+		}
+		b.send([]byte{3})
+		if typ, _, err := b.next(); err != nil || typ != 1 {
+			t.Fatalf("a query after a change: %d %v, want the states", typ, err)
+		}
+		b.send([]byte{3})
+		a.typeText("typed")
+		if typ, step, err := b.next(); err != nil || typ != 0 || step != 2 {
+			t.Fatalf("after a repeated query b heard %d/%d %v first, want a's edit (no second answer)", typ, step, err)
+		}
+	})
+}

@@ -36,7 +36,24 @@ type Peer interface {
 type room struct {
 	peers   map[Peer]*peerState
 	clients map[uint64]awarenessState // awareness client id → last state
+	// aware counts the changes to clients: a query for the awareness states is answered only
+	// when they changed since the peer's last answer.
+	aware uint64
 }
+
+// Awareness states are what a cursor and a name need: a state is at most MaxAwarenessState
+// bytes of JSON, a peer announces at most MaxAwarenessClients clients, and a room holds at most
+// MaxRoomAwareness bytes of states, so no message a peer can send makes another's copy large.
+const (
+	MaxAwarenessState   = 16 << 10
+	MaxAwarenessClients = 16
+	MaxRoomAwareness    = 1 << 20
+)
+
+// AwarenessError refuses an awareness update over those bounds; the connection ends.
+type AwarenessError struct{ Reason string }
+
+func (e *AwarenessError) Error() string { return e.Reason }
 
 type peerState struct {
 	clients map[uint64]bool // awareness client ids this peer announced
@@ -55,12 +72,22 @@ func (r *room) broadcast(msg []byte, except Peer) {
 	}
 }
 
+// awarenessBytes is the size of the room's awareness states.
+func (r *room) awarenessBytes() int {
+	n := 0
+	for _, st := range r.clients {
+		n += len(st.state)
+	}
+	return n
+}
+
 func (r *room) replaced() {
 	for p := range r.peers {
 		p.Replaced()
 	}
 	clear(r.peers)
 	clear(r.clients)
+	r.aware++
 }
 
 func appendBytes(b, payload []byte) []byte {
@@ -98,6 +125,8 @@ type Session struct {
 	admit func(ctx context.Context, e Edit) error
 	// replied: the peer's first sync reply (step 2) was taken.
 	replied bool
+	// answered is the room's aware count, plus one, when the peer was last sent the states.
+	answered uint64
 	// gen is the generation of the document the peer's copy belongs to, once known (genKnown):
 	// declared when it joined, or the stored one when its first sync shows it holds nothing.
 	gen      int64
@@ -132,11 +161,13 @@ func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 	}
 	e.room.peers[p.Peer] = &peerState{clients: map[uint64]bool{}}
 	p.Peer.Send(syncMessage(syncStep1, stateVector(e.doc)))
+	ss := &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit,
+		gen: p.Generation, genKnown: p.HasGeneration}
 	if len(e.room.clients) > 0 {
+		ss.answered = e.room.aware + 1
 		p.Peer.Send(awarenessMessage(e.room.clients))
 	}
-	return &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit,
-		gen: p.Generation, genKnown: p.HasGeneration}, nil
+	return ss, nil
 }
 
 // Close takes the peer out of the room and tells the others its awareness clients left.
@@ -153,6 +184,7 @@ func (ss *Session) Close() {
 			}
 		}
 		if len(gone) > 0 {
+			e.room.aware++
 			e.room.broadcast(awarenessMessage(gone), nil)
 		}
 	}
@@ -196,9 +228,12 @@ func (ss *Session) Receive(ctx context.Context, msg []byte) error {
 		}
 		return ss.awareness(u)
 	case t == msgQueryAwareness:
+		// Answered once per change of the states: asking again for states the peer was sent
+		// costs a byte and would cost the room's whole awareness each time.
 		ss.e.mu.Lock()
 		defer ss.e.mu.Unlock()
-		if len(ss.e.room.clients) > 0 {
+		if len(ss.e.room.clients) > 0 && ss.answered != ss.e.room.aware+1 {
+			ss.answered = ss.e.room.aware + 1
 			ss.peer.Send(awarenessMessage(ss.e.room.clients))
 		}
 		return nil
@@ -312,6 +347,9 @@ func (ss *Session) awareness(u []byte) error {
 	for n := r.count("awareness size"); n > 0 && r.err == nil; n-- {
 		id, clock := r.uint("awareness client"), r.uint("awareness clock")
 		st := r.string("awareness state")
+		if r.err == nil && len(st) > MaxAwarenessState {
+			return &AwarenessError{Reason: fmt.Sprintf("an awareness state is at most %d bytes, not %d", MaxAwarenessState, len(st))}
+		}
 		if r.err == nil && !json.Valid([]byte(st)) {
 			r.fail("awareness state is not JSON")
 		}
@@ -338,6 +376,13 @@ func (ss *Session) awareness(u []byte) error {
 		}
 		e.room.clients[c.id] = c.state
 		ps.clients[c.id] = true
+	}
+	e.room.aware++
+	if len(ps.clients) > MaxAwarenessClients {
+		return &AwarenessError{Reason: fmt.Sprintf("a connection announces at most %d awareness clients", MaxAwarenessClients)}
+	}
+	if n := e.room.awarenessBytes(); n > MaxRoomAwareness {
+		return &AwarenessError{Reason: fmt.Sprintf("the awareness states of this document would be %d bytes, over %d", n, MaxRoomAwareness)}
 	}
 	// Sent back to the sender too, as y-websocket's own server does: a lone client's
 	// provider counts that echo as traffic and keeps its connection.
