@@ -21,10 +21,18 @@ type Limits struct {
 	// BodyMinRate, in bytes per second, adds time for a long declared body (an upload through
 	// a signed link): Content-Length / BodyMinRate seconds on top of BodyTimeout.
 	BodyMinRate int64
+	// WriteStall is the longest one write of an answer may wait for the client to take it (a
+	// client that stops reading is cut off then): every write and flush moves the connection's
+	// write deadline to now plus WriteStall, so a stream or a held answer lasts as long as its
+	// client keeps reading.
+	WriteStall time.Duration
 }
 
-// DefaultLimits is what Wrap applies: 30 s for any body, plus a second per 64 KiB declared.
-func DefaultLimits() Limits { return Limits{BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10} }
+// DefaultLimits is what Wrap applies: 30 s for any body, plus a second per 64 KiB declared, and
+// 30 s for a write to make progress.
+func DefaultLimits() Limits {
+	return Limits{BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10, WriteStall: 30 * time.Second}
+}
 
 // bodyDeadline is the time a body of declared length n (-1: unknown) is given.
 func (l Limits) bodyDeadline(n int64) time.Duration {
@@ -86,4 +94,26 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// writeDeadliner is the connection's write deadline as the server's ResponseWriter offers it
+// (what http.ResponseController reaches).
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// stallGuard starts the write deadlines of one request (statusWriter.progress moves them): a
+// deadline an earlier request on the connection left is replaced, and an upgrade (a
+// WebSocket, which keeps its own timeouts) is handed a connection with none.
+func stallGuard(w http.ResponseWriter, r *http.Request, lim Limits) (writeDeadliner, time.Duration) {
+	d, ok := w.(writeDeadliner)
+	if !ok || lim.WriteStall <= 0 {
+		return nil, 0
+	}
+	if r.Header.Get("Upgrade") != "" {
+		_ = d.SetWriteDeadline(time.Time{})
+		return nil, 0
+	}
+	if d.SetWriteDeadline(time.Now().Add(lim.WriteStall)) != nil {
+		return nil, 0
+	}
+	return d, lim.WriteStall
 }

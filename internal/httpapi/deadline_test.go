@@ -123,3 +123,69 @@ func TestLIM01_LimitBodiesCutsASlowBody(t *testing.T) {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 }
+
+// A client that stops reading used to hold its socket and the handler's goroutine for good (a
+// pipelined request for a large document, a stream): nothing bounded a write. Each write now
+// has Limits.WriteStall to be taken; past it the write fails and the connection closes. A
+// client that reads, however slowly, is served to the end, and a request on a kept-alive
+// connection is not cut off by the deadline an earlier one left.
+func TestWriteStallCutsOffAClientThatStopsReading(t *testing.T) {
+	lim := httpapi.Limits{WriteStall: 300 * time.Millisecond}
+	failed := make(chan error, 1)
+	big := strings.Repeat("x", 64<<10)
+	srv := httptest.NewServer(httpapi.WrapLimits(httpapi.AccountSurface, slog.New(slog.DiscardHandler), lim,
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/small" {
+				_, _ = io.WriteString(w, "ok")
+				return
+			}
+			for range 1024 { // 64 MiB, far more than the socket buffers hold
+				if _, err := io.WriteString(w, big); err != nil {
+					failed <- err
+					return
+				}
+			}
+			failed <- nil
+		})))
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(conn, "GET /big HTTP/1.1\r\nHost: test\r\n\r\n")
+	select { // never read: the writes stall
+	case err := <-failed:
+		if err == nil {
+			t.Fatal("64 MiB written to a client that read nothing")
+		}
+	case <-time.After(10 * time.Second): // the bound under test is 300 ms; this only keeps a broken build from hanging
+		t.Fatal("the handler still writes to a client that stopped reading")
+	}
+
+	// A kept-alive connection: the second request comes after the first's write deadline passed.
+	conn2, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	_ = conn2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn2)
+	for i := range 2 {
+		fmt.Fprintf(conn2, "GET /small HTTP/1.1\r\nHost: test\r\n\r\n")
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("request %d: %d %s", i, res.StatusCode, b)
+		}
+		if i == 0 {
+			time.Sleep(2 * lim.WriteStall) // outlast the first answer's write deadline on purpose
+		}
+	}
+}

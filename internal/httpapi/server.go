@@ -34,8 +34,10 @@ func WrapLimits(s Surface, log *slog.Logger, lim Limits, h http.Handler) http.Ha
 		r = r.WithContext(ctx)
 		w.Header().Set("X-Request-Id", id)
 		sw := &statusWriter{ResponseWriter: w}
+		sw.deadline, sw.stall = stallGuard(w, r, lim)
 		r = limitBody(w, r, lim, &sw.bodyTimedOut)
 		defer func() {
+			sw.progress() // what the server still writes after the handler (headers, the buffer) gets its time
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
@@ -76,9 +78,20 @@ type statusWriter struct {
 	// bodyTimedOut is set when the body's deadline passed: the answer closes the connection,
 	// whose unread bytes can no longer be told apart from the next request.
 	bodyTimedOut atomic.Bool
+	// deadline, when set, is moved to now plus stall before each write (Limits.WriteStall).
+	deadline writeDeadliner
+	stall    time.Duration
+}
+
+// progress gives the next write WriteStall to be taken by the client.
+func (w *statusWriter) progress() {
+	if w.deadline != nil {
+		_ = w.deadline.SetWriteDeadline(time.Now().Add(w.stall))
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	w.progress()
 	if !w.wrote {
 		w.status, w.wrote = code, true
 		noCORS(w.Header())
@@ -94,6 +107,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 		w.status, w.wrote = http.StatusOK, true
 		noCORS(w.Header())
 	}
+	w.progress()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -114,6 +128,7 @@ func (w *statusWriter) Flush() {
 		noCORS(w.Header())
 	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		w.progress()
 		f.Flush()
 	}
 }

@@ -29,8 +29,7 @@ func (h *Queue) stream() http.Handler {
 		if limit == 0 {
 			limit = 5 * time.Minute
 		}
-		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(time.Now().Add(limit + 10*time.Second))
+		rc := http.NewResponseController(w) // a client that stops reading is cut off by Wrap's write stall
 		changes, stop := h.Jobs.Changes(j.RequestID)
 		defer stop()
 		w.Header().Set("Content-Type", "text/event-stream")
