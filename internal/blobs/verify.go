@@ -3,6 +3,7 @@ package blobs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -24,16 +25,37 @@ const MaxVerifyPixels = 40 << 20
 type imageCodec struct {
 	config func(io.Reader) (image.Config, error)
 	decode func(io.Reader) (image.Image, error)
-	// exact: the decoder reads nothing past the image's end, so bytes after it (a file
-	// appended to an image) are seen and refused. The JPEG decoder reads ahead, and JPEG
-	// files from some cameras carry data after their end.
-	exact bool
+	// end judges the bytes the decoder left unread (a file appended to an image), given the
+	// file's first bytes and its length; nil takes them.
+	end func(head []byte, size, unread int) error
 }
 
 var imageCodecs = map[string]imageCodec{
-	"image/png":  {png.DecodeConfig, png.Decode, true},
-	"image/jpeg": {jpeg.DecodeConfig, jpeg.Decode, false},
-	"image/webp": {webp.DecodeConfig, webp.Decode, true},
+	"image/png": {png.DecodeConfig, png.Decode, nothingAfter},
+	// The JPEG decoder reads ahead, and JPEG files from some cameras carry data after their end.
+	"image/jpeg": {jpeg.DecodeConfig, jpeg.Decode, nil},
+	"image/webp": {webp.DecodeConfig, webp.Decode, riffEnds},
+}
+
+// nothingAfter refuses any byte after the image: the PNG decoder reads to the IEND chunk.
+func nothingAfter(_ []byte, _, unread int) error {
+	if unread > 0 {
+		return fmt.Errorf("%d bytes after the end of the image", unread)
+	}
+	return nil
+}
+
+// riffEnds refuses a WebP file that does not end where its RIFF header says. The decoder stops
+// after the image's chunk, and a WebP file may go on with metadata chunks (EXIF, XMP) and the
+// pad byte of an odd-length chunk, all inside the RIFF size.
+func riffEnds(head []byte, size, _ int) error {
+	if len(head) < 8 {
+		return fmt.Errorf("no RIFF header")
+	}
+	if riff := int64(binary.LittleEndian.Uint32(head[4:8])) + 8; riff != int64(size) {
+		return fmt.Errorf("the RIFF container says %d bytes, the file has %d", riff, size)
+	}
+	return nil
 }
 
 // Verifier decodes uploaded images in full while they stream to the store, so that a file
@@ -100,8 +122,10 @@ func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) er
 	if _, err := codec.decode(io.MultiReader(bytes.NewReader(head.buf), after)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
 	}
-	if n := after.Len(); n > 0 && codec.exact {
-		return fmt.Errorf("%w: %d bytes after the end of the image", ErrBytesNotDeclaredType, n)
+	if codec.end != nil {
+		if err := codec.end(head.buf, len(head.buf)+len(rest), after.Len()); err != nil {
+			return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)
+		}
 	}
 	return nil
 }

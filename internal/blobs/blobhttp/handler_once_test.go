@@ -3,6 +3,7 @@ package blobhttp_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"strings"
 	"sync"
 	"testing"
@@ -95,6 +96,46 @@ func TestUploadBytesMustMatchType(t *testing.T) {
 		}
 		if r, b := do(t, "PUT", slot.UploadURL, tc.ct, bytes.NewReader(tc.good)); r.StatusCode != 200 {
 			t.Errorf("%s with its own bytes after a refusal: %d %s", tc.ct, r.StatusCode, b)
+		}
+	}
+}
+
+// withChunk appends a RIFF chunk (an odd length, so with its pad byte) to a WebP file and
+// raises the container's size to match, as a camera or an editor writing EXIF does.
+func withChunk(file []byte, fourCC string, data []byte) []byte {
+	out := append([]byte(nil), file...)
+	out = append(out, fourCC...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
+	out = append(out, data...)
+	if len(data)%2 == 1 {
+		out = append(out, 0)
+	}
+	binary.LittleEndian.PutUint32(out[4:8], uint32(len(out)-8))
+	return out
+}
+
+// A valid WebP carrying metadata after its image (an EXIF chunk, padded to an even length)
+// was refused as "not a readable image/webp file": the check wanted the decoder to read
+// every byte, and it stops after the image. The file must now end where its RIFF container
+// says, so what lies inside is taken and what follows it is not.
+func TestUploadWebPWithMetadataIsTaken(t *testing.T) {
+	_, up, _, _ := setup(t)
+	exif := withChunk(imageFile(t, "image/webp", 7), "EXIF", []byte("Exif\x00"))
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		status int
+	}{
+		{"an EXIF chunk inside the container", exif, 200},
+		{"bytes after the container's end", append(append([]byte(nil), exif...), "<html>"...), 400},
+		{"a container that says it is longer than the file", exif[:len(exif)-2], 400},
+	} {
+		slot, err := up.Create(context.Background(), "acc_1", blobs.UploadRequest{ContentType: "image/webp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, b := do(t, "PUT", slot.UploadURL, "image/webp", bytes.NewReader(tc.body)); r.StatusCode != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.StatusCode, b, tc.status)
 		}
 	}
 }
