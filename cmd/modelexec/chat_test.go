@@ -463,11 +463,33 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 	for _, c := range []struct{ body, code, param string }{
 		{chatBody("qwen", "hi", `,"max_tokens":0`), "invalid_body", "max_tokens"},
 		{chatBody("qwen", "hi", `,"max_completion_tokens":-1`), "invalid_body", "max_completion_tokens"},
+		// Numbers of the right kind past what the field holds say so (they were "must be a whole
+		// number, not number 1e20").
+		{chatBody("qwen", "hi", `,"max_tokens":999999e99999`), "invalid_body", "max_tokens"},
+		{chatBody("qwen", "hi", `,"seed":99999999999999999999`), "invalid_body", "seed"},
+		{chatBody("qwen", "hi", `,"temperature":99999e999`), "invalid_body", "temperature"},
 		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "prompt_too_long", "messages"},
 	} {
 		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)
-		if e, _ := r.body["error"].(map[string]any); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param {
+		if e, _ := r.body["error"].(map[string]any); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param ||
+			strings.Contains(c.body, "99999") && !strings.Contains(r.raw, "is out of range") {
 			t.Fatalf("%s: %d %.300s, want 400 %s naming %s", c.code, r.status, r.raw, c.code, c.param)
+		}
+	}
+	// The Responses protocol's refusals name its own fields, in param and in the message: the
+	// checks it shares with Chat Completions named max_tokens and reasoning_effort, fields its
+	// caller never sent.
+	for _, c := range []struct{ body, code, param string }{
+		{`{"model":"kimi","input":"hi","max_output_tokens":0}`, "invalid_body", "max_output_tokens"},
+		{`{"model":"kimi","input":"hi","max_output_tokens":99999999}`, "output_limit_reached", "max_output_tokens"},
+		{`{"model":"kimi","input":"hi","reasoning":{"effort":"ultra"}}`, "unknown_effort", "reasoning.effort"},
+		{`{"model":"qwen","input":"` + strings.Repeat("long ", 30000) + `"}`, "prompt_too_long", "input"},
+	} {
+		r := w.do("POST", "/compat/v1/responses", key(), c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if msg, _ := e["message"].(string); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param ||
+			strings.Contains(msg, "max_tokens") || strings.Contains(msg, "reasoning_effort") {
+			t.Fatalf("responses %s: %d %.300s, want 400 %s naming %s", c.code, r.status, r.raw, c.code, c.param)
 		}
 	}
 	// ERR-22: the model's own refusal is 400, refunded.

@@ -3,7 +3,9 @@ package compatapi
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
@@ -80,34 +82,68 @@ func (req responsesRequest) input() (catalog.ChatInput, error) {
 }
 
 // responses answers the Responses protocol over a chat call, whole or streamed as its events.
+// A refusal names the fields as this protocol spells them (asResponses).
 func (h *Handler) responses() handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-		var req responsesRequest
-		if err := decode(r, &req); err != nil {
-			return err
-		}
-		in, err := req.input()
-		if err != nil {
-			return err
-		}
-		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
-			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
-		if err != nil {
-			return err
-		}
-		defer call.Close()
-		setCallHeaders(w, call) // a failure answered below names its job too
-		if req.Stream {
-			h.streamResponse(w, r, call, req)
-			return nil
-		}
-		out, err := call.Result(r.Context())
-		if err != nil {
-			return err
-		}
-		httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out, false))
+		return asResponses(h.respond(w, r, p))
+	}
+}
+
+// responsesNames spells the Chat Completions fields that the checks shared with that protocol
+// name as the Responses protocol does.
+var responsesNames = strings.NewReplacer("max_completion_tokens", "max_output_tokens", "max_tokens", "max_output_tokens",
+	"reasoning_effort", "reasoning.effort")
+
+// asResponses renames, in a refusal's message and param, the fields the caller of the Responses
+// protocol did not send (max_tokens for max_output_tokens, reasoning_effort for
+// reasoning.effort, messages for input).
+func asResponses(err error) error {
+	e, ok := apierr.As(err)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Message = responsesNames.Replace(e.Text())
+	c.Fields = maps.Clone(e.Fields)
+	param, ok := c.Fields["param"].(string)
+	if !ok {
+		param = paramOf(e.Code)
+	}
+	if param == "messages" {
+		param = "input"
+	}
+	if param != "" {
+		c.With("param", responsesNames.Replace(param))
+	}
+	return &c
+}
+
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var req responsesRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	in, err := req.input()
+	if err != nil {
+		return err
+	}
+	call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
+		IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
+	if err != nil {
+		return err
+	}
+	defer call.Close()
+	setCallHeaders(w, call) // a failure answered below names its job too
+	if req.Stream {
+		h.streamResponse(w, r, call, req)
 		return nil
 	}
+	out, err := call.Result(r.Context())
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out, false))
+	return nil
 }
 
 // responseObject is the protocol's response object of a call: in progress while out is nil,

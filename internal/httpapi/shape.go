@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"math/big"
 	"reflect"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 )
@@ -17,8 +19,25 @@ func ShapeError(err error) error {
 	if !errors.As(err, &te) || te.Field == "" {
 		return apierr.Newf(apierr.InvalidBody, "The body does not match the request shape.")
 	}
+	if n, ok := strings.CutPrefix(te.Value, "number "); ok && outOfRange(te.Type, n) {
+		return apierr.Newf(apierr.InvalidBody, "%s is out of range: %s.", apierr.Excerpt(te.Field), apierr.Excerpt(n)).
+			With("param", te.Field)
+	}
 	return apierr.Newf(apierr.InvalidBody, "%s must be %s, not %s.", apierr.Excerpt(te.Field), jsonKind(te.Type), jsonValueKind(te.Value)).
 		With("param", te.Field)
+}
+
+// outOfRange reports whether the number n the decoder refused for t is of the right kind and
+// only too large for it: a whole number for an integer, any number for a float.
+func outOfRange(t reflect.Type, n string) bool {
+	f, ok := new(big.Float).SetString(n)
+	switch jsonKind(t) {
+	case "a whole number":
+		return ok && f.IsInt()
+	case "a number":
+		return ok
+	}
+	return false
 }
 
 // jsonKind names the JSON value a Go type is decoded from.
