@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -96,24 +97,32 @@ func isTimeout(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
-// writeDeadliner is the connection's write deadline as the server's ResponseWriter offers it
-// (what http.ResponseController reaches).
-type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+// stallGuard starts the write deadline of one request (statusWriter.progress moves it) through
+// the ResponseController, which reaches the connection through every wrapper that unwraps. A
+// WebSocket upgrade is left alone: the hijacked connection keeps its own timeouts.
+func stallGuard(w http.ResponseWriter, r *http.Request, lim Limits) (*http.ResponseController, time.Duration) {
+	if lim.WriteStall <= 0 || isWebSocketUpgrade(r) {
+		return nil, 0
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetWriteDeadline(time.Now().Add(lim.WriteStall)) != nil {
+		return nil, 0 // not a connection that takes deadlines (an in-process test recorder)
+	}
+	return rc, lim.WriteStall
+}
 
-// stallGuard starts the write deadlines of one request (statusWriter.progress moves them): a
-// deadline an earlier request on the connection left is replaced, and an upgrade (a
-// WebSocket, which keeps its own timeouts) is handed a connection with none.
-func stallGuard(w http.ResponseWriter, r *http.Request, lim Limits) (writeDeadliner, time.Duration) {
-	d, ok := w.(writeDeadliner)
-	if !ok || lim.WriteStall <= 0 {
-		return nil, 0
+// isWebSocketUpgrade reports whether r asks to become a WebSocket (Connection: upgrade and
+// Upgrade: websocket); another Upgrade header is only a header.
+func isWebSocketUpgrade(r *http.Request) bool {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return false
 	}
-	if r.Header.Get("Upgrade") != "" {
-		_ = d.SetWriteDeadline(time.Time{})
-		return nil, 0
+	for _, v := range r.Header.Values("Connection") {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), "upgrade") {
+				return true
+			}
+		}
 	}
-	if d.SetWriteDeadline(time.Now().Add(lim.WriteStall)) != nil {
-		return nil, 0
-	}
-	return d, lim.WriteStall
+	return false
 }

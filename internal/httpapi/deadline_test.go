@@ -189,3 +189,94 @@ func TestWriteStallCutsOffAClientThatStopsReading(t *testing.T) {
 		}
 	}
 }
+
+// unwrapping is a middleware's writer (the metrics' status recorder): it offers Unwrap only.
+type unwrapping struct{ http.ResponseWriter }
+
+func (u unwrapping) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// The stall bound holds behind a middleware whose writer only unwraps (the metrics listener's,
+// on in production), and whatever Upgrade header a plain request carries; an answer written
+// in one large write reaches a client that reads it steadily, however long that takes.
+func TestWriteStallHoldsBehindWrappersAndSparesSteadyReaders(t *testing.T) {
+	lim := httpapi.Limits{WriteStall: 300 * time.Millisecond}
+	failed := make(chan error, 4)
+	big := strings.Repeat("x", 64<<10)
+	whole := strings.Repeat("y", 2<<20)
+	inner := httpapi.WrapLimits(httpapi.AccountSurface, slog.New(slog.DiscardHandler), lim,
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/whole" {
+				_, err := io.WriteString(w, whole) // one write of 2 MiB
+				failed <- err
+				return
+			}
+			for range 1024 {
+				if _, err := io.WriteString(w, big); err != nil {
+					failed <- err
+					return
+				}
+			}
+			failed <- nil
+		}))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(unwrapping{w}, r)
+	}))
+	srv.Listener = smallSendBuffers{srv.Listener} // so that a large answer waits on its reader
+	srv.Start()
+	defer srv.Close()
+
+	for _, extra := range []string{"", "Upgrade: nothing\r\n"} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprintf(conn, "GET /big HTTP/1.1\r\nHost: test\r\n%s\r\n", extra)
+		select {
+		case err := <-failed:
+			if err == nil {
+				t.Fatalf("%q: 64 MiB written to a client that read nothing", extra)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q: the handler still writes to a client that stopped reading", extra)
+		}
+	}
+
+	// A steady reader: 64 KiB each 50 ms, so the 2 MiB take about 1.6 s, five stalls' worth.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(128 << 10)
+	fmt.Fprintf(conn, "GET /whole HTTP/1.1\r\nHost: test\r\n\r\n")
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, buf := 0, make([]byte, 64<<10)
+	for {
+		n, err := io.ReadFull(res.Body, buf)
+		got += n
+		if err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := <-failed; err != nil || got != len(whole) {
+		t.Fatalf("a steady reader got %d of %d bytes (%v)", got, len(whole), err)
+	}
+}
+
+// smallSendBuffers gives each accepted connection a 64 KiB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(64 << 10)
+	}
+	return c, err
+}

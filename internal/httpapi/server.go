@@ -79,7 +79,7 @@ type statusWriter struct {
 	// whose unread bytes can no longer be told apart from the next request.
 	bodyTimedOut atomic.Bool
 	// deadline, when set, is moved to now plus stall before each write (Limits.WriteStall).
-	deadline writeDeadliner
+	deadline *http.ResponseController
 	stall    time.Duration
 }
 
@@ -89,6 +89,11 @@ func (w *statusWriter) progress() {
 		_ = w.deadline.SetWriteDeadline(time.Now().Add(w.stall))
 	}
 }
+
+// stallChunk is the most one write hands the connection at once while a stall is bounded:
+// WriteStall is the time for a piece this size to be taken, so a client reading steadily,
+// however large the answer, is never cut off.
+const stallChunk = 64 << 10
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.progress()
@@ -107,8 +112,20 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 		w.status, w.wrote = http.StatusOK, true
 		noCORS(w.Header())
 	}
-	w.progress()
-	return w.ResponseWriter.Write(b)
+	if w.deadline == nil || len(b) == 0 {
+		return w.ResponseWriter.Write(b)
+	}
+	var n int
+	for len(b) > 0 {
+		w.progress()
+		m, err := w.ResponseWriter.Write(b[:min(len(b), stallChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[m:]
+	}
+	return n, nil
 }
 
 // noCORS removes every Access-Control-* header before the headers go out: the API takes no
