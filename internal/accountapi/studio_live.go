@@ -39,7 +39,7 @@ const (
 // answer of a whole document and the room's awareness states fit, many times over.
 const (
 	liveQueue      = 256
-	liveQueueBytes = 4*studio.MaxBytes + studio.MaxRoomAwareness
+	liveQueueBytes = 5 * studio.MaxBytes
 )
 
 // studioLive serves the y-websocket sync and awareness protocol. A browser connects with a

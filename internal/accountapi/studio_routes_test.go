@@ -522,7 +522,7 @@ func appendVar(b []byte, n uint64) []byte {
 // A live peer could make the server hold far more than it sent: one 2 MB awareness state,
 // then 256 one-byte queries from a peer that never read, each answered with the room's whole
 // awareness, took the server from 71 to 651 MB. A state is now at most 16 KiB, a connection
-// announces at most 16 clients, and a query is answered once per change of the states.
+// announces at most 4 clients, and a query is answered once per change of the states.
 func TestStudioAwarenessBounded(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
 		e, key := newStudioWriter(t, db)
@@ -542,8 +542,8 @@ func TestStudioAwarenessBounded(t *testing.T) {
 			states[uint64(id+1)] = `{"user":"x"}`
 		}
 		many.send(awarenessUpdate(states))
-		if code, why := many.closed(); code != websocket.StatusMessageTooBig || !strings.Contains(why, "at most 16 awareness clients") {
-			t.Fatalf("17 awareness clients: close %d %q", code, why)
+		if code, why := many.closed(); code != websocket.StatusMessageTooBig || !strings.Contains(why, "at most 4 awareness clients") {
+			t.Fatalf("5 awareness clients: close %d %q", code, why)
 		}
 
 		a, b := dialLive(t, e.srv.URL, live, key), dialLive(t, e.srv.URL, live, key)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // The y-websocket protocol (y-protocols sync and awareness): every message starts with a
@@ -41,13 +42,13 @@ type room struct {
 	aware uint64
 }
 
-// Awareness states are what a cursor and a name need: a state is at most MaxAwarenessState
-// bytes of JSON, a peer announces at most MaxAwarenessClients clients, and a room holds at most
-// MaxRoomAwareness bytes of states, so no message a peer can send makes another's copy large.
+// Awareness states are what a cursor, a selection and a name need: a state is at most
+// MaxAwarenessState bytes of JSON, and a connection announces at most MaxAwarenessClients
+// clients (a provider announces one), so a connection adds at most 64 KiB to what the room
+// sends each newcomer, and no connection can fill the room for the others.
 const (
 	MaxAwarenessState   = 16 << 10
-	MaxAwarenessClients = 16
-	MaxRoomAwareness    = 1 << 20
+	MaxAwarenessClients = 4
 )
 
 // AwarenessError refuses an awareness update over those bounds; the connection ends.
@@ -72,21 +73,19 @@ func (r *room) broadcast(msg []byte, except Peer) {
 	}
 }
 
-// awarenessBytes is the size of the room's awareness states.
-func (r *room) awarenessBytes() int {
-	n := 0
-	for _, st := range r.clients {
-		n += len(st.state)
-	}
-	return n
-}
-
-func (r *room) replaced() {
-	for p := range r.peers {
+// replaced tells every peer but except that a whole-document save replaced the document, and
+// takes them and their awareness states out of the room.
+func (r *room) replaced(except Peer) {
+	for p, ps := range r.peers {
+		if p == except {
+			continue
+		}
 		p.Replaced()
+		for id := range ps.clients {
+			delete(r.clients, id)
+		}
+		delete(r.peers, p)
 	}
-	clear(r.peers)
-	clear(r.clients)
 	r.aware++
 }
 
@@ -368,6 +367,17 @@ func (ss *Session) awareness(u []byte) error {
 	if ps == nil {
 		return nil // replaced while this message was on its way
 	}
+	mine := maps.Clone(ps.clients) // what the peer would announce after the update
+	for _, c := range changes {
+		if c.state.state == "null" {
+			delete(mine, c.id)
+		} else {
+			mine[c.id] = true
+		}
+	}
+	if len(mine) > MaxAwarenessClients {
+		return &AwarenessError{Reason: fmt.Sprintf("a connection announces at most %d awareness clients", MaxAwarenessClients)}
+	}
 	for _, c := range changes {
 		if c.state.state == "null" {
 			delete(e.room.clients, c.id)
@@ -378,12 +388,6 @@ func (ss *Session) awareness(u []byte) error {
 		ps.clients[c.id] = true
 	}
 	e.room.aware++
-	if len(ps.clients) > MaxAwarenessClients {
-		return &AwarenessError{Reason: fmt.Sprintf("a connection announces at most %d awareness clients", MaxAwarenessClients)}
-	}
-	if n := e.room.awarenessBytes(); n > MaxRoomAwareness {
-		return &AwarenessError{Reason: fmt.Sprintf("the awareness states of this document would be %d bytes, over %d", n, MaxRoomAwareness)}
-	}
 	// Sent back to the sender too, as y-websocket's own server does: a lone client's
 	// provider counts that echo as traffic and keeps its connection.
 	e.room.broadcast(appendBytes([]byte{msgAwareness}, u), nil)

@@ -208,7 +208,11 @@ func appendUint(b []byte, v uint64) []byte {
 // load brings e's cache to the stored revision, and the room's peers with it (catchUp): a
 // revision another process stored reaches them here, whichever of this process's merges,
 // reads or notices (Heard) loads it first. Under e.mu.
-func (s *Service) load(ctx context.Context, k Key, e *entry) error {
+func (s *Service) load(ctx context.Context, k Key, e *entry) error { return s.loadFor(ctx, k, e, nil) }
+
+// loadFor is load for a write of origin, which a generation found moved answers itself
+// (*StaleError) rather than as the rest of the room is told (Peer.Replaced).
+func (s *Service) loadFor(ctx context.Context, k Key, e *entry, origin Peer) error {
 	if e.doc != nil {
 		rev, err := s.store.Revision(ctx, k)
 		if err != nil {
@@ -240,21 +244,27 @@ func (s *Service) load(ctx context.Context, k Key, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("studio: stored lineage of %s of %s does not decode: %w", k.Doc, k.Project, err)
 	}
-	had, gen := e.had, e.gen
+	had, gen, rev := e.had, e.gen, e.rev
 	if e.doc != nil {
 		had = stateVector(e.doc)
 	}
 	e.doc, e.rev, e.gen, e.gone, e.state, e.had = doc, st.Rev, l.Generation, gone, st.State, nil
-	return e.catchUp(had, gen)
+	if had == nil || rev == e.rev {
+		return nil // the first load, or the same revision decoded again: the room has it
+	}
+	return e.catchUp(had, gen, origin)
 }
 
-// catchUp sends the room's peers what the copy just loaded holds beyond had, the copy they last
-// had (nil: none was loaded before), as one sync update. A copy of another generation (gen
-// moved: a whole-document save replaced the document) is nothing to add to theirs: Heard and
-// each socket's watcher tell them, and a write from the old copy is refused (*StaleError).
-// Under e.mu.
-func (e *entry) catchUp(had []byte, gen int64) error {
-	if len(e.room.peers) == 0 || had == nil || e.gen != gen {
+// catchUp sends the room's peers what the revision just loaded holds beyond had, the copy they
+// last had, as one sync update. A revision of another generation than gen (a whole-document
+// save replaced the document) is nothing to add to their copies: they are told so
+// (Peer.Replaced), all but origin, whose write is refused (*StaleError). Under e.mu.
+func (e *entry) catchUp(had []byte, gen int64, origin Peer) error {
+	if len(e.room.peers) == 0 {
+		return nil
+	}
+	if e.gen != gen {
+		e.room.replaced(origin)
 		return nil
 	}
 	diff, err := encode(e.doc, had)
@@ -330,7 +340,7 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		if err := s.load(ctx, p.Key, e); err != nil {
+		if err := s.loadFor(ctx, p.Key, e, p.Origin); err != nil {
 			return Ack{}, err
 		}
 		if p.InGeneration && p.Generation != e.gen {
@@ -426,7 +436,7 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 		return Ack{}, err
 	}
 	e.doc, e.rev, e.gen, e.gone, e.state = doc, p.Rev+1, e.gen+1, gone, state
-	e.room.replaced()
+	e.room.replaced(nil)
 	s.tell(p.Key, e.rev)
 	return e.ack(p.Key), nil
 }
@@ -458,14 +468,7 @@ func (s *Service) Heard(ctx context.Context, k Key, rev int64) error {
 	if len(e.room.peers) == 0 || e.doc == nil && e.had == nil || e.rev >= rev {
 		return nil
 	}
-	gen := e.gen
-	if err := s.load(ctx, k, e); err != nil { // which sends the room what it lacks (catchUp)
-		return err
-	}
-	if e.gen != gen {
-		e.room.replaced()
-	}
-	return nil
+	return s.load(ctx, k, e) // which sends the room what it lacks, or tells it of a save (catchUp)
 }
 
 // Read returns the stored document as one update, or, with a state vector, only what that

@@ -324,3 +324,86 @@ func TestSTU09_TwoProcessesMergeWithoutFailing(t *testing.T) {
 		t.Fatalf("%d characters stored, want %d", len(r.text()), writers*each)
 	}
 }
+
+// listener is a live peer that keeps what it was sent and whether it was told of a save.
+type listener struct {
+	mu       sync.Mutex
+	sent     [][]byte
+	replaced bool
+}
+
+func (l *listener) Send(msg []byte) { l.mu.Lock(); l.sent = append(l.sent, msg); l.mu.Unlock() }
+func (l *listener) Replaced()       { l.mu.Lock(); l.replaced = true; l.mu.Unlock() }
+func (l *listener) heard() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sent), l.replaced
+}
+
+// A save on another process reaches this process's room however this process first reads the
+// new generation: a read over HTTP loaded it before the notice came, and the notice, finding
+// the process already at that revision, told the room nothing, so its peers kept editing a
+// replaced copy (and were sent the next revisions of the new one as updates to it).
+func TestSTU08_SaveElsewhereReplacesTheRoomWhateverLoadsItFirst(t *testing.T) {
+	ctx := context.Background()
+	store := NewMemStore()
+	a, b := newTestService(store), newTestService(store)
+	if _, err := a.Apply(ctx, ApplyParams{Key: brief, Update: newWindow().insert(0, "draft")}); err != nil {
+		t.Fatal(err)
+	}
+	peer := &listener{}
+	sess, err := b.Join(ctx, JoinParams{Key: brief, Peer: peer, CanWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	restored := newWindow()
+	restored.insert(0, "restored")
+	ack, err := a.Save(ctx, SaveParams{Key: brief, State: y.EncodeStateAsUpdate(restored.doc, nil), Rev: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Read(ctx, brief, nil); err != nil { // b reads the new generation before any notice
+		t.Fatal(err)
+	}
+	if err := b.Heard(ctx, brief, ack.Rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, replaced := peer.heard(); !replaced {
+		t.Fatal("the room's peer was never told its document was replaced")
+	}
+}
+
+// A refused write (here a document over its size limit) sends the room nothing: decoding the
+// same revision again is no news to the peers.
+func TestLIM14_RefusedWriteSendsTheRoomNothing(t *testing.T) {
+	ctx := context.Background()
+	svc := newTestService(NewMemStore())
+	if _, err := svc.Apply(ctx, ApplyParams{Key: brief, Update: newWindow().insert(0, "a")}); err != nil {
+		t.Fatal(err)
+	}
+	w := newWindow()
+	w.insert(0, "b")
+	w.doc.Transact(func(*y.Transaction) { w.doc.GetText("body").Delete(0, 1) }, nil) // a delete set too
+	if _, err := svc.Apply(ctx, ApplyParams{Key: brief, Update: y.EncodeStateAsUpdate(w.doc, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	peer := &listener{}
+	sess, err := svc.Join(ctx, JoinParams{Key: brief, Peer: peer, CanWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	before, _ := peer.heard()
+	huge := newWindow().insert(0, strings.Repeat("x", MaxBytes+1))
+	var tl *TooLargeError
+	if _, err := svc.Apply(ctx, ApplyParams{Key: brief, Update: huge}); !errors.As(err, &tl) {
+		t.Fatalf("an update past the size limit: %v", err)
+	}
+	if _, err := svc.Read(ctx, brief, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := peer.heard(); after != before {
+		t.Fatalf("the room was sent %d messages after a refused write", after-before)
+	}
+}
