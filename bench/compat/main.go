@@ -200,7 +200,7 @@ func run(n int, conc []int, pg string, warm bool) error {
 	if err := db.CreateAccount(ctx, acct); err != nil {
 		return err
 	}
-	if _, err := db.Grant(ctx, acct.ID, 1<<40, now()); err != nil {
+	if _, err := db.Grant(ctx, acct.ID, ledger.MaxGrant, now()); err != nil {
 		return err
 	}
 	m, err := as.Mint(ctx, auth.MintParams{AccountID: acct.ID})

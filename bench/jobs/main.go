@@ -66,6 +66,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store"
@@ -371,7 +372,7 @@ func newEngine(backend, pgURL string) (*engine, error) {
 		if err := e.db.CreateAccount(ctx, a); err != nil {
 			return nil, err
 		}
-		if _, err := e.db.Grant(ctx, id, 1<<40, now()); err != nil {
+		if _, err := e.db.Grant(ctx, id, ledger.MaxGrant, now()); err != nil {
 			return nil, err
 		}
 		m, err := as.Mint(ctx, auth.MintParams{AccountID: id})

@@ -260,8 +260,10 @@ func (s *Service) ChangeAccount(ctx context.Context, id string, c AccountChange)
 		if c.Allowance != nil {
 			a.MonthlyAllowance = int64(*c.Allowance)
 		}
-		if err := checkAllowance(a.MonthlyAllowance); err != nil {
-			return err
+		if c.Allowance != nil || c.Plan != nil {
+			if err := checkAllowance(a.MonthlyAllowance); err != nil {
+				return err
+			}
 		}
 		if err := tx.LedgerUpdateAccount(ctx, a); err != nil {
 			return err

@@ -291,6 +291,19 @@ func TestBanRevokesKeys(t *testing.T) {
 	if _, err := l.ChangeAccount(ctx, "nope", ledger.AccountChange{Status: &live}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("missing account: %v", err)
 	}
+	// An account whose allowance is past today's bound (set before it was one) is still banned:
+	// the allowance is checked only when a change sets it.
+	a = m.st.accounts["acct"]
+	a.MonthlyAllowance = auth.MaxMonthlyAllowance + 1
+	m.st.accounts["acct"] = a
+	if _, err := l.ChangeAccount(ctx, "acct", ledger.AccountChange{Status: &banned}); err != nil {
+		t.Fatalf("banning an account with a large allowance: %v", err)
+	}
+	big := ledger.Credits(auth.MaxMonthlyAllowance + 1)
+	var refused *ledger.InputError
+	if _, err := l.ChangeAccount(ctx, "acct", ledger.AccountChange{Allowance: &big}); !errors.As(err, &refused) {
+		t.Fatalf("setting an allowance past the bound: %v", err)
+	}
 }
 
 // ACC-04: the allowance is credited once per month, by the sweep or by the first charge.
