@@ -484,11 +484,14 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 		{`{"model":"kimi","input":"hi","max_output_tokens":99999999}`, "output_limit_reached", "max_output_tokens"},
 		{`{"model":"kimi","input":"hi","reasoning":{"effort":"ultra"}}`, "unknown_effort", "reasoning.effort"},
 		{`{"model":"qwen","input":"` + strings.Repeat("long ", 30000) + `"}`, "prompt_too_long", "input"},
+		{`{"model":"qwen","instructions":"be brief","input":[{"role":"user","content":"hi"},{"role":"user","content":"` +
+			strings.Repeat("long ", 30000) + `"}]}`, "prompt_too_long", "input"},
 	} {
 		r := w.do("POST", "/compat/v1/responses", key(), c.body)
 		e, _ := r.body["error"].(map[string]any)
 		if msg, _ := e["message"].(string); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param ||
-			strings.Contains(msg, "max_tokens") || strings.Contains(msg, "reasoning_effort") {
+			strings.Contains(msg, "max_tokens") || strings.Contains(msg, "reasoning_effort") || strings.Contains(msg, "messages") ||
+			strings.Contains(c.body, "instructions") && !strings.Contains(msg, "input[1] is") {
 			t.Fatalf("responses %s: %d %.300s, want 400 %s naming %s", c.code, r.status, r.raw, c.code, c.param)
 		}
 	}

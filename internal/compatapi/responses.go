@@ -3,8 +3,11 @@ package compatapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -85,7 +88,9 @@ func (req responsesRequest) input() (catalog.ChatInput, error) {
 // A refusal names the fields as this protocol spells them (asResponses).
 func (h *Handler) responses() handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-		return asResponses(h.respond(w, r, p))
+		shift := 0 // 1 when instructions were sent: they are message 0 of the chat input
+		err := h.respond(w, r, p, &shift)
+		return asResponses(err, shift)
 	}
 }
 
@@ -95,15 +100,25 @@ var responsesNames = strings.NewReplacer("max_completion_tokens", "max_output_to
 	"reasoning_effort", "reasoning.effort")
 
 // asResponses renames, in a refusal's message and param, the fields the caller of the Responses
-// protocol did not send (max_tokens for max_output_tokens, reasoning_effort for
-// reasoning.effort, messages for input).
-func asResponses(err error) error {
+// protocol did not send: max_tokens for max_output_tokens, reasoning_effort for
+// reasoning.effort, messages for input, and messages[i] for the input item it came from
+// (instructions, when sent, are message 0: shift is 1).
+func asResponses(err error, shift int) error {
 	e, ok := apierr.As(err)
 	if !ok {
 		return err
 	}
+	items := func(s string) string {
+		return messageIndex.ReplaceAllStringFunc(s, func(m string) string {
+			i, _ := strconv.Atoi(m[len("messages[") : len(m)-1])
+			if i -= shift; i < 0 {
+				return "instructions"
+			}
+			return fmt.Sprintf("input[%d]", i)
+		})
+	}
 	c := *e
-	c.Message = responsesNames.Replace(e.Text())
+	c.Message = items(responsesNames.Replace(e.Text()))
 	c.Fields = maps.Clone(e.Fields)
 	param, ok := c.Fields["param"].(string)
 	if !ok {
@@ -113,15 +128,21 @@ func asResponses(err error) error {
 		param = "input"
 	}
 	if param != "" {
-		c.With("param", responsesNames.Replace(param))
+		c.With("param", items(responsesNames.Replace(param)))
 	}
 	return &c
 }
 
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+// messageIndex finds a chat message's place in a refusal ("messages[2]").
+var messageIndex = regexp.MustCompile(`messages\[[0-9]+\]`)
+
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Principal, shift *int) error {
 	var req responsesRequest
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	if req.Instructions != "" {
+		*shift = 1
 	}
 	in, err := req.input()
 	if err != nil {
