@@ -36,7 +36,9 @@ const (
 	DefaultMaxEndpoints    = 5
 	DefaultClaimBatch      = 1000
 	DefaultWorkers         = 32
-	defaultLeaseMultiplier = 2
+	// DefaultGroupBudget is how long one endpoint's deliveries are sent in one sweep: past
+	// it the rest wait for the next sweep, so a slow receiver holds up no one else's for long.
+	DefaultGroupBudget = 2 * TotalTimeout
 )
 
 // RetryGap returns the gap after failed attempt n (1-based) with jitter r in [0,1), and false
@@ -73,6 +75,7 @@ type Config struct {
 	ReleaseSpacing time.Duration // 3 s
 	ClaimBatch     int           // 1000
 	Workers        int           // 32
+	GroupBudget    time.Duration // how long one endpoint's claimed deliveries are sent per sweep
 	Lease          time.Duration // how long a claimed row is hidden from other sweeps
 	// RecordBatch configures the attempt recorder (recorder.go); zero: batch.DefaultConfig.
 	RecordBatch batch.Config
@@ -122,8 +125,10 @@ func (c *Config) fill() error {
 	if c.RecordBatch == (batch.Config{}) {
 		c.RecordBatch = batch.DefaultConfig()
 	}
-	// A claimed endpoint group is sent one by one, each bounded by TotalTimeout.
-	setDefault(&c.Lease, time.Duration(c.PerEndpointRun*defaultLeaseMultiplier)*TotalTimeout)
+	setDefault(&c.GroupBudget, DefaultGroupBudget)
+	// A claimed group is sent for at most GroupBudget, its last attempt bounded by TotalTimeout:
+	// a row claimed by a process that then died is due again soon after.
+	setDefault(&c.Lease, c.GroupBudget+4*TotalTimeout)
 	return nil
 }
 
@@ -226,6 +231,7 @@ func (e *Engine) sendDue(ctx context.Context, now time.Time, endpointID string, 
 // sendClaimed claims the due deliveries p selects and sends them.
 func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) (SweepStats, error) {
 	var stats SweepStats
+	claimedAt := e.cfg.Clock.Now()
 	claimed, err := e.cfg.Store.ClaimDue(ctx, p)
 	if err != nil {
 		return stats, err
@@ -269,7 +275,7 @@ func (e *Engine) sendClaimed(ctx context.Context, now time.Time, p ClaimParams) 
 	for w := 0; w < min(e.cfg.Workers, len(groups)); w++ {
 		wg.Go(func() {
 			for g := range work {
-				s, err := e.sendGroup(ctx, now, g, state.Endpoints, pauses)
+				s, err := e.sendGroup(ctx, now, claimedAt, g, state.Endpoints, pauses)
 				mu.Lock()
 				stats.add(s)
 				if err != nil {
@@ -309,8 +315,10 @@ func (p *hostPauses) add(host string, until time.Time) {
 }
 
 // sendGroup sends one endpoint's claimed deliveries (or one per-request delivery) in order,
-// starting from the endpoint as the sweep read it.
-func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery, endpoints map[string]Endpoint, pauses *hostPauses) (SweepStats, error) {
+// starting from the endpoint as the sweep read it, for at most GroupBudget: what is left then
+// is released, due at once, for the next sweep, which the engine starts as soon as this one
+// ends. A group whose claim is too old to be sent within its lease is released whole.
+func (e *Engine) sendGroup(ctx context.Context, now, claimedAt time.Time, group []Delivery, endpoints map[string]Endpoint, pauses *hostPauses) (SweepStats, error) {
 	var stats SweepStats
 	var ep *Endpoint
 	if id := group[0].EndpointID; id != "" {
@@ -320,9 +328,16 @@ func (e *Engine) sendGroup(ctx context.Context, now time.Time, group []Delivery,
 		}
 		ep = &got
 	}
-	for _, d := range group {
+	start := e.cfg.Clock.Now()
+	if start.Sub(claimedAt) > e.cfg.Lease-e.cfg.GroupBudget-2*TotalTimeout {
+		return stats, e.release(ctx, now, group)
+	}
+	for i, d := range group {
 		if ctx.Err() != nil {
 			return stats, ctx.Err()
+		}
+		if i > 0 && e.cfg.Clock.Now().Sub(start) >= e.cfg.GroupBudget {
+			return stats, e.release(ctx, now, group[i:])
 		}
 		next, s, err := e.attempt(ctx, now, d, ep, pauses)
 		stats.add(s)
@@ -388,6 +403,9 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 	success = ans.StatusCode >= 200 && ans.StatusCode < 300
 	sentTo = host
 	rec.Attempted = true
+	if done := e.cfg.Clock.Now(); done.After(now) {
+		rec.Now = done // the attempt's time, and its retry's gap, count from its end, not the sweep's start
+	}
 	if ans.StatusCode != 0 {
 		code := ans.StatusCode
 		rec.StatusCode = &code
@@ -414,7 +432,7 @@ func (e *Engine) attempt(ctx context.Context, now time.Time, d Delivery, ep *End
 	default: // 3xx, 408, 429, 5xx, timeout, TLS, DNS, refused address
 		rec.Effect = EffectFailure
 		if gap, ok := RetryGap(d.Attempts+1, e.cfg.Jitter()); ok {
-			rec.Status, rec.NextAttemptAt = DeliveryScheduled, now.Add(gap)
+			rec.Status, rec.NextAttemptAt = DeliveryScheduled, rec.Now.Add(gap)
 			stats.Retried++
 		} else {
 			rec.Status, rec.CloseReason = DeliveryFailed, CloseAttemptsExhausted
@@ -486,4 +504,15 @@ func randomID(r io.Reader, prefix string, n int) (string, error) {
 		return "", err
 	}
 	return prefix + strings.ToLower(idEncoding.EncodeToString(b)), nil
+}
+
+// release gives claimed deliveries back unattempted, due at now: no attempt is counted.
+func (e *Engine) release(ctx context.Context, now time.Time, ds []Delivery) error {
+	for _, d := range ds {
+		if _, err := e.record(ctx, AttemptParams{DeliveryID: d.ID, EndpointID: d.EndpointID, Now: now,
+			Status: DeliveryScheduled, NextAttemptAt: now, DisableAfter: e.cfg.DisableAfter}, "", false); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -734,4 +735,95 @@ func TestWH48_RunLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A receiver that sends its status at once and then trickles the rest of its answer past the
+// total time fails as a timeout (it was recorded delivered, so it was never retried and never
+// disabled). Context-bounded here, as above, so the test does not wait ten real seconds.
+func TestWH45_TrickledAnswerIsATimeout(t *testing.T) {
+	h := newHarness(t)
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	h.rcv.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		io.WriteString(w, "o")
+		w.(http.Flusher).Flush()
+		<-block
+	})
+	ctx, cancel := context.WithTimeout(h.ctx, 200*time.Millisecond)
+	defer cancel()
+	if ans := h.sender.Post(ctx, h.rcv.URL(), http.Header{}, []byte(`{}`)); ans.Failure != FailTimeout || ans.StatusCode != 0 {
+		t.Fatalf("a trickled answer: %+v", ans)
+	}
+}
+
+// One endpoint's deliveries are sent for at most GroupBudget a sweep: a receiver taking 15 s
+// an answer got all 5 in one sweep, holding every other endpoint's behind that sweep for up
+// to 100 of them a sweep. The rest are given back unattempted and due, and the next sweep
+// sends them; each delivery still goes once. Its answer's time, not the sweep's start, is when
+// it was attempted.
+func TestWH48_SlowReceiverHoldsOneSweepForGroupBudget(t *testing.T) {
+	h := newHarness(t)
+	ep := h.register("acc_1")
+	for i := range 5 {
+		h.notify(jobEvent("acc_1", fmt.Sprintf("photo_s%d", i), "photo", JobSucceeded))
+	}
+	h.rcv.answer = func(*http.Request, []byte) (int, string) {
+		h.clock.Advance(15 * time.Second)
+		return 200, "ok"
+	}
+	s, err := h.svc.Engine().RunOnce(h.ctx, h.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(h.rcv.events()); got != 2 || s.Delivered != 2 {
+		t.Fatalf("one sweep sent %d (stats %+v), want 2 within the 20 s budget", got, s)
+	}
+	e := h.endpoint(ep.ID)
+	if e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("last success at %v, want the second answer's time %v", e.LastSuccessAt, t0.Add(30*time.Second))
+	}
+	if _, err := h.svc.Engine().RunOnce(h.ctx, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Engine().RunOnce(h.ctx, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range h.rcv.events() {
+		seen[r.Header.Get(HeaderDelivery)]++
+		if r.Header.Get("Idempotency-Key") != r.Header.Get(HeaderDelivery) || r.Header.Get(HeaderAttempt) != "1" {
+			t.Fatalf("delivery headers %v", r.Header)
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("%d deliveries reached the receiver after three sweeps, want 5: %v", len(seen), seen)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s sent %d times", id, n)
+		}
+	}
+}
+
+// A failed attempt's retry gap counts from when the attempt ended.
+func TestWH47_GapCountsFromTheAttemptsEnd(t *testing.T) {
+	h := newHarness(t)
+	h.register("acc_1")
+	ids := h.notify(jobEvent("acc_1", "photo_g", "photo", JobSucceeded))
+	h.rcv.answer = func(*http.Request, []byte) (int, string) {
+		h.clock.Advance(8 * time.Second)
+		return 503, "busy"
+	}
+	if _, err := h.svc.Engine().RunOnce(h.ctx, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.store.GetDelivery(h.ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := t0.Add(8 * time.Second)
+	if d.LastAttemptAt == nil || !d.LastAttemptAt.Equal(end) || !d.NextAttemptAt.Equal(end.Add(Ladder[0])) {
+		t.Fatalf("attempted at %v, next at %v; want %v and %v", d.LastAttemptAt, d.NextAttemptAt, end, end.Add(Ladder[0]))
+	}
 }

@@ -116,12 +116,21 @@ func (s *Sender) post(ctx context.Context, rawURL string, header http.Header, bo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.ua)
+	if id := header.Get("Svc-Delivery"); id != "" {
+		// A delivery may be sent twice (receivers dedupe by Svc-Delivery), so the client may send
+		// it again on a fresh connection when a kept-alive one turns out closed by the receiver.
+		req.Header.Set("Idempotency-Key", id)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return Answer{Failure: classify(err), Err: err}
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRead))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRead))
+	if err != nil && classify(err) == FailTimeout {
+		// The answer did not end within the 10 seconds in all: a timeout, whatever its status.
+		return Answer{Failure: FailTimeout, Err: err}
+	}
 	return Answer{StatusCode: resp.StatusCode, Body: b}
 }
 
