@@ -26,16 +26,16 @@ var Ladder = []time.Duration{5 * time.Minute, 15 * time.Minute, time.Hour, 3 * t
 
 // Delivery policy figures.
 const (
-	MaxAttempts            = 7
-	JitterFraction         = 0.2
-	DefaultSweepInterval   = 5 * time.Minute
-	DefaultRetention       = 72 * time.Hour
-	DefaultDisableAfter    = 10
-	DefaultPerEndpointRun  = 100             // queued events of one endpoint sent per sweep
-	DefaultReleaseSpacing  = 3 * time.Second // 20 a minute after a passing re-challenge
-	DefaultMaxEndpoints    = 5
-	DefaultClaimBatch      = 1000
-	DefaultWorkers         = 32
+	MaxAttempts           = 7
+	JitterFraction        = 0.2
+	DefaultSweepInterval  = 5 * time.Minute
+	DefaultRetention      = 72 * time.Hour
+	DefaultDisableAfter   = 10
+	DefaultPerEndpointRun = 100             // queued events of one endpoint sent per sweep
+	DefaultReleaseSpacing = 3 * time.Second // 20 a minute after a passing re-challenge
+	DefaultMaxEndpoints   = 5
+	DefaultClaimBatch     = 1000
+	DefaultWorkers        = 32
 	// DefaultGroupBudget is how long one endpoint's deliveries are sent in one sweep: past
 	// it the rest wait for the next sweep, so a slow receiver holds up no one else's for long.
 	DefaultGroupBudget = 2 * TotalTimeout
