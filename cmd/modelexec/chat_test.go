@@ -468,6 +468,7 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 		{chatBody("qwen", "hi", `,"max_tokens":999999e99999`), "invalid_body", "max_tokens"},
 		{chatBody("qwen", "hi", `,"seed":99999999999999999999`), "invalid_body", "seed"},
 		{chatBody("qwen", "hi", `,"temperature":99999e999`), "invalid_body", "temperature"},
+		{chatBody("qwen", "hi", `,"seed":1.5e99999999999`), "invalid_body", "seed"},
 		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "prompt_too_long", "messages"},
 	} {
 		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)

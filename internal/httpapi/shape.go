@@ -28,16 +28,15 @@ func ShapeError(err error) error {
 }
 
 // outOfRange reports whether the number n the decoder refused for t is of the right kind and
-// only too large for it: a whole number for an integer, any number for a float.
+// only too large for it: a whole number for an integer, any number for a float. A number whose
+// exponent is past even big.Float's is past every field's range.
 func outOfRange(t reflect.Type, n string) bool {
-	f, ok := new(big.Float).SetString(n)
-	switch jsonKind(t) {
-	case "a whole number":
-		return ok && f.IsInt()
-	case "a number":
-		return ok
+	kind := jsonKind(t)
+	if kind != "a whole number" && kind != "a number" {
+		return false
 	}
-	return false
+	f, ok := new(big.Float).SetString(n)
+	return !ok || kind == "a number" || f.IsInt()
 }
 
 // jsonKind names the JSON value a Go type is decoded from.
