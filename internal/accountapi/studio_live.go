@@ -128,7 +128,7 @@ func (h *Handler) upgradeLive(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	if !websocketUpgrade(r) {
+	if !httpapi.IsWebSocketUpgrade(r) {
 		return apierr.Newf(apierr.InvalidBody, "This route speaks the y-websocket protocol: connect with a WebSocket client (Upgrade: websocket).")
 	}
 	// The origin was checked above (a ticket's against the allow-list; a key's never gets here
@@ -154,17 +154,6 @@ func liveGeneration(r *http.Request) (int64, bool, error) {
 		return 0, false, apierr.Newf(apierr.InvalidBody, "generation must be a whole number, 0 or more (the generation of the document you loaded); got %q.", v)
 	}
 	return gen, true, nil
-}
-
-func websocketUpgrade(r *http.Request) bool {
-	for _, v := range r.Header.Values("Connection") {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), "upgrade") {
-				return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-			}
-		}
-	}
-	return false
 }
 
 // livePeer is one connection as the room sees it: a bounded queue drained by one writer.

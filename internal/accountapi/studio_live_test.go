@@ -578,14 +578,8 @@ func TestI27_TypingIsAdmittedByEditBudget(t *testing.T) {
 // with no reconnect; without the fan-out it sees nothing.
 func TestI26_StudioEditsReachOtherProcesses(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
-		e := newLiveEnv(t, db)
-		e.fanOut = true
-		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
-		key, _ := e.mint("acct_a", auth.StudioWrite)
+		e, key, onA, onB := twoProcessEditors(t, db)
 		const live = "/v1/studio/projects/p1/brief/live"
-		onA, onB := mustHandshake(t, e.a, live, keyHeader(key)), mustHandshake(t, e.b, live, keyHeader(key))
-		onA.sync()
-		onB.sync()
 		start := time.Now()
 		onA.typeText("typed on a")
 		onB.waitForText("typed on a")
@@ -595,6 +589,21 @@ func TestI26_StudioEditsReachOtherProcesses(t *testing.T) {
 		other.typeText(", then more")
 		onB.waitForText("typed on a, then more")
 	})
+}
+
+// twoProcessEditors is two processes telling each other what they store, and a synced live
+// client of project p1's brief on each, with the key they use.
+func twoProcessEditors(t *testing.T, db *sqlstore.DB) (e *liveEnv, key string, onA, onB *liveClient) {
+	t.Helper()
+	e = newLiveEnv(t, db)
+	e.fanOut = true
+	storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+	key, _ = e.mint("acct_a", auth.StudioWrite)
+	const live = "/v1/studio/projects/p1/brief/live"
+	onA, onB = mustHandshake(t, e.a, live, keyHeader(key)), mustHandshake(t, e.b, live, keyHeader(key))
+	onA.sync()
+	onB.sync()
+	return e, key, onA, onB
 }
 
 // waitForText reads messages until the client's text is want (each read bounded by next's
@@ -616,14 +625,7 @@ func (c *liveClient) waitForText(want string) {
 // newer revision now sends the room what it lacks.
 func TestI26_SimultaneousEditsOnTwoProcessesConverge(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
-		e := newLiveEnv(t, db)
-		e.fanOut = true
-		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
-		key, _ := e.mint("acct_a", auth.StudioWrite)
-		const live = "/v1/studio/projects/p1/brief/live"
-		onA, onB := mustHandshake(t, e.a, live, keyHeader(key)), mustHandshake(t, e.b, live, keyHeader(key))
-		onA.sync()
-		onB.sync()
+		e, key, onA, onB := twoProcessEditors(t, db)
 		for i := range 8 {
 			onA.typeText(fmt.Sprintf("<a%d>", i))
 			onB.typeText(fmt.Sprintf("<b%d>", i))

@@ -114,11 +114,11 @@ func (h *Handler) opCreateAccount(w http.ResponseWriter, r *http.Request, v *vie
 		return again(http.StatusBadRequest, "Pick a plan: free, pro, max or ultimate.")
 	}
 	credits, ok := wholeNumber(r.PostFormValue("credits"), 0)
-	if !ok || credits < 0 {
+	if !ok { // its range is the ledger's (CreateAccount), refused below
 		return again(http.StatusBadRequest, "The opening credits are a whole number, zero or more.")
 	}
 	allowance, ok := wholeNumber(r.PostFormValue("allowance"), auth.DefaultMonthlyAllowance(plan))
-	if !ok || allowance < 0 {
+	if !ok {
 		return again(http.StatusBadRequest, "The monthly allowance is a whole number, zero or more (empty: the plan's).")
 	}
 	now := h.Now()

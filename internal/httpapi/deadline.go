@@ -101,7 +101,7 @@ func isTimeout(err error) bool {
 // the ResponseController, which reaches the connection through every wrapper that unwraps. A
 // WebSocket upgrade is left alone: the hijacked connection keeps its own timeouts.
 func stallGuard(w http.ResponseWriter, r *http.Request, lim Limits) (*http.ResponseController, time.Duration) {
-	if lim.WriteStall <= 0 || isWebSocketUpgrade(r) {
+	if lim.WriteStall <= 0 || IsWebSocketUpgrade(r) {
 		return nil, 0
 	}
 	rc := http.NewResponseController(w)
@@ -111,9 +111,9 @@ func stallGuard(w http.ResponseWriter, r *http.Request, lim Limits) (*http.Respo
 	return rc, lim.WriteStall
 }
 
-// isWebSocketUpgrade reports whether r asks to become a WebSocket (Connection: upgrade and
+// IsWebSocketUpgrade reports whether r asks to become a WebSocket (Connection: upgrade and
 // Upgrade: websocket); another Upgrade header is only a header.
-func isWebSocketUpgrade(r *http.Request) bool {
+func IsWebSocketUpgrade(r *http.Request) bool {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return false
 	}
