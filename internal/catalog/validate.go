@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -303,6 +304,15 @@ func checkValue(f *field, v any, loc []string, vs *violationList) {
 		}
 		if f.max != nil && r.Cmp(f.max) > 0 {
 			add(vs, loc, TypeLessEqual, "Input should be less than or equal to %s", f.maxS)
+		}
+		if f.typ == tInteger && !r.Num().IsInt64() {
+			// An integer the contract leaves unbounded (outpaint's extents, "0 or more") is
+			// still one the model can take: a 64-bit integer.
+			if r.Sign() > 0 && f.max == nil {
+				add(vs, loc, TypeLessEqual, "Input should be less than or equal to %d", int64(math.MaxInt64))
+			} else if r.Sign() < 0 && f.min == nil {
+				add(vs, loc, TypeGreaterEqual, "Input should be greater than or equal to %d", int64(math.MinInt64))
+			}
 		}
 		if len(f.enum) > 0 && !(r.IsInt() && r.Num().IsInt64() && slices.Contains(f.enum, any(r.Num().Int64()))) {
 			add(vs, loc, TypeEnum, "Input should be one of %s", enumList(f.enum))

@@ -6,6 +6,7 @@
 package runners
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,21 @@ type Result struct {
 	// reports 1; a cancelled run reports what it got through, so the charge settles at or
 	// below the quote. Zero on a completed run is read as 1.
 	Done float64 `json:"done"`
+}
+
+// UnmarshalJSON reads a stored result with the document's numbers kept as they were written
+// (json.Number): a seed past 2^53 reads back as the seed that made the image, not as the
+// nearest float64, which names another image or none the contract takes.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var p plain
+	if err := d.Decode(&p); err != nil {
+		return err
+	}
+	*r = Result(p)
+	return nil
 }
 
 // Runner runs jobs for one or more model slugs. Cancellation is the context: a runner
