@@ -30,6 +30,5 @@ func (h *Handler) Routes() http.Handler {
 	h.chatRoutes(mux)
 	h.docsRoutes(mux)
 
-	mux.Handle("/", g.Fallback(mux))
-	return httpapi.Wrap(httpapi.AccountSurface, h.Log, mux)
+	return httpapi.Wrap(httpapi.AccountSurface, h.Log, g.Serve(mux))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -167,9 +168,48 @@ func (g *Gate) Fallback(mux *http.ServeMux) http.Handler {
 	}))
 }
 
+// Serve registers g's fallback on mux ("/") and answers mux's routes, except that a path mux
+// would answer with a redirect to its clean form (a doubled slash, a "." or ".." segment) goes
+// to the fallback too: the checks every route runs (the Origin refusal, the key, the buckets),
+// then 404 not_found, never a 307 that no check has seen. Clients build paths from the URLs this
+// service gives, which are clean.
+func (g *Gate) Serve(mux *http.ServeMux) http.Handler {
+	fallback := g.Fallback(mux)
+	mux.Handle("/", fallback)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && cleanPath(p) != p {
+			fallback.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is the form ServeMux redirects a path to: rooted, without "." and ".." segments or
+// doubled slashes, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		np += "/"
+	}
+	return np
+}
+
 // allowedMethods lists the methods under which mux routes r's path to a route other than the
 // catch-all "/".
 func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	if p := r.URL.EscapedPath(); cleanPath(p) != p {
+		return nil // no route serves a path in this form, whatever the method
+	}
 	var out []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if m == r.Method {

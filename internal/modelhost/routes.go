@@ -35,6 +35,5 @@ func (h *Queue) Routes() http.Handler {
 		route("PUT /svc-serverless/{slug}/requests/{id}/cancel"+suffix, write, h.cancel())
 	}
 	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
-	mux.Handle("/", g.Fallback(mux))
-	return httpapi.Wrap(httpapi.QueueSurface, h.Log, mux)
+	return httpapi.Wrap(httpapi.QueueSurface, h.Log, g.Serve(mux))
 }

@@ -30,8 +30,7 @@ func (h *Sync) Routes() http.Handler {
 	mux.Handle("POST /svc-serverless/{slug}", withModel(cat, h.Gate.Protect(run, h.run())))
 	mux.Handle("POST /svc-serverless/{slug}/{$}", withModel(cat, h.Gate.Protect(run, h.run())))
 	mux.Handle("GET /healthz", h.Gate.Keyless(httpapi.Healthz()))
-	mux.Handle("/", h.Gate.Fallback(mux))
-	return httpapi.Wrap(httpapi.SyncSurface, h.Log, mux)
+	return httpapi.Wrap(httpapi.SyncSurface, h.Log, h.Gate.Serve(mux))
 }
 
 func (h *Sync) run() http.Handler {

@@ -1,0 +1,76 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+// TestORD02_PathsInAnyFormAreChecked: a path the router would rewrite to its clean form (a
+// doubled slash, a "." or ".." segment) is answered like any path no route serves: the Origin
+// refusal first, then 404 not_found in the error body with its request id, with a key or
+// without, on every host, and nothing runs; it used to be a 307 redirect that no check had
+// seen. Proves ORD-02 and KEY-16 ("whatever the key", on every route) for such paths.
+func TestORD02_PathsInAnyFormAreChecked(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		h := newModelsHarness(t, db)
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		do := func(method, url string, hdr ...string) (int, map[string]any, http.Header) {
+			t.Helper()
+			req, err := http.NewRequest(method, url, strings.NewReader(`{"positivePrompt":"a cat"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i+1 < len(hdr); i += 2 {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
+			res, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			var body map[string]any
+			_ = json.Unmarshal(raw, &body)
+			return res.StatusCode, body, res.Header
+		}
+		paths := []struct{ method, url string }{
+			{"GET", h.api.URL + "//v1/me"},
+			{"GET", h.api.URL + "/v1/./me"},
+			{"GET", h.api.URL + "/v1/jobs/../me"},
+			{"POST", h.queue.URL + "//svc-serverless/image-turbo"},
+			{"PUT", h.queue.URL + "/svc-serverless/image-turbo/requests/x//cancel"},
+			{"POST", h.sync.URL + "/svc-serverless/./image-turbo"},
+		}
+		before := h.balance()
+		for _, p := range paths {
+			for _, c := range []struct {
+				hdr  []string
+				code int
+				err  string
+			}{
+				{[]string{"Origin", "https://evil.example", "Authorization", "Bearer " + h.key}, 403, "browser_origin_refused"},
+				{nil, 404, "not_found"},
+				{[]string{"Authorization", "Bearer " + h.key}, 404, "not_found"},
+			} {
+				code, body, hdr := do(p.method, p.url, c.hdr...)
+				if code != c.code || body["error"] != c.err {
+					t.Errorf("%s %s %v: %d %v, want %d %s", p.method, p.url, c.hdr, code, body, c.code, c.err)
+					continue
+				}
+				if hdr.Get("Location") != "" || body["request_id"] != hdr.Get("X-Request-Id") || hdr.Get("Allow") != "" {
+					t.Errorf("%s %s: Location %q, Allow %q, request_id %v / %s", p.method, p.url,
+						hdr.Get("Location"), hdr.Get("Allow"), body["request_id"], hdr.Get("X-Request-Id"))
+				}
+			}
+		}
+		if h.balance() != before || h.countJobs() != 0 {
+			t.Errorf("a refused path ran something: balance %d (was %d), %d jobs", h.balance(), before, h.countJobs())
+		}
+	})
+}
