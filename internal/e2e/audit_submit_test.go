@@ -62,13 +62,14 @@ func TestSUB08_WebhookAndWaitRefusals(t *testing.T) {
 }
 
 // TestREAD02_ResultBeforeCompleted: until the job is COMPLETED its status read answers the
-// status document (202, as fal's queue does) and its result read 409 not_ready carrying the
-// queue status; once COMPLETED the result read answers the output. Proves READ-01, READ-02.
+// status document (200: a 202 is dispatch_unresolved's, with message and docs) and its result
+// read 409 not_ready carrying the queue status; once COMPLETED the result read answers the
+// output. Proves READ-01, READ-02, JOB-23.
 func TestREAD02_ResultBeforeCompleted(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		r := h.submit(mFast, "", `{"positivePrompt":"block"}`)
 		h.waitStarted(1)
-		if st := h.status(r, false); st.Code != http.StatusAccepted || st.str("status") != "IN_PROGRESS" || st.str("request_id") != r.str("request_id") {
+		if st := h.status(r, false); st.Code != http.StatusOK || st.str("status") != "IN_PROGRESS" || st.str("request_id") != r.str("request_id") {
 			t.Fatalf("status while running: %d %s", st.Code, st.Raw)
 		}
 		res := h.call(http.MethodGet, r.str("response_url"), "")

@@ -56,7 +56,7 @@ func TestQST03_QueueLifecycle(t *testing.T) {
 		ref := queued("refuse", `{"positivePrompt":"refuse-at-turn"}`)
 		pos := func(r resp) int64 {
 			st := h.status(r, false)
-			if st.Code != http.StatusAccepted || st.str("status") != "IN_QUEUE" {
+			if st.Code != http.StatusOK || st.str("status") != "IN_QUEUE" || st.Body["message"] != nil {
 				t.Fatalf("status of queued: %d %s", st.Code, st.Raw)
 			}
 			return st.num("queue_position")

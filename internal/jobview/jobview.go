@@ -316,9 +316,10 @@ func Failure(j jobs.Job) *apierr.Error {
 		code = apierr.RunFailed
 	}
 	e := &apierr.Error{Code: code, Message: j.ErrorMessage}
-	if r := e.Entry().Retry; r == apierr.RetrySameKey || r == apierr.RetryAfterRetryAfter {
+	if r := e.Entry().Retry; r != apierr.RetryNever && r != apierr.RetryPollFirst {
 		// The code says a resend may succeed, but the same key replays this failed job:
-		// the advice is a new key (nothing stands: a failed job is refunded).
+		// the advice is a new key, said in the message too (nothing stands: a failed job is
+		// refunded, or was never charged).
 		e.Retry = apierr.RetryNewKey
 		e.Message = strings.TrimSpace(sentence(j.ErrorMessage) + " Resend under a new idempotency key: this one replays the failed job.")
 		e.Charged = j.ChargedState() // given back, or never charged (a job that waited and never started)

@@ -212,11 +212,9 @@ func (h *Queue) status() http.Handler {
 		if j.Status == jobs.InQueue {
 			pos = h.Jobs.QueuePosition(r.Context(), j)
 		}
-		code := http.StatusOK
-		if j.Status != jobs.Completed {
-			code = http.StatusAccepted // fal's queue answers 202 until COMPLETED
-		}
-		httpapi.WriteJSON(w, r, code, h.URLs.Status(j, pos, wantLogs(r)))
+		// 200 in every state: the outcome is in `status`. A 202 is the spec's dispatch_unresolved,
+		// which carries message and docs; fal's clients take any 2xx here.
+		httpapi.WriteJSON(w, r, http.StatusOK, h.URLs.Status(j, pos, wantLogs(r)))
 		return nil
 	})
 }
