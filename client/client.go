@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -138,7 +139,8 @@ func (c *Client) Status(ctx context.Context, model, id string, logs bool) (*Job,
 
 // Wait follows the job until it settles and returns its last status document. It reads the
 // status stream (server-sent events, with logs) and calls onProgress, when not nil, with every
-// new document; if the stream is cut before the job settles it falls back to status reads.
+// new document, its Logs every line so far; if the stream is cut before the job settles it
+// falls back to status reads.
 func (c *Client) Wait(ctx context.Context, model, id string, onProgress func(*Job)) (*Job, error) {
 	j, err := c.stream(ctx, model, id, onProgress)
 	if err != nil || j.Done() {
@@ -174,6 +176,7 @@ func (c *Client) stream(ctx context.Context, model, id string, onProgress func(*
 	}
 	defer resp.Body.Close()
 	last := &Job{}
+	var logs []LogLine // each event carries the lines new since the last: added up here
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	for sc.Scan() {
@@ -186,6 +189,8 @@ func (c *Client) stream(ctx context.Context, model, id string, onProgress func(*
 			continue
 		}
 		j.Raw = json.RawMessage(strings.TrimSpace(data))
+		logs = append(logs, j.Logs...)
+		j.Logs = slices.Clone(logs)
 		last = &j
 		if onProgress != nil {
 			onProgress(last)

@@ -54,6 +54,33 @@ func TestWaitFallsBackToPolling(t *testing.T) {
 	}
 }
 
+// TestWaitAddsUpStreamedLogs: each event of the status stream carries the log lines new since
+// the last one; Wait hands onProgress documents whose Logs hold every line so far, once each.
+func TestWaitAddsUpStreamedLogs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"status\":\"IN_PROGRESS\",\"request_id\":\"r1\",\"logs\":[{\"message\":\"a\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"status\":\"IN_PROGRESS\",\"request_id\":\"r1\",\"logs\":[{\"message\":\"b\"},{\"message\":\"c\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"status\":\"COMPLETED\",\"request_id\":\"r1\",\"logs\":[]}\n\n")
+	}))
+	defer srv.Close()
+	c := client.New("k", client.WithQueueURL(srv.URL+"/"))
+	var seen []string
+	j, err := c.Wait(context.Background(), "m", "r1", func(j *client.Job) {
+		var ms []string
+		for _, l := range j.Logs {
+			ms = append(ms, l.Message)
+		}
+		seen = append(seen, strings.Join(ms, ""))
+	})
+	if err != nil || !j.Done() {
+		t.Fatalf("Wait: %+v %v", j, err)
+	}
+	if got := strings.Join(seen, ","); got != "a,abc,abc" {
+		t.Fatalf("logs seen by onProgress: %s, want a,abc,abc", got)
+	}
+}
+
 // TestCancelAndErrors: Cancel is a PUT on the request's cancel URL; a refusal comes back as
 // *client.Error with the body's fields, and a body that is not the service's error body is
 // kept whole rather than lost.

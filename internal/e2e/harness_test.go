@@ -131,6 +131,19 @@ func (r *ctlRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (ru
 		return runners.Result{Document: doc, Done: 1}, nil
 	case strings.HasPrefix(in.Prompt, "bare-refuse"): // a refusal with no detail
 		return runners.Result{}, &runners.Refusal{Code: "image_unreadable"}
+	case strings.HasPrefix(in.Prompt, "chatty"): // a log line, then two more once released
+		env.Report.Log("info", "step 1")
+		env.Report.Progress(0.5)
+		r.mu.Lock()
+		rel := r.release
+		r.mu.Unlock()
+		select {
+		case <-rel:
+		case <-ctx.Done():
+			return runners.Result{Done: 0.5}, ctx.Err()
+		}
+		env.Report.Log("info", "step 2")
+		env.Report.Log("info", "step 3")
 	case strings.HasPrefix(in.Prompt, "block"):
 		env.Report.Progress(0.5)
 		r.mu.Lock()

@@ -213,6 +213,61 @@ func TestQST12_FailedResults(t *testing.T) {
 	})
 }
 
+// TestREAD04_StreamSendsEachLogLineOnce: with logs=1 each event of the status stream carries
+// the log lines new since the stream's last event, so a client that adds up what it receives
+// (fal's client does) holds every line once, in order, as the status read lists them. Every
+// event used to carry the whole list: fal's client showed 81 lines for 13. Proves READ-04 for
+// the logs of a streamed document.
+func TestREAD04_StreamSendsEachLogLineOnce(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		r := h.submit(mFast, "", `{"positivePrompt":"chatty"}`)
+		h.waitStarted(1)
+		req, _ := http.NewRequest(http.MethodGet, r.str("status_url")+"/stream?logs=1", nil)
+		req.Header.Set("Authorization", "Bearer "+h.key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var got []string
+		events := 0
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "data: ") {
+				continue
+			}
+			var doc struct {
+				Status string `json:"status"`
+				Logs   *[]struct {
+					Message string `json:"message"`
+				} `json:"logs"`
+			}
+			if err := json.Unmarshal([]byte(line[6:]), &doc); err != nil || doc.Logs == nil {
+				t.Fatalf("event without logs: %s", line)
+			}
+			for _, l := range *doc.Logs {
+				got = append(got, l.Message)
+			}
+			if events++; events == 1 {
+				h.runner.Release()
+			}
+		}
+		st := h.status(r, true)
+		var all []string
+		for _, l := range st.Body["logs"].([]any) {
+			all = append(all, l.(map[string]any)["message"].(string))
+		}
+		runner := []string{"running chatty", "step 1", "step 2", "step 3"}
+		if len(all) < len(runner) || !slices.Equal(all[len(all)-len(runner):], runner) {
+			t.Fatalf("status read logs %q lack the runner's %q", all, runner)
+		}
+		if events < 2 || !slices.Equal(got, all) {
+			t.Fatalf("log lines added up over %d events: %q, want the status read's %q", events, got, all)
+		}
+	})
+}
+
 // TestREAD04_StatusStream: the stream sends the status document once per change and closes
 // after COMPLETED. Proves READ-04.
 func TestREAD04_StatusStream(t *testing.T) {

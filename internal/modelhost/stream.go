@@ -11,7 +11,8 @@ import (
 )
 
 // stream serves the status document as server-sent events: one event per change, closed after
-// COMPLETED or after StreamLimit (five minutes). It holds a seat; with none free it answers
+// COMPLETED or after StreamLimit (five minutes); with logs, each event carries the lines new
+// since the last. It holds a seat; with none free it answers
 // 503 stream_declined.
 func (h *Queue) stream() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
@@ -41,6 +42,7 @@ func (h *Queue) stream() http.Handler {
 		poll := time.NewTicker(time.Second)
 		defer poll.Stop()
 		var last []byte
+		sent := 0 // the job's log lines this stream has sent
 		for {
 			pos := 0
 			if j.Status == jobs.InQueue {
@@ -49,11 +51,22 @@ func (h *Queue) stream() http.Handler {
 			doc := h.URLs.Status(j, pos, wantLogs(r))
 			b, _ := json.Marshal(doc)
 			if string(b) != string(last) {
+				last = b
+				if doc.Logs != nil {
+					// An event carries the lines new since the stream's last one: clients add
+					// them up (fal's does), so the whole list in every event repeats lines.
+					all := *doc.Logs
+					if sent > len(all) {
+						sent = 0 // a new run of the job started its log afresh
+					}
+					fresh := all[sent:]
+					doc.Logs, sent = &fresh, len(all)
+					b, _ = json.Marshal(doc)
+				}
 				if _, err := w.Write([]byte("data: " + string(b) + "\n\n")); err != nil {
 					return nil
 				}
 				_ = rc.Flush()
-				last = b
 			}
 			if j.Settled() {
 				return nil
