@@ -68,7 +68,8 @@ func TestQST02_SubmitWaitCompletes(t *testing.T) {
 }
 
 // TestJOB28_ReplaySameKey: the same key (body, then header) answers the first request,
-// replayed, credits_charged 0, charged once. Proves JOB-18, JOB-23 (alias), JOB-26, JOB-28, SUB-23.
+// replayed, credits_charged 0, charged once, also through another model's path. Proves JOB-18,
+// JOB-23 (alias), JOB-26, JOB-28, SUB-23.
 func TestJOB28_ReplaySameKey(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		before := h.balance()
@@ -86,6 +87,17 @@ func TestJOB28_ReplaySameKey(t *testing.T) {
 			}
 			if r.num("credits_remaining") != before-q {
 				t.Errorf("replay credits_remaining %d, want %d", r.num("credits_remaining"), before-q)
+			}
+		}
+		// Through another model's path the key answers the same job, every field of it that
+		// job's (not engine and timings of the model in the path).
+		other := h.submit(mQueue, "", `{"positivePrompt":"ok"}`, "Idempotency-Key", "order-1")
+		if other.Code != 200 || other.Body["replayed"] != true || other.str("request_id") != first.str("request_id") {
+			t.Fatalf("replay through %s: %d %s", mQueue, other.Code, other.Raw)
+		}
+		for _, k := range []string{"model", "product", "engine", "expected_seconds", "give_up_after_seconds", "status_url", "credits_quoted"} {
+			if fmt.Sprint(other.Body[k]) != fmt.Sprint(first.Body[k]) {
+				t.Errorf("replay through %s: %s = %v, the job's is %v", mQueue, k, other.Body[k], first.Body[k])
 			}
 		}
 		if h.balance() != before-q || h.countJobs() != 1 {

@@ -126,8 +126,12 @@ func (h *Queue) submit() http.Handler {
 		j := res.Job
 		if res.Replayed {
 			f.Balance = h.balance(r, p)
-			// The key answered an earlier request (DESIGN 25): say so, as Stripe does.
+			// The key answered an earlier request (DESIGN 25): say so, as Stripe does. Its
+			// document is that job's, whichever model's path the key came back on.
 			w.Header().Set("Idempotent-Replayed", "true")
+			if jm, ok := h.Jobs.Catalog().Model(j.Model); ok {
+				f.Model, m = jm, jm
+			}
 		}
 		if o.Wait > 0 && !res.Unresolved {
 			f.Wait = true
