@@ -149,6 +149,37 @@ func TestJOB28_ConcurrentSameKey(t *testing.T) {
 	})
 }
 
+// TestJOB28_ConcurrentSameKeyAtCapacity: concurrent submits under one key of a model whose one
+// slot the first of them takes are all answered by that first request, replayed, never
+// service_busy: the key's request was placed, and a refusal judged on the slot it took is not
+// the key's answer. Proves JOB-28 at capacity.
+func TestJOB28_ConcurrentSameKeyAtCapacity(t *testing.T) {
+	each(t, options{cfg: func(c *jobs.Config) { c.ModelConcurrency = 1 }}, func(t *testing.T, h *harness) {
+		const n = 12
+		out := make([]resp, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i] = h.submit(mFast, "", `{"positivePrompt":"block"}`, "Idempotency-Key", "busy-key")
+			}()
+		}
+		wg.Wait()
+		h.runner.Release()
+		for _, r := range out {
+			if r.Code != 200 || r.str("request_id") != out[0].str("request_id") {
+				t.Fatalf("concurrent submit under one key at capacity: %d %s", r.Code, r.Raw)
+			}
+		}
+		h.waitSettled(out[0].str("request_id"))
+		if h.countJobs() != 1 {
+			t.Fatalf("%d jobs for one key", h.countJobs())
+		}
+		h.checkBooks()
+	})
+}
+
 // expectRefusal checks an error answer and that nothing was charged or stored.
 func expectRefusal(t *testing.T, h *harness, r resp, code int, errCode string, before int64, jobsBefore int) {
 	t.Helper()

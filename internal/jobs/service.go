@@ -268,6 +268,17 @@ func (s *Service) refused(ctx context.Context, p *auth.Principal, key string, mi
 		}
 	}
 	if _, ok := apierr.As(err); ok {
+		if !minted {
+			// A concurrent submit under the same key may have been placed first, and this
+			// refusal judged on what it took (the runner's slot, the credits, a seat in
+			// flight): the key answers that request (JOB-28). The key's standing is read
+			// afresh first, so a refusal of the key or its account is never turned into a
+			// replay.
+			if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil &&
+				s.ledger.Standing(ctx, p.Account.ID, p.Key.ID, s.now()) == nil {
+				return SubmitResult{Job: prev, Replayed: true}, nil
+			}
+		}
 		return SubmitResult{}, err
 	}
 	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrNotRecorded) {
