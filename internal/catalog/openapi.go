@@ -185,7 +185,7 @@ func (c *Catalog) modelPaths(m *Model, unique bool) map[string]any {
 		"parameters":  submitParams[1:],
 		"requestBody": map[string]any{"required": true, "content": jsonContent(input)},
 		"responses": merge(errorResponses("400", "401", "402", "403", "404", "409", "429", "500", "501", "502", "503", "504"), map[string]any{
-			"200": resp("The model's output, the document the result read answers.", output),
+			"200": resp("The model's output, the document the result read answers, with warnings beside it when the request broke a cross-field rule before its enforcement date.", output),
 		}),
 	}
 	base := "/" + Namespace + "/" + m.Slug

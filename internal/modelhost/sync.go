@@ -94,6 +94,11 @@ func (h *Sync) run() http.Handler {
 		if err != nil {
 			return err
 		}
+		if len(res.Warnings) > 0 {
+			// The rules the request broke, beside the output, as the queue host's answer
+			// lists them (DESIGN 17): the Deprecation header alone does not say which.
+			doc["warnings"] = res.Warnings
+		}
 		httpapi.WriteJSON(w, r, http.StatusOK, doc)
 		return nil
 	})
