@@ -205,11 +205,7 @@ func (h *Handler) jobAssets() http.Handler {
 		if len(files) == 0 && j.Outcome != jobs.Succeeded && j.Charged == 0 {
 			return apierr.New(apierr.Refunded, "status", string(j.Outcome), "error_code", orNull(j.ErrorCode))
 		}
-		p, err = h.freshPrincipal(r, p)
-		if err != nil {
-			return err
-		}
-		if err := h.Gate.Admit(w, r, p, ratelimit.Egress, ratelimit.EgressCost(total)); err != nil {
+		if err := h.Gate.AdmitEgress(w, r, p, total); err != nil {
 			return err
 		}
 		data := make([]map[string]any, 0, len(files))
@@ -238,41 +234,3 @@ func orNull(s string) any {
 	return s
 }
 
-// freshPrincipal re-reads the caller's key and account past the read cache before egress: a
-// download answers a revocation at once (KEY-25), and a limited account may read but not
-// download (account_limited with bucket egress).
-func (h *Handler) freshPrincipal(r *http.Request, p *auth.Principal) (*auth.Principal, error) {
-	if h.Auth != nil {
-		if raw, ok := bearerKey(r); ok {
-			pk, err := h.Auth.Parse(raw)
-			if err != nil {
-				return nil, err
-			}
-			fresh, err := h.Auth.Authenticate(r.Context(), pk, false)
-			if err != nil {
-				if e, ok := apierr.As(err); ok && e.Code == apierr.AccountLimited {
-					e.With("bucket", string(ratelimit.Egress))
-				}
-				return nil, err
-			}
-			p = &fresh
-		}
-	}
-	if p.Account.Status == auth.Limited {
-		return nil, apierr.New(apierr.AccountLimited, "bucket", string(ratelimit.Egress))
-	}
-	return p, nil
-}
-
-// bearerKey reads the key as the gate does: "Bearer <key>", "Key <key>" or the bare key.
-func bearerKey(r *http.Request) (string, bool) {
-	v := r.Header.Values("Authorization")
-	if len(v) == 0 {
-		return "", false
-	}
-	s := strings.TrimSpace(v[0])
-	if i := strings.IndexByte(s, ' '); i > 0 && (strings.EqualFold(s[:i], "Bearer") || strings.EqualFold(s[:i], "Key")) {
-		s = strings.TrimSpace(s[i+1:])
-	}
-	return s, true
-}

@@ -1,12 +1,14 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -71,6 +73,50 @@ func TestORD02_PathsInAnyFormAreChecked(t *testing.T) {
 		}
 		if h.balance() != before || h.countJobs() != 0 {
 			t.Errorf("a refused path ran something: balance %d (was %d), %d jobs", h.balance(), before, h.countJobs())
+		}
+	})
+}
+
+// TestRL09_ResultReadAdmitsEgress: the queue host's result read signs links to the job's files,
+// so it is admitted as a download, like the asset list: a limited account reads the status
+// but not the result (403 account_limited, bucket egress), and a revoked key gets nothing at
+// once, past the read cache. Before, the result read handed such callers signed links.
+// Proves RL-09 and ERR's account_limited (bucket egress) on the result read.
+func TestRL09_ResultReadAdmitsEgress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		h := newModelsHarness(t, db)
+		r := h.submit("image-turbo", "wait=30", `{"positivePrompt":"a cat","width":128,"height":128}`)
+		if r.Code != 200 || r.str("status") != "COMPLETED" {
+			t.Fatalf("submit: %d %s", r.Code, r.Raw)
+		}
+		if res := h.call(http.MethodGet, r.str("response_url"), ""); res.Code != 200 || !strings.Contains(res.Raw, "/files/") {
+			t.Fatalf("result read: %d %s", res.Code, res.Raw)
+		}
+		if err := db.SetAccountStatus(context.Background(), h.account, auth.Limited); err != nil {
+			t.Fatal(err)
+		}
+		if st := h.status(r, false); st.Code != 200 {
+			t.Fatalf("a limited account's status read: %d %s", st.Code, st.Raw)
+		}
+		res := h.call(http.MethodGet, r.str("response_url"), "")
+		if res.Code != 403 || res.str("error") != "account_limited" || res.str("bucket") != "egress" || strings.Contains(res.Raw, "/files/") {
+			t.Fatalf("a limited account's result read: %d %s", res.Code, res.Raw)
+		}
+		if err := db.SetAccountStatus(context.Background(), h.account, auth.Live); err != nil {
+			t.Fatal(err)
+		}
+		if res := h.call(http.MethodGet, r.str("response_url"), ""); res.Code != 200 {
+			t.Fatalf("result read once live again: %d %s", res.Code, res.Raw)
+		}
+		pk, err := h.auth.Parse(h.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.auth.Revoke(context.Background(), pk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if res := h.call(http.MethodGet, r.str("response_url"), ""); res.Code != 401 || res.str("error") != "key_revoked" {
+			t.Fatalf("a revoked key's result read: %d %s", res.Code, res.Raw)
 		}
 	})
 }

@@ -333,6 +333,34 @@ func setRateHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(time.Duration(reset)*time.Second).Unix(), 10))
 }
 
+// AdmitEgress admits a request about to sign download links to bytes of a job's files for its
+// caller: the key and the account are read afresh past the read cache (a revocation answers at
+// once, KEY-25; a limited account may read but not download: account_limited with bucket
+// egress), then the egress bucket takes the bytes in whole megabytes, minimum 1 (RL-09). The
+// asset list and the queue host's result read both sign through it.
+func (g *Gate) AdmitEgress(w http.ResponseWriter, r *http.Request, p *auth.Principal, bytes int64) error {
+	if g.Auth != nil {
+		if raw, ok := credential(r); ok {
+			pk, err := g.Auth.Parse(raw)
+			if err != nil {
+				return err
+			}
+			fresh, err := g.Auth.Authenticate(r.Context(), pk, false)
+			if err != nil {
+				if e, ok := apierr.As(err); ok && e.Code == apierr.AccountLimited {
+					e.With("bucket", string(ratelimit.Egress))
+				}
+				return err
+			}
+			p = &fresh
+		}
+	}
+	if p.Account.Status == auth.Limited {
+		return apierr.New(apierr.AccountLimited, "bucket", string(ratelimit.Egress))
+	}
+	return g.Admit(w, r, p, ratelimit.Egress, ratelimit.EgressCost(bytes))
+}
+
 func ceilSeconds(d time.Duration) int {
 	if d <= 0 {
 		return 0

@@ -239,6 +239,16 @@ func (h *Queue) result() http.Handler {
 		if e := jobview.OutputsExpired(j, h.RetainOutputs, h.Now()); e != nil {
 			return e
 		}
+		if j.Result != nil && len(j.Result.Files) > 0 {
+			// The answer signs links to the job's files: a download, as the asset list's is.
+			var total int64
+			for _, f := range j.Result.Files {
+				total += f.Bytes
+			}
+			if err := h.Gate.AdmitEgress(w, r, httpapi.Principal(r), total); err != nil {
+				return err
+			}
+		}
 		doc, err := jobview.Result(r.Context(), j, h.Signer)
 		if err != nil {
 			return err
