@@ -233,4 +233,3 @@ func orNull(s string) any {
 	}
 	return s
 }
-

@@ -70,10 +70,11 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 	}
 	defer pc.Close(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	sent := make(chan struct{})
 	go func() { defer close(sent); n.queue.Send(ctx, n.notify) }()
-	defer func() { <-sent }()
+	// The sender ends on cancel: one deferred call, in this order, so that a lost session
+	// returns its error (and the caller listens again) instead of waiting on the sender.
+	defer func() { cancel(); <-sent }()
 	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize()); err != nil {
 		return err
 	}
