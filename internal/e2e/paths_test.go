@@ -120,3 +120,30 @@ func TestRL09_ResultReadAdmitsEgress(t *testing.T) {
 		}
 	})
 }
+
+// TestERR55_KeyUncheckableIsServiceBusy: when the key and its account cannot be read (the
+// database is gone), a keyed request is answered 503 service_busy, nothing charged, with a
+// Retry-After, on the account API and the queue host: never 500 internal with charged
+// "unknown", which would send the caller to poll a database that is down. Proves ERR-55.
+func TestERR55_KeyUncheckableIsServiceBusy(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		h := newModelsHarness(t, db)
+		// A key of the account never used: nothing of it is in any cache.
+		fresh, err := h.auth.Mint(context.Background(), auth.MintParams{AccountID: h.account})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ method, url string }{
+			{http.MethodGet, h.api.URL + "/v1/me"},
+			{http.MethodPost, h.queue.URL + "/svc-serverless/image-turbo"},
+		} {
+			r := h.callKey(fresh.Key, c.method, c.url, `{"positivePrompt":"a cat"}`)
+			if r.Code != 503 || r.str("error") != "service_busy" || r.Body["charged"] != "no" || r.Header.Get("Retry-After") == "" {
+				t.Errorf("%s %s with the database gone: %d %s (Retry-After %q)", c.method, c.url, r.Code, r.Raw, r.Header.Get("Retry-After"))
+			}
+		}
+	})
+}

@@ -174,7 +174,16 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	}
 	if err != nil {
 		g.anonymousHeaders(w, r, now)
-		if e, ok := apierr.As(err); ok && e.Code == apierr.AccountLimited {
+		e, ok := apierr.As(err)
+		if !ok {
+			// The key or its account could not be read (the database is unreachable): the
+			// check could not run and nothing was charged, so the caller resends shortly
+			// (ERR-55's 503), rather than reading an unknown charge from a 500. WriteError
+			// logs the cause.
+			return nil, apierr.Newf(apierr.ServiceBusy, "The key could not be checked just now; nothing was charged. Send the request again shortly.").
+				WithRetryAfter(1).WithStatus(503).Wrap(err)
+		}
+		if e.Code == apierr.AccountLimited {
 			e.With("bucket", string(bucket))
 		}
 		return nil, err
