@@ -225,7 +225,8 @@ func (r errRow) Scan(...any) error { return r.err }
 // pgxRows is pgx's rows as a Rows; rows read from a batch end it when closed.
 type pgxRows struct {
 	pgx.Rows
-	br pgx.BatchResults
+	br     pgx.BatchResults
+	cancel context.CancelFunc // ends the read's bound (a read of the pool)
 }
 
 func (r pgxRows) Close() error {
@@ -235,6 +236,9 @@ func (r pgxRows) Close() error {
 		if cerr := r.br.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if r.cancel != nil {
+		r.cancel()
 	}
 	return err
 }

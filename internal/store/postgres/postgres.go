@@ -53,8 +53,19 @@ func OpenAt(ctx context.Context, dsn string, version int64) (*sqlstore.DB, error
 	return sqlstore.New(c), nil
 }
 
+// OpTimeout bounds each statement, read and transaction the service sends to PostgreSQL: a
+// server that stops answering (frozen, overloaded, or cut off without a reset) fails what it
+// holds after that long, and the request is answered, instead of waiting for ever. A live
+// server answers the service's statements in milliseconds; the bound is far above that.
+const OpTimeout = 30 * time.Second
+
+// connectTimeout bounds opening a connection when the URL names no connect_timeout.
+const connectTimeout = 5 * time.Second
+
 // Conn is a pool of connections to one PostgreSQL database.
 type Conn struct {
+	opTimeout time.Duration // OpTimeout; shorter in tests
+
 	pool *pgxpool.Pool
 	db   *sql.DB // database/sql over the same pool: migrations, tests and tools
 
@@ -72,7 +83,15 @@ func connect(ctx context.Context, dsn string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &Conn{pool: pool, db: stdlib.OpenDBFromPool(pool)}, nil
+	return &Conn{opTimeout: OpTimeout, pool: pool, db: stdlib.OpenDBFromPool(pool)}, nil
+}
+
+// bounded is ctx bounded by the connection's operation timeout, unless it ends sooner.
+func (c *Conn) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= c.opTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opTimeout)
 }
 
 // poolConfig reads dsn. Without pool_max_conns (pgxpool's name for it) the pool holds four
@@ -88,6 +107,9 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	// An idle connection is kept five minutes: one closed loses its prepared statements.
 	cfg.MinConns, cfg.MaxConnIdleTime = 0, 5*time.Minute
+	if !strings.Contains(dsn, "connect_timeout=") {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
 	return cfg, nil
 }
 
@@ -122,6 +144,8 @@ func (c *Conn) MaxConns() int { return int(c.pool.Config().MaxConns) }
 // first was lost before the statement ran (lostConnection).
 func (c *Conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	c.statements.Add(1)
+	ctx, cancel := c.bounded(ctx)
+	defer cancel()
 	tag, err := c.pool.Exec(ctx, q, args...)
 	if c.lost(err) {
 		tag, err = c.pool.Exec(ctx, q, args...)
@@ -133,14 +157,16 @@ func (c *Conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resu
 // lost before the read ran.
 func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	c.statements.Add(1)
+	ctx, cancel := c.bounded(ctx)
 	rows, err := c.pool.Query(ctx, q, args...)
 	if c.lost(err) {
 		rows, err = c.pool.Query(ctx, q, args...)
 	}
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	return pgxRows{Rows: rows}, nil
+	return pgxRows{Rows: rows, cancel: cancel}, nil
 }
 
 // QueryRowContext runs a one-row statement as QueryContext does.
@@ -158,9 +184,11 @@ type poolRow struct {
 }
 
 func (r poolRow) Scan(dest ...any) error {
-	err := r.c.pool.QueryRow(r.ctx, r.q, r.args...).Scan(dest...)
+	ctx, cancel := r.c.bounded(r.ctx)
+	defer cancel()
+	err := r.c.pool.QueryRow(ctx, r.q, r.args...).Scan(dest...)
 	if r.c.lost(err) {
-		err = r.c.pool.QueryRow(r.ctx, r.q, r.args...).Scan(dest...)
+		err = r.c.pool.QueryRow(ctx, r.q, r.args...).Scan(dest...)
 	}
 	return err
 }
@@ -195,6 +223,8 @@ func lostConnection(err error) bool {
 // ReadAll sends reads together, in one round trip, outside a transaction.
 func (c *Conn) ReadAll(ctx context.Context, reads []sqlstore.Read, row func(int, sqlstore.Row) error) error {
 	c.statements.Add(int64(len(reads)))
+	ctx, cancel := c.bounded(ctx)
+	defer cancel()
 	b := &pgx.Batch{}
 	for _, r := range reads {
 		b.Queue(r.SQL, r.Args...)
@@ -218,20 +248,30 @@ func (c *Conn) InTx(ctx context.Context, fn func(sqlstore.Querier) error) error 
 }
 
 func (c *Conn) inTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	ctx, cancel := c.bounded(ctx)
+	defer cancel()
 	pc, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
+	// The transaction's statements run on the callers' contexts: once the bound (or the
+	// caller) ends the transaction, the connection's deadline ends whatever it still waits
+	// for, and the connection is not used again.
+	stop := context.AfterFunc(ctx, func() { _ = pc.Conn().PgConn().Conn().SetDeadline(time.Now()) })
 	p := &pipeTx{conn: pc.Conn(), c: c}
 	c.transactions.Add(1)
 	txErr := fn(p)
 	if txErr == nil {
 		if txErr = p.commit(ctx); txErr == nil {
-			pc.Release()
+			if stop() {
+				pc.Release()
+			} else {
+				pc.Hijack().Close(context.WithoutCancel(ctx))
+			}
 			return nil
 		}
 	}
-	if p.rollback(ctx) != nil || p.conn.IsClosed() {
+	if !stop() || p.rollback(ctx) != nil || p.conn.IsClosed() {
 		pc.Hijack().Close(context.WithoutCancel(ctx)) // the connection is not fit to be used again
 	} else {
 		pc.Release()
