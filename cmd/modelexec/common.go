@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
@@ -62,14 +64,27 @@ func (f StoreFlags) secret(dev bool) (string, error) {
 	return s, os.WriteFile(path, []byte(s+"\n"), 0o600)
 }
 
+// logger is the process's structured log on w. go-redis's own messages (a failed dial, a
+// lost connection) go into it too, rather than as plain lines on stderr between its records.
 func (f StoreFlags) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(f.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}
+	var l *slog.Logger
 	if f.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		l = slog.New(slog.NewJSONHandler(w, opts))
+	} else {
+		l = slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	redis.SetLogger(redisLogger{l})
+	return l
+}
+
+// redisLogger writes go-redis's messages as warnings of the process's log.
+type redisLogger struct{ log *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.log.WarnContext(ctx, "redis", "message", fmt.Sprintf(format, v...))
 }
 
 // authService wires the auth domain onto the store.
