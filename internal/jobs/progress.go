@@ -47,7 +47,7 @@ func (s *Service) flushProgress(rj *runningJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.store.AppendProgress(ctx, rj.job.RequestID, logs, progress); err != nil {
-		s.log.Warn("store progress", "request_id", rj.job.RequestID, "err", err)
+		s.quiet.warn(s.log, s.now(), "store progress", "request_id", rj.job.RequestID, "err", err)
 		return
 	}
 	s.notify(Progressed, rj.job.RequestID)

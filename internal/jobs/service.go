@@ -67,6 +67,7 @@ type Service struct {
 	env     EnvFunc
 	now     func() time.Time
 	log     *slog.Logger
+	quiet   quietWarn // warnings of the background loops that repeat while a dependency is down
 	cfg     Config
 	rand    func() uint32
 
@@ -391,7 +392,7 @@ func (s *Service) List(ctx context.Context, accountID string, before time.Time, 
 func (s *Service) QueuePosition(ctx context.Context, j Job) int {
 	n, err := s.store.QueuePosition(ctx, j)
 	if err != nil && ctx.Err() == nil {
-		s.log.Warn("queue position", "err", err)
+		s.quiet.warn(s.log, s.now(), "queue position", "err", err)
 	}
 	return n
 }

@@ -83,7 +83,7 @@ func (s *Service) listen(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.log.Warn("jobs: notices from other processes interrupted", "err", err)
+		s.quiet.warn(s.log, s.now(), "jobs: notices from other processes interrupted", "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -108,7 +108,7 @@ func (s *Service) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := s.store.Heartbeat(ctx, s.cfg.Owner, ids, s.now().Add(-time.Millisecond)); err != nil {
-			s.log.Warn("give leases back", "err", err)
+			s.quiet.warn(s.log, s.now(), "give leases back", "err", err)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func (s *Service) heartbeat(ctx context.Context) {
 	}
 	cancel, err := s.store.Heartbeat(ctx, s.cfg.Owner, ids, s.now().Add(s.cfg.LeaseTTL))
 	if err != nil {
-		s.log.Warn("heartbeat", "err", err)
+		s.quiet.warn(s.log, s.now(), "heartbeat", "err", err)
 		return
 	}
 	for _, id := range cancel {
@@ -161,7 +161,7 @@ func (s *Service) heartbeat(ctx context.Context) {
 		rj.mu.Unlock()
 		if dirty {
 			if err := s.store.AppendProgress(ctx, id, logs, progress); err != nil {
-				s.log.Warn("store progress", "err", err)
+				s.quiet.warn(s.log, s.now(), "store progress", "err", err)
 			}
 		}
 	}
@@ -199,7 +199,7 @@ func (s *Service) takeOver(ctx context.Context, j Job) {
 	if j.Attempts >= s.cfg.MaxAttempts {
 		st := settlement{outcome: Failed, code: string(apierr.RunFailed), message: "the job was lost by its runner too many times"}
 		if err := s.settle(ctx, j.RequestID, st); err != nil {
-			s.log.Warn("fail lost job", "request_id", j.RequestID, "err", err)
+			s.quiet.warn(s.log, s.now(), "fail lost job", "request_id", j.RequestID, "err", err)
 		}
 		return
 	}
@@ -225,7 +225,7 @@ func (s *Service) takeOver(ctx context.Context, j Job) {
 	if err != nil {
 		s.releaseSlot(j.Model)
 		if !errors.Is(err, errSkip) {
-			s.log.Warn("take over job", "request_id", j.RequestID, "err", err)
+			s.quiet.warn(s.log, s.now(), "take over job", "request_id", j.RequestID, "err", err)
 		}
 		return
 	}
@@ -304,7 +304,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 				continue
 			}
 			if !errors.Is(err, errSkip) {
-				s.log.Warn("start queued job", "err", err)
+				s.quiet.warn(s.log, s.now(), "start queued job", "err", err)
 			}
 			return
 		}
@@ -365,7 +365,7 @@ func (s *Service) expireOverdue(ctx context.Context) {
 	for _, j := range overdue {
 		st := settlement{outcome: Failed, code: string(apierr.RequestTimeout), message: "waited longer than the request timeout for a seat", whileQueued: true}
 		if err := s.settle(ctx, j.RequestID, st); err != nil {
-			s.log.Warn("expire queued job", "request_id", j.RequestID, "err", err)
+			s.quiet.warn(s.log, s.now(), "expire queued job", "request_id", j.RequestID, "err", err)
 		}
 	}
 }
