@@ -321,3 +321,28 @@ func TestREAD04_StatusStream(t *testing.T) {
 		}
 	})
 }
+
+// TestREAD01_LogsOptionCheckedOnReads: the logs option is read on a status read and a status
+// stream as on a submit: 1, true, 0 or false, anything else refused 422 invalid_input at
+// query.logs; it used to be taken as "no logs" on reads. Proves READ-01 and READ-04's options.
+func TestREAD01_LogsOptionCheckedOnReads(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		r := h.submit(mFast, "wait=10", `{"positivePrompt":"ok"}`)
+		if r.Code != 200 {
+			t.Fatalf("submit: %d %s", r.Code, r.Raw)
+		}
+		for _, u := range []string{r.str("status_url"), r.str("status_url") + "/stream"} {
+			for _, v := range []string{"yes", "2", ""} {
+				got := h.call(http.MethodGet, u+"?logs="+v, "")
+				if got.Code != 422 || got.str("error") != "invalid_input" || !strings.Contains(got.Raw, `"loc":["query","logs"]`) {
+					t.Errorf("%s?logs=%s: %d %s", u, v, got.Code, got.Raw)
+				}
+			}
+		}
+		for _, v := range []string{"1", "true", "0", "false"} {
+			if got := h.call(http.MethodGet, r.str("status_url")+"?logs="+v, ""); got.Code != 200 {
+				t.Errorf("status?logs=%s: %d %s", v, got.Code, got.Raw)
+			}
+		}
+	})
+}

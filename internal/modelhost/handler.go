@@ -188,9 +188,12 @@ func (h *Queue) balance(r *http.Request, p *auth.Principal) int64 {
 	return p.Account.Balance
 }
 
-func wantLogs(r *http.Request) bool {
-	v := r.URL.Query().Get("logs")
-	return v == "1" || v == "true"
+func wantLogs(r *http.Request) (bool, error) {
+	v, ok := r.URL.Query()["logs"]
+	if !ok {
+		return false, nil
+	}
+	return logsOption(v[0])
 }
 
 // job reads the job of the path for the caller; a job of another model's path is not found.
@@ -208,6 +211,10 @@ func (h *Queue) job(r *http.Request) (jobs.Job, error) {
 
 func (h *Queue) status() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		logs, err := wantLogs(r)
+		if err != nil {
+			return err
+		}
 		j, err := h.job(r)
 		if err != nil {
 			return err
@@ -218,7 +225,7 @@ func (h *Queue) status() http.Handler {
 		}
 		// 200 in every state: the outcome is in `status`. A 202 is the spec's dispatch_unresolved,
 		// which carries message and docs; fal's clients take any 2xx here.
-		httpapi.WriteJSON(w, r, http.StatusOK, h.URLs.Status(j, pos, wantLogs(r)))
+		httpapi.WriteJSON(w, r, http.StatusOK, h.URLs.Status(j, pos, logs))
 		return nil
 	})
 }

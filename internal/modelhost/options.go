@@ -113,6 +113,18 @@ func invalid(where, name, msg, typ string) *apierr.Error {
 	return apierr.Newf(apierr.InvalidInput, "%s: %s", name, msg).WithDetail(apierr.Violation{Loc: []any{where, name}, Msg: msg, Type: typ})
 }
 
+// logsOption reads the logs query option of a submit, a status read or a status stream: 1 or
+// true, 0 or false.
+func logsOption(v string) (bool, error) {
+	switch v {
+	case "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	}
+	return false, invalid("query", "logs", "logs is one of 1, 0, true, false", "enum")
+}
+
 // ParseOptions reads and checks a submit's options against the model (before any charge).
 // sync is true on the synchronous host, where wait and webhooks do not apply in the same way.
 func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
@@ -131,12 +143,9 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 		o.Wait = n
 	}
 	if v, ok := query(r, "logs"); ok {
-		switch v {
-		case "1", "true":
-			o.Logs = true
-		case "0", "false":
-		default:
-			return o, invalid("query", "logs", "logs is one of 1, 0, true, false", "enum")
+		var err error
+		if o.Logs, err = logsOption(v); err != nil {
+			return o, err
 		}
 	}
 	hook, _, ok, err := spelled(r, query, "query", sameText, "webhook", "alt_webhook", "fal_webhook")

@@ -16,6 +16,10 @@ import (
 // 503 stream_declined.
 func (h *Queue) stream() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		logs, err := wantLogs(r)
+		if err != nil {
+			return err
+		}
 		j, err := h.job(r)
 		if err != nil {
 			return err
@@ -48,7 +52,7 @@ func (h *Queue) stream() http.Handler {
 			if j.Status == jobs.InQueue {
 				pos = h.Jobs.QueuePosition(r.Context(), j)
 			}
-			doc := h.URLs.Status(j, pos, wantLogs(r))
+			doc := h.URLs.Status(j, pos, logs)
 			b, _ := json.Marshal(doc)
 			if string(b) != string(last) {
 				last = b

@@ -257,7 +257,8 @@ func (c *Conn) inTx(ctx context.Context, fn func(sqlstore.Querier) error) error 
 	// The transaction's statements run on the callers' contexts: once the bound (or the
 	// caller) ends the transaction, the connection's deadline ends whatever it still waits
 	// for, and the connection is not used again.
-	stop := context.AfterFunc(ctx, func() { _ = pc.Conn().PgConn().Conn().SetDeadline(time.Now()) })
+	nc := pc.Conn().PgConn().Conn() // taken now: once stop fails, pc is closed under the func
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 	p := &pipeTx{conn: pc.Conn(), c: c}
 	c.transactions.Add(1)
 	txErr := fn(p)
