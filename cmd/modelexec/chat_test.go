@@ -469,7 +469,7 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 		{chatBody("qwen", "hi", `,"seed":99999999999999999999`), "invalid_body", "seed"},
 		{chatBody("qwen", "hi", `,"temperature":99999e999`), "invalid_body", "temperature"},
 		{chatBody("qwen", "hi", `,"seed":1.5e99999999999`), "invalid_body", "seed"},
-		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "prompt_too_long", "messages"},
+		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "text_too_long", "messages"},
 	} {
 		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)
 		if e, _ := r.body["error"].(map[string]any); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param ||
@@ -484,9 +484,9 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 		{`{"model":"kimi","input":"hi","max_output_tokens":0}`, "invalid_body", "max_output_tokens"},
 		{`{"model":"kimi","input":"hi","max_output_tokens":99999999}`, "output_limit_reached", "max_output_tokens"},
 		{`{"model":"kimi","input":"hi","reasoning":{"effort":"ultra"}}`, "unknown_effort", "reasoning.effort"},
-		{`{"model":"qwen","input":"` + strings.Repeat("long ", 30000) + `"}`, "prompt_too_long", "input"},
+		{`{"model":"qwen","input":"` + strings.Repeat("long ", 30000) + `"}`, "text_too_long", "input"},
 		{`{"model":"qwen","instructions":"be brief","input":[{"role":"user","content":"hi"},{"role":"user","content":"` +
-			strings.Repeat("long ", 30000) + `"}]}`, "prompt_too_long", "input"},
+			strings.Repeat("long ", 30000) + `"}]}`, "text_too_long", "input"},
 	} {
 		r := w.do("POST", "/compat/v1/responses", key(), c.body)
 		e, _ := r.body["error"].(map[string]any)
@@ -584,7 +584,7 @@ func TestCHAT03_ConversationsAndTurns(t *testing.T) {
 	expect("unknown conversation", w.do("POST", "/v1/chat", key(), `{"conversation_id":"conv_nope","message":"hi"}`), 404, "conversation_not_found")
 	expect("unknown model", turn(key(), `,"message":"hi","model":"gpt"`), 400, "unknown_model")
 	expect("unknown effort", turn(key(), `,"message":"hi","effort":"max"`), 400, "unknown_effort")
-	expect("message too long", turn(key(), `,"message":"`+strings.Repeat("a", 24001)+`"`), 400, "prompt_too_long")
+	expect("message too long", turn(key(), `,"message":"`+strings.Repeat("a", 24001)+`"`), 400, "text_too_long")
 	expect("bad key", turn(key(), `,"message":"hi","idempotency_key":"no spaces allowed"`), 400, "invalid_idempotency_key")
 	if got := w.balance(acct); got != before {
 		t.Fatalf("refusals charged: %d → %d", before, got)

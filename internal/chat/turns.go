@@ -112,7 +112,7 @@ type Turn struct {
 }
 
 // StartTurn checks a turn, records its messages and starts its job. Refusals, in order:
-// conversation_required, prompt_too_long (over 24,000 characters), unknown_effort,
+// conversation_required, text_too_long (over 24,000 characters), unknown_effort,
 // unknown_model, chat_not_configured, conversation_not_found, then for a key already used
 // in_flight (its turn still runs) or key_settled (it settled; send a new key), all before
 // any charge; then the engine's (insufficient_credits, key_credit_ceiling, ...).
@@ -124,7 +124,7 @@ func (s *Service) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 		return nil, apierr.Newf(apierr.InvalidBody, "message is required.")
 	}
 	if n := utf8.RuneCountInString(r.Message); n > MaxMessageChars {
-		return nil, apierr.Newf(apierr.PromptTooLong, "The message is %d characters; at most %d.", n, MaxMessageChars).With("max", MaxMessageChars)
+		return nil, apierr.Newf(apierr.TextTooLong, "The message is %d characters; at most %d.", n, MaxMessageChars).With("max", MaxMessageChars)
 	}
 	if r.Effort == "" {
 		r.Effort = "balanced"

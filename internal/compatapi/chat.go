@@ -330,7 +330,7 @@ func effortOf(s string) (string, error) {
 
 func checkMessage(i int, s string) error {
 	if n := utf8.RuneCountInString(s); n > MaxMessageChars {
-		return apierr.Newf(apierr.PromptTooLong, "messages[%d] is %d characters; a message holds at most %d.", i, n, MaxMessageChars).With("max", MaxMessageChars)
+		return apierr.Newf(apierr.TextTooLong, "messages[%d] is %d characters; a message holds at most %d.", i, n, MaxMessageChars).With("max", MaxMessageChars)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func paramOf(code apierr.Code) string {
 		return "input"
 	case apierr.OutputLimitReached:
 		return "max_tokens"
-	case apierr.PromptTooLong:
+	case apierr.TextTooLong:
 		return "messages"
 	case apierr.UnknownEffort:
 		return "reasoning_effort"
