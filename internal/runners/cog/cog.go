@@ -552,6 +552,17 @@ func (c *converter) walk(ctx context.Context, v any) (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			if f, ok := n.(map[string]any); ok && k == "url" && isString(e) {
+				// A file given as an object's url (fal's image shape, {"url": …, "width": …}):
+				// the object is the file, and its url the signed link, a string where it was.
+				delete(t, "url")
+				for fk, fv := range f {
+					if _, has := t[fk]; !has || fk == "storage_key" {
+						t[fk] = fv
+					}
+				}
+				continue
+			}
 			t[k] = n
 		}
 		return t, nil
@@ -591,6 +602,8 @@ func (c *converter) walk(ctx context.Context, v any) (any, error) {
 	}
 	return v, nil
 }
+
+func isString(v any) bool { _, ok := v.(string); return ok }
 
 func (c *converter) store(ctx context.Context, ct string, data []byte) (any, error) {
 	if c.run.env.Outputs == nil {

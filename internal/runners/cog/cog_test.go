@@ -26,7 +26,7 @@ type fakeCog struct {
 
 	health    string // READY, BUSY, STARTING, ...
 	down      bool   // drop every connection (server gone)
-	mode      string // "ok", "fail", "busy", "refuse", "hold", "url"
+	mode      string // "ok", "fail", "busy", "refuse", "hold", "url", "falshape"
 	webhooks  bool   // send webhooks (else the runner must poll)
 	preds     map[string]map[string]any
 	puts      int
@@ -132,6 +132,10 @@ func (f *fakeCog) process(id, webhook string) {
 	case "url":
 		p["status"] = "succeeded"
 		p["output"] = []any{f.fileURL}
+	case "falshape": // files as the url of an object, the shape fal's clients read
+		p["status"] = "succeeded"
+		p["output"] = map[string]any{"images": []any{map[string]any{
+			"url": "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngData), "width": 1}}}
 	default:
 		p["status"] = "succeeded"
 		p["output"] = map[string]any{
@@ -267,6 +271,25 @@ func TestSuccessViaPollingAndURLOutput(t *testing.T) {
 	got := res.Document["output"].([]any)[0].(map[string]any)
 	if got["content_type"] != "image/png" || !bytes.Equal(out.files[got["storage_key"].(string)], pngData) {
 		t.Fatalf("document %v", res.Document)
+	}
+}
+
+// TestFileAsAnObjectsURL: a file the model gives as the url of an object ({"url": "data:…",
+// "width": 1}, fal's image shape) makes that object the file: its url becomes the signed link
+// where it was (a string, as fal's clients read images[0].url), beside the object's own fields
+// and the file's content type and size; it used to become an object nested under url.
+func TestFileAsAnObjectsURL(t *testing.T) {
+	_, srv := newFake(t, "falshape")
+	rn, _ := cog.New(fast(srv.URL, ""))
+	out := &outputs{}
+	res, err := rn.Run(context.Background(), job(), runners.Env{Outputs: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := res.Document["images"].([]any)[0].(map[string]any)
+	if _, nested := img["url"]; nested || img["width"] != json.Number("1") && img["width"] != float64(1) ||
+		img["content_type"] != "image/png" || !bytes.Equal(out.files[img["storage_key"].(string)], pngData) {
+		t.Fatalf("image %v", img)
 	}
 }
 
