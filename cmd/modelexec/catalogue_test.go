@@ -71,3 +71,40 @@ func TestCAT04_OperatorReplacesCatalogue(t *testing.T) {
 		t.Fatalf("serve with a broken catalogue: %v", err)
 	}
 }
+
+// TestCAT04_ModelWithoutARunnerRefusedAtStart: a catalogue model that nothing runs on a
+// worker (no "runner", no --cog, not "described") stops `serve` at start, naming the model and
+// the ways to give it one; a process without the worker role starts, as its models run
+// elsewhere. Before, such a model took every submit and failed it, charged and refunded.
+func TestCAT04_ModelWithoutARunnerRefusedAtStart(t *testing.T) {
+	var f map[string]any
+	if err := json.Unmarshal(catalog.DefaultData(), &f); err != nil {
+		t.Fatal(err)
+	}
+	var copied map[string]any
+	for _, m := range f["models"].([]any) {
+		if m := m.(map[string]any); m["slug"] == "image-4b" {
+			copied = map[string]any{}
+			for k, v := range m {
+				copied[k] = v
+			}
+		}
+	}
+	copied["slug"] = "c-4b"
+	delete(copied, "runner")
+	f["models"] = append(f["models"].([]any), copied)
+	edited, _ := json.Marshal(f)
+	path := filepath.Join(t.TempDir(), "catalogue.json")
+	if err := os.WriteFile(path, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &ServeCmd{Roles: "api,queue,sync,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", Catalogue: path}
+	c.Data, c.Secret = t.TempDir(), "a-20-byte-secret-xyz"
+	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "c-4b has no runner") || !strings.Contains(err.Error(), "--cog c-4b=URL") {
+		t.Fatalf("serve with a model nothing runs: %v", err)
+	}
+	c.Roles = "api,queue,sync"
+	if _, err := serveWith(t, c); err != nil {
+		t.Fatalf("a front without the worker role: %v", err)
+	}
+}

@@ -425,6 +425,16 @@ func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[st
 			reg[slug] = rn
 		}
 	}
+	if s.cfg.Roles[RoleWorker] {
+		// A model a worker cannot run would take every submit, charge it and fail it: say so
+		// when the process starts instead.
+		for _, m := range cat.Models() {
+			if _, ok := reg[m.Slug]; !ok && m.State != catalog.Described {
+				return nil, nil, fmt.Errorf("catalogue model %s has no runner: give it \"runner\" (%q, or the slug of a built-in model), run it on a Cog server with --cog %s=URL, or make its state %q",
+					m.Slug, builtin.Noop, m.Slug, catalog.Described)
+			}
+		}
+	}
 	return reg, cogs, nil
 }
 
