@@ -72,21 +72,23 @@ type SubmitOptions struct {
 // Job is the job status document the queue host answers on submit and status reads. Fields a
 // submit alone carries are zero on a status read.
 type Job struct {
-	Status         string          `json:"status"` // IN_QUEUE, IN_PROGRESS, COMPLETED
-	RequestID      string          `json:"request_id"`
-	QueuePosition  *int            `json:"queue_position,omitempty"`
-	Logs           []LogLine       `json:"logs,omitempty"`
-	Model          string          `json:"model,omitempty"`
-	Product        string          `json:"product,omitempty"`
-	CreditsCharged int64           `json:"credits_charged"`
-	CreditsQuoted  int64           `json:"credits_quoted"`
-	CreditsLeft    int64           `json:"credits_remaining"`
-	Replayed       bool            `json:"replayed,omitempty"`
-	TimedOut       bool            `json:"timed_out,omitempty"`
-	StatusURL      string          `json:"status_url,omitempty"`
-	ResponseURL    string          `json:"response_url,omitempty"`
-	CancelURL      string          `json:"cancel_url,omitempty"`
-	Raw            json.RawMessage `json:"-"`
+	Status         string    `json:"status"` // IN_QUEUE, IN_PROGRESS, COMPLETED
+	RequestID      string    `json:"request_id"`
+	QueuePosition  *int      `json:"queue_position,omitempty"`
+	Logs           []LogLine `json:"logs,omitempty"`
+	Model          string    `json:"model,omitempty"`
+	Product        string    `json:"product,omitempty"`
+	CreditsCharged int64     `json:"credits_charged"`
+	CreditsQuoted  int64     `json:"credits_quoted"`
+	CreditsLeft    int64     `json:"credits_remaining"`
+	Replayed       bool      `json:"replayed,omitempty"`
+	TimedOut       bool      `json:"timed_out,omitempty"`
+	StatusURL      string    `json:"status_url,omitempty"`
+	ResponseURL    string    `json:"response_url,omitempty"`
+	CancelURL      string    `json:"cancel_url,omitempty"`
+	// Raw is the document as it came; a status stream's event carries only the log lines
+	// new since the last one, where Logs (from Wait) holds every line so far.
+	Raw json.RawMessage `json:"-"`
 }
 
 // LogLine is one entry of a job's logs (asked for with logs=1).

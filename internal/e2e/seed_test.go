@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
@@ -12,7 +13,8 @@ import (
 
 // TestIN_SHARED04_SeedComesBackAsSent: a seed past 2^53, the top of the range among them, is
 // echoed exactly, at the top of the result and in its image, by the synchronous host and by
-// the queue host's result read; resending the echo is taken and names the same image. Before,
+// the queue host's result read; resending the echo is taken and makes the same image (the same
+// encoded size). Before,
 // the echo was float64's nearest value: 9223372036854776000, which the contract refuses.
 // Proves IN-SHARED-04 over both hosts.
 func TestIN_SHARED04_SeedComesBackAsSent(t *testing.T) {
@@ -24,12 +26,13 @@ func TestIN_SHARED04_SeedComesBackAsSent(t *testing.T) {
 			if r.Code != 200 {
 				t.Fatalf("sync run with seed %s: %d %s", seed, r.Code, r.Raw)
 			}
-			if top, image := echoedSeeds(t, r.Raw); top != seed || image != seed {
-				t.Errorf("sync host echoed seed %s / image seed %s, sent %s", top, image, seed)
+			top, image := echoedSeeds(t, r.Raw)
+			if top != seed || image != seed {
+				t.Fatalf("sync host echoed seed %s / image seed %s, sent %s", top, image, seed)
 			}
-			again := h.run("image-turbo", `{"positivePrompt":"a cat","width":128,"height":128,"seed":`+seed+`}`)
-			if again.Code != 200 {
-				t.Errorf("resending the echoed seed %s: %d %s", seed, again.Code, again.Raw)
+			again := h.run("image-turbo", `{"positivePrompt":"a cat","width":128,"height":128,"seed":`+top+`}`)
+			if again.Code != 200 || fileSize(t, again.Raw) != fileSize(t, r.Raw) {
+				t.Errorf("resending the echoed seed %s: %d %s, first %s", top, again.Code, again.Raw, r.Raw)
 			}
 
 			q := h.submit("image-turbo", "wait=30", body)
@@ -45,6 +48,20 @@ func TestIN_SHARED04_SeedComesBackAsSent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// fileSize is the file_size of a result document's first image.
+func fileSize(t *testing.T, raw string) float64 {
+	t.Helper()
+	var doc struct {
+		Images []struct {
+			FileSize float64 `json:"file_size"`
+		} `json:"images"`
+	}
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil || len(doc.Images) == 0 {
+		t.Fatalf("result document %s: %v", raw, err)
+	}
+	return doc.Images[0].FileSize
 }
 
 // echoedSeeds reads a result document's seed and its first image's, as written.
@@ -87,10 +104,11 @@ func TestIN_SHARED33_UnboundedIntegerPastInt64RefusedBeforeCharge(t *testing.T) 
 		}
 		// The largest extent a 64-bit integer holds is taken at submit; the runner then finds no
 		// room for the source and refunds it, as for any extent too large for the canvas.
-		before := h.balance()
+		before, n := h.balance(), h.countJobs()
 		r := h.run("image-turbo", `{"positivePrompt":"a cat","width":256,"height":256,"outpaint":{"left":9223372036854775807}}`)
-		if r.Code != 422 || r.str("error") != "invalid_input" || h.balance() != before {
-			t.Errorf("largest extent: %d %s, balance %d want %d", r.Code, r.Raw, h.balance(), before)
+		if r.Code != 422 || r.str("error") != "invalid_input" || h.balance() != before || h.countJobs() != n+1 ||
+			strings.Contains(r.Raw, "less than or equal to") {
+			t.Errorf("largest extent: %d %s, balance %d want %d, jobs %d want %d (taken, run, refunded)", r.Code, r.Raw, h.balance(), before, h.countJobs(), n+1)
 		}
 	})
 }

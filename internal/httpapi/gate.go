@@ -174,19 +174,7 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	}
 	if err != nil {
 		g.anonymousHeaders(w, r, now)
-		e, ok := apierr.As(err)
-		if !ok {
-			// The key or its account could not be read (the database is unreachable): the
-			// check could not run and nothing was charged, so the caller resends shortly
-			// (ERR-55's 503), rather than reading an unknown charge from a 500. WriteError
-			// logs the cause.
-			return nil, apierr.Newf(apierr.ServiceBusy, "The key could not be checked just now; nothing was charged. Send the request again shortly.").
-				WithRetryAfter(1).WithStatus(503).Wrap(err)
-		}
-		if e.Code == apierr.AccountLimited {
-			e.With("bucket", string(bucket))
-		}
-		return nil, err
+		return nil, authFailure(err, bucket)
 	}
 	if g.LastUsed != nil {
 		g.LastUsed.Note(p.Key.ID, now) // the key list's "last used"
@@ -342,6 +330,23 @@ func setRateHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(time.Duration(reset)*time.Second).Unix(), 10))
 }
 
+// authFailure is the answer to a key and account that did not authenticate for bucket: a
+// refusal as it is (account_limited naming the bucket), and a read that could not be made
+// (the database unreachable) 503 service_busy: the check could not run and nothing was
+// charged, so the caller resends shortly (ERR-55), rather than reading an unknown charge from
+// a 500. WriteError logs the cause.
+func authFailure(err error, bucket ratelimit.Bucket) error {
+	e, ok := apierr.As(err)
+	if !ok {
+		return apierr.Newf(apierr.ServiceBusy, "The key could not be checked just now; nothing was charged. Send the request again shortly.").
+			WithRetryAfter(1).WithStatus(503).Wrap(err)
+	}
+	if e.Code == apierr.AccountLimited {
+		e.With("bucket", string(bucket))
+	}
+	return err
+}
+
 // AdmitEgress admits a request about to sign download links to bytes of a job's files for its
 // caller: the key and the account are read afresh past the read cache (a revocation answers at
 // once, KEY-25; a limited account may read but not download: account_limited with bucket
@@ -356,10 +361,7 @@ func (g *Gate) AdmitEgress(w http.ResponseWriter, r *http.Request, p *auth.Princ
 			}
 			fresh, err := g.Auth.Authenticate(r.Context(), pk, false)
 			if err != nil {
-				if e, ok := apierr.As(err); ok && e.Code == apierr.AccountLimited {
-					e.With("bucket", string(ratelimit.Egress))
-				}
-				return err
+				return authFailure(err, ratelimit.Egress)
 			}
 			p = &fresh
 		}

@@ -171,8 +171,9 @@ func (g *Gate) Fallback(mux *http.ServeMux) http.Handler {
 // Serve registers g's fallback on mux ("/") and answers mux's routes, except that a path mux
 // would answer with a redirect to its clean form (a doubled slash, a "." or ".." segment) goes
 // to the fallback too: the checks every route runs (the Origin refusal, the key, the buckets),
-// then 404 not_found, never a 307 that no check has seen. Clients build paths from the URLs this
-// service gives, which are clean.
+// then 404 not_found, not a 307 that no check has seen. Clients build paths from the URLs this
+// service gives, which are clean. (ServeMux still redirects a subtree's bare name to its slash
+// form, /console to /console/, which carries nothing.)
 func (g *Gate) Serve(mux *http.ServeMux) http.Handler {
 	fallback := g.Fallback(mux)
 	mux.Handle("/", fallback)

@@ -231,6 +231,10 @@ func valueBytes(v any) int {
 	switch v := v.(type) {
 	case string:
 		return 16 + len(v)
+	case json.Number:
+		// A stored result's numbers are kept as written (runners.Result): the string's
+		// header, boxed, and its digits, with the allocator's rounding.
+		return 32 + (len(v)+7)&^7
 	case map[string]any:
 		n := 64
 		for k, x := range v {

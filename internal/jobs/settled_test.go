@@ -54,7 +54,14 @@ func TestSettledJobsKeptWithinBounds(t *testing.T) {
 // with its files and metrics, their logs), kept through the path a settlement takes, hold
 // no more of the heap than they are counted for: the byte bound is a bound on memory.
 func TestSettledJobsHeapWithinBytes(t *testing.T) {
-	const n = 1000 // within the bound: about 3.3 KiB a job
+	const n = 500 // within the bound: about 6 KiB a job
+	vector := func(i int) []any {
+		v := make([]any, 40)
+		for k := range v {
+			v[k] = 0.123456789012345 * float64(i*40+k+1)
+		}
+		return v
+	}
 	now := time.Now()
 	job := func(i int) Job {
 		key := fmt.Sprintf("outputs/2026/11/27/photo_k%020d-0.jpg", i)
@@ -66,6 +73,7 @@ func TestSettledJobsHeapWithinBytes(t *testing.T) {
 				"images": []any{map[string]any{"storage_key": key, "width": 1024, "height": 1024, "content_type": "image/jpeg", "file_size": 312345, "seed": int64(i)}},
 				"seed":   int64(i), "prompt": fmt.Sprint("a lighthouse at dusk, ", i), "has_nsfw_concepts": []bool{false},
 				"timings": map[string]float64{"inference": 0.42},
+				"vector":  vector(i), // numbers kept as written (json.Number) once stored
 			}, Files: []runners.File{{Key: key, ContentType: "image/jpeg", Bytes: 312345}},
 				Metrics: map[string]float64{"inference_seconds": 0.42, "steps": 4, "megapixels": 1.048576, "output_bytes": 312345}, Done: 1},
 			Metrics: map[string]float64{"inference_seconds": 0.42, "steps": 4, "megapixels": 1.048576, "output_bytes": 312345},

@@ -108,7 +108,7 @@ func (s *Service) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := s.store.Heartbeat(ctx, s.cfg.Owner, ids, s.now().Add(-time.Millisecond)); err != nil {
-			s.quiet.warn(s.log, s.now(), "give leases back", "err", err)
+			s.log.Warn("give leases back", "err", err)
 		}
 	}
 }

@@ -94,9 +94,10 @@ func (h *Sync) run() http.Handler {
 		if err != nil {
 			return err
 		}
-		if len(res.Warnings) > 0 {
+		if _, own := doc["warnings"]; len(res.Warnings) > 0 && !own {
 			// The rules the request broke, beside the output, as the queue host's answer
-			// lists them (DESIGN 17): the Deprecation header alone does not say which.
+			// lists them (DESIGN 17): the Deprecation header alone does not say which. A
+			// model's own field of that name is left as it wrote it.
 			doc["warnings"] = res.Warnings
 		}
 		httpapi.WriteJSON(w, r, http.StatusOK, doc)

@@ -547,23 +547,27 @@ type converter struct {
 func (c *converter) walk(ctx context.Context, v any) (any, error) {
 	switch t := v.(type) {
 	case map[string]any:
+		var file map[string]any
 		for k, e := range t {
 			n, err := c.walk(ctx, e)
 			if err != nil {
 				return nil, err
 			}
 			if f, ok := n.(map[string]any); ok && k == "url" && isString(e) {
-				// A file given as an object's url (fal's image shape, {"url": …, "width": …}):
-				// the object is the file, and its url the signed link, a string where it was.
-				delete(t, "url")
-				for fk, fv := range f {
-					if _, has := t[fk]; !has || fk == "storage_key" {
-						t[fk] = fv
-					}
-				}
+				file = f // merged below, not while t is ranged over
 				continue
 			}
 			t[k] = n
+		}
+		if file != nil {
+			// A file given as an object's url (fal's image shape, {"url": …, "width": …}): the
+			// object is the file, and its url the signed link, a string where it was.
+			delete(t, "url")
+			for fk, fv := range file {
+				if _, has := t[fk]; !has || fk == "storage_key" {
+					t[fk] = fv
+				}
+			}
 		}
 		return t, nil
 	case []any:

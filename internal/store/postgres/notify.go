@@ -92,6 +92,6 @@ func (n *Notifier) Listen(ctx context.Context, fn func(jobs.Notice)) error {
 
 // notify sends one payload of notices.
 func (n *Notifier) notify(ctx context.Context, payload string) error {
-	_, err := n.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", n.channel, payload)
+	_, err := n.c.ExecContext(ctx, "SELECT pg_notify($1, $2)", n.channel, payload) // bounded, as every statement
 	return err
 }

@@ -107,7 +107,7 @@ func poolConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	// An idle connection is kept five minutes: one closed loses its prepared statements.
 	cfg.MinConns, cfg.MaxConnIdleTime = 0, 5*time.Minute
-	if !strings.Contains(dsn, "connect_timeout=") {
+	if cfg.ConnConfig.ConnectTimeout == 0 { // neither the URL's connect_timeout nor PGCONNECT_TIMEOUT
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	return cfg, nil
@@ -240,6 +240,8 @@ func (c *Conn) WriteAtCommit(ctx context.Context, q string, args []any, mapErr f
 // serialization failure, a deadlock or a connection lost before the COMMIT took effect runs it
 // again, up to five more times.
 func (c *Conn) InTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	ctx, cancel := c.bounded(ctx) // one bound for every try
+	defer cancel()
 	return retrying(func() error {
 		err := c.inTx(ctx, fn)
 		c.lost(err)
@@ -248,8 +250,6 @@ func (c *Conn) InTx(ctx context.Context, fn func(sqlstore.Querier) error) error 
 }
 
 func (c *Conn) inTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	ctx, cancel := c.bounded(ctx)
-	defer cancel()
 	pc, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return err
