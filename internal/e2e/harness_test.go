@@ -133,26 +133,14 @@ func (r *ctlRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (ru
 		return runners.Result{}, &runners.Refusal{Code: "image_unreadable"}
 	case strings.HasPrefix(in.Prompt, "chatty"): // a log line, then two more once released
 		env.Report.Log("info", "step 1")
-		env.Report.Progress(0.5)
-		r.mu.Lock()
-		rel := r.release
-		r.mu.Unlock()
-		select {
-		case <-rel:
-		case <-ctx.Done():
-			return runners.Result{Done: 0.5}, ctx.Err()
+		if err := r.halfway(ctx, env); err != nil {
+			return runners.Result{Done: 0.5}, err
 		}
 		env.Report.Log("info", "step 2")
 		env.Report.Log("info", "step 3")
 	case strings.HasPrefix(in.Prompt, "block"):
-		env.Report.Progress(0.5)
-		r.mu.Lock()
-		rel := r.release
-		r.mu.Unlock()
-		select {
-		case <-rel:
-		case <-ctx.Done():
-			return runners.Result{Done: 0.5}, ctx.Err()
+		if err := r.halfway(ctx, env); err != nil {
+			return runners.Result{Done: 0.5}, err
 		}
 	case strings.HasPrefix(in.Prompt, "refuse"):
 		return runners.Result{}, &runners.Refusal{Code: "content_policy", Detail: []runners.Violation{{Loc: []string{"body", "positivePrompt"}, Msg: "the model refused this prompt", Type: "content_policy"}}}
@@ -160,6 +148,20 @@ func (r *ctlRunner) Run(ctx context.Context, j runners.Job, env runners.Env) (ru
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "boom"}
 	}
 	return runners.Result{Document: doc, Done: 1}, nil
+}
+
+// halfway reports half the work done and waits for Release, or for the run to be stopped.
+func (r *ctlRunner) halfway(ctx context.Context, env runners.Env) error {
+	env.Report.Progress(0.5)
+	r.mu.Lock()
+	rel := r.release
+	r.mu.Unlock()
+	select {
+	case <-rel:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // harness is the whole service over HTTP.
