@@ -203,7 +203,10 @@ func (p *pipeTx) rollback(ctx context.Context) error {
 		return nil
 	}
 	p.c.roundTrips.Add(1)
-	_, err := p.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	// Whatever ended the transaction, the ROLLBACK is sent, within its own bound.
+	ctx, cancel := p.c.bounded(context.WithoutCancel(ctx))
+	defer cancel()
+	_, err := p.conn.Exec(ctx, "ROLLBACK")
 	return err
 }
 
