@@ -198,14 +198,10 @@ func (h *Handler) jobAssets() http.Handler {
 		if j.Result != nil {
 			files = j.Result.Files
 		}
-		var total int64
-		for _, f := range files {
-			total += f.Bytes
-		}
 		if len(files) == 0 && j.Outcome != jobs.Succeeded && j.Charged == 0 {
 			return apierr.New(apierr.Refunded, "status", string(j.Outcome), "error_code", orNull(j.ErrorCode))
 		}
-		if err := h.Gate.AdmitEgress(w, r, p, total); err != nil {
+		if err := h.Gate.AdmitEgress(w, r, p, runners.FilesBytes(files)); err != nil {
 			return err
 		}
 		data := make([]map[string]any, 0, len(files))

@@ -116,17 +116,7 @@ func TestJOB28_ReplaySameKey(t *testing.T) {
 func TestJOB28_ConcurrentSameKey(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		before := h.balance()
-		const n = 16
-		out := make([]resp, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[i] = h.submit(mFast, "", `{"positivePrompt":"ok"}`, "Idempotency-Key", "same-key")
-			}()
-		}
-		wg.Wait()
+		out := h.atOnce(16, mFast, `{"positivePrompt":"ok"}`, "same-key")
 		fresh := 0
 		for _, r := range out {
 			if r.Code != 200 {
@@ -155,17 +145,7 @@ func TestJOB28_ConcurrentSameKey(t *testing.T) {
 // the key's answer. Proves JOB-28 at capacity.
 func TestJOB28_ConcurrentSameKeyAtCapacity(t *testing.T) {
 	each(t, options{cfg: func(c *jobs.Config) { c.ModelConcurrency = 1 }}, func(t *testing.T, h *harness) {
-		const n = 12
-		out := make([]resp, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[i] = h.submit(mFast, "", `{"positivePrompt":"block"}`, "Idempotency-Key", "busy-key")
-			}()
-		}
-		wg.Wait()
+		out := h.atOnce(12, mFast, `{"positivePrompt":"block"}`, "busy-key")
 		h.runner.Release()
 		for _, r := range out {
 			if r.Code != 200 || r.str("request_id") != out[0].str("request_id") {
@@ -178,6 +158,18 @@ func TestJOB28_ConcurrentSameKeyAtCapacity(t *testing.T) {
 		}
 		h.checkBooks()
 	})
+}
+
+// atOnce sends n submits of body to slug under one idempotency key, all at once, and returns
+// their answers.
+func (h *harness) atOnce(n int, slug, body, key string) []resp {
+	out := make([]resp, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { out[i] = h.submit(slug, "", body, "Idempotency-Key", key) })
+	}
+	wg.Wait()
+	return out
 }
 
 // expectRefusal checks an error answer and that nothing was charged or stored.

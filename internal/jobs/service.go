@@ -263,23 +263,18 @@ const admissionRetrySeconds = 1
 // by a concurrent submit as that submit's replay, and a failure with the catalogue's code
 // (nothing was written: the charge, if any, was rolled back with the job).
 func (s *Service) refused(ctx context.Context, p *auth.Principal, key string, minted bool, err error) (SubmitResult, error) {
-	if errors.Is(err, ErrDuplicate) && !minted {
-		if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil {
+	_, refusal := apierr.As(err)
+	if !minted && (refusal || errors.Is(err, ErrDuplicate)) {
+		// A concurrent submit under the same key was written first: its insert took the key
+		// (ErrDuplicate), or this refusal was judged on what it took (the runner's slot, the
+		// credits, a seat in flight). The key answers that request (JOB-28), once its standing
+		// is read afresh, so that a refusal of the key or its account is never a replay.
+		if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil &&
+			s.ledger.Standing(ctx, p.Account.ID, p.Key.ID, s.now()) == nil {
 			return SubmitResult{Job: prev, Replayed: true}, nil
 		}
 	}
-	if _, ok := apierr.As(err); ok {
-		if !minted {
-			// A concurrent submit under the same key may have been placed first, and this
-			// refusal judged on what it took (the runner's slot, the credits, a seat in
-			// flight): the key answers that request (JOB-28). The key's standing is read
-			// afresh first, so a refusal of the key or its account is never turned into a
-			// replay.
-			if prev, e := s.store.JobByIdempotencyKey(ctx, p.Account.ID, key); e == nil &&
-				s.ledger.Standing(ctx, p.Account.ID, p.Key.ID, s.now()) == nil {
-				return SubmitResult{Job: prev, Replayed: true}, nil
-			}
-		}
+	if refusal {
 		return SubmitResult{}, err
 	}
 	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrNotRecorded) {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -248,11 +249,7 @@ func (h *Queue) result() http.Handler {
 		}
 		if j.Result != nil && len(j.Result.Files) > 0 {
 			// The answer signs links to the job's files: a download, as the asset list's is.
-			var total int64
-			for _, f := range j.Result.Files {
-				total += f.Bytes
-			}
-			if err := h.Gate.AdmitEgress(w, r, httpapi.Principal(r), total); err != nil {
+			if err := h.Gate.AdmitEgress(w, r, httpapi.Principal(r), runners.FilesBytes(j.Result.Files)); err != nil {
 				return err
 			}
 		}

@@ -77,6 +77,15 @@ type Result struct {
 	Done float64 `json:"done"`
 }
 
+// FilesBytes is the size of files together: what signing links to them hands out (egress).
+func FilesBytes(files []File) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.Bytes
+	}
+	return n
+}
+
 // UnmarshalJSON reads a stored result with the document's numbers kept as they were written
 // (json.Number): a seed past 2^53 reads back as the seed that made the image, not as the
 // nearest float64, which names another image or none the contract takes.

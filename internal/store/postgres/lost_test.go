@@ -14,13 +14,19 @@ import (
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
+// appName is an application_name of its own for a test's sessions: other tests share the
+// server, and a test that ends sessions must end only its own.
+func appName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
 // Issue 30 item 7: the server ends the pool's sessions (pg_terminate_backend, as an operator or a
 // failover does) while they sit in the pool, fresh from use (too fresh for the pool's liveness
 // ping): the next reads, writes and transactions run on new connections instead of failing.
 func TestStatementsOutliveTerminatedSessions(t *testing.T) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	app := "lost_" + hex.EncodeToString(b[:]) // this pool's sessions alone: other tests share the server
+	app := appName("lost") // this pool's sessions alone: other tests share the server
 	db := storetest.OpenPostgresWith(t, url.Values{"application_name": {app}})
 	ctx := context.Background()
 	storetest.NewAccount(t, db, "acct_lost", auth.Pro, 100)

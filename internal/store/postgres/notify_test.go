@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"testing"
 	"time"
@@ -18,9 +16,7 @@ import (
 // again; it used to wait for ever on its own sender, and notices between processes stopped
 // until the process was restarted, with nothing in the log.
 func TestListenReturnsWhenItsSessionEnds(t *testing.T) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	app := "listen_" + hex.EncodeToString(b[:]) // this test's sessions alone: other tests share the server
+	app := appName("listen")
 	db := storetest.OpenPostgresWith(t, url.Values{"application_name": {app}})
 	n, err := postgres.NewNotifier(db)
 	if err != nil {
