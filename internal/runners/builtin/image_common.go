@@ -149,7 +149,7 @@ func toNRGBA(img image.Image) *image.NRGBA {
 // resizeTo scales img to exactly w x h (stretching) with Catmull-Rom.
 func resizeTo(img image.Image, w, h int) *image.NRGBA {
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
-	xdraw.CatmullRom.Scale(dst, dst.Bounds(), img, img.Bounds(), xdraw.Src, nil)
+	_, _ = resample(context.Background(), dst, img, img.Bounds(), nil) // no context: it ends
 	return dst
 }
 
@@ -163,7 +163,7 @@ func coverTo(img image.Image, w, h int) *image.NRGBA {
 	y0 := b.Min.Y + int(math.Round((sh-ch)/2))
 	sr := image.Rect(x0, y0, x0+int(math.Round(cw)), y0+int(math.Round(ch))).Intersect(b)
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
-	xdraw.CatmullRom.Scale(dst, dst.Bounds(), img, sr, xdraw.Src, nil)
+	_, _ = resample(context.Background(), dst, img, sr, nil)
 	return dst
 }
 

@@ -6,8 +6,6 @@ import (
 	"image"
 	"math"
 
-	xdraw "golang.org/x/image/draw"
-
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
@@ -26,8 +24,8 @@ type upscaleInput struct {
 // Upscaler limits: the contract's factor range and the largest output it renders.
 const (
 	defaultUpscaleFactor = 2.0
-	maxUpscalePixels     = 256 << 20
-	upscaleBands         = 4 // work units reported as progress (and cancel points)
+	maxUpscalePixels     = 64 << 20 // 8192 x 8192: 256 MiB of pixels to encode
+	upscaleBands         = 4 // work units reported as progress
 )
 
 // upscaler is the reference runner of M4: Catmull-Rom resampling by upscaleFactor.
@@ -64,26 +62,26 @@ func (u *upscaler) Run(ctx context.Context, job runners.Job, env runners.Env) (r
 	rep.Log("info", fmt.Sprintf("upscale: %dx%d x%g -> %dx%d (Catmull-Rom), format %s", sb.Dx(), sb.Dy(), f, w, h, in.format()))
 
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
-	done := 0
+	done := 0.0
 	metrics := func() map[string]float64 {
 		return map[string]float64{
 			"inference_seconds": u.now.since(start),
-			"steps":             float64(done),
+			"steps":             math.Floor(done * upscaleBands),
 			"megapixels":        float64(w*h) / 1e6,
 			"upscale_factor":    f,
 		}
 	}
-	for i := 0; i < upscaleBands; i++ {
-		if err := ctx.Err(); err != nil {
-			rep.Log("warn", fmt.Sprintf("cancelled after %d of %d bands", done, upscaleBands))
-			return runners.Result{Metrics: metrics(), Done: float64(done) / upscaleBands}, err
+	reported := 0
+	rows, err := resample(ctx, dst, src, sb, func(rows int) {
+		done = float64(rows) / float64(h)
+		if q := int(done * upscaleBands); q > reported {
+			reported = q
+			rep.Progress(float64(q) / upscaleBands)
 		}
-		// Scaling into a band of the destination computes exactly that band of the full
-		// result: the scaler clips to the destination's bounds.
-		band := dst.SubImage(image.Rect(0, i*h/upscaleBands, w, (i+1)*h/upscaleBands)).(*image.NRGBA)
-		xdraw.CatmullRom.Scale(band, dst.Bounds(), src, sb, xdraw.Src, nil)
-		done++
-		rep.Progress(float64(done) / upscaleBands)
+	})
+	if err != nil {
+		rep.Log("warn", fmt.Sprintf("cancelled after %d of %d rows", rows, h))
+		return runners.Result{Metrics: metrics(), Done: done}, err
 	}
 	if _, err := applyWatermark(ctx, env, dst, in.AdvancedFeatures.Watermark); err != nil {
 		return runners.Result{Metrics: metrics(), Done: 1}, err

@@ -1,0 +1,109 @@
+package builtin
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"runtime"
+	"testing"
+
+	xdraw "golang.org/x/image/draw"
+)
+
+// noisy is a w x h opaque image of varied pixels.
+func noisy(w, h int) *image.NRGBA {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 37 % 251)
+	}
+	for i := 3; i < len(img.Pix); i += 4 {
+		img.Pix[i] = 255
+	}
+	return img
+}
+
+// maxChannelDiff is the largest difference of one channel between two images of one size.
+func maxChannelDiff(a, b image.Image) int {
+	d := 0
+	for y := a.Bounds().Min.Y; y < a.Bounds().Max.Y; y++ {
+		for x := a.Bounds().Min.X; x < a.Bounds().Max.X; x++ {
+			p, q := nrgbaAt(a, x, y), nrgbaAt(b, x, y)
+			for _, v := range []int{int(p.R) - int(q.R), int(p.G) - int(q.G), int(p.B) - int(q.B), int(p.A) - int(q.A)} {
+				d = max(d, v, -v)
+			}
+		}
+	}
+	return d
+}
+
+// Up to twice smaller, resample is the Catmull-Rom scale x/image computes, to within
+// rounding, for the decoders' image types.
+func TestResampleAgreesWithCatmullRom(t *testing.T) {
+	src := noisy(50, 40)
+	rgba := image.NewRGBA(src.Bounds())
+	xdraw.Draw(rgba, rgba.Bounds(), src, image.Point{}, xdraw.Src)
+	gray := image.NewGray(src.Bounds())
+	xdraw.Draw(gray, gray.Bounds(), src, image.Point{}, xdraw.Src)
+	for _, s := range []image.Image{src, rgba, gray} {
+		for _, size := range []image.Point{{50, 40}, {137, 23}, {30, 25}, {1, 1}} {
+			got := image.NewNRGBA(image.Rect(0, 0, size.X, size.Y))
+			if _, err := resample(context.Background(), got, s, s.Bounds(), nil); err != nil {
+				t.Fatal(err)
+			}
+			want := image.NewNRGBA(got.Bounds())
+			xdraw.CatmullRom.Scale(want, want.Bounds(), s, s.Bounds(), xdraw.Src, nil)
+			if d := maxChannelDiff(got, want); d > 2 {
+				t.Fatalf("%T to %v: a channel differs by %d", s, size, d)
+			}
+		}
+	}
+}
+
+// A source far larger than the result along one axis is averaged first: a white and black
+// striped column a million pixels tall scales to mid grey, and the scale allocates about
+// what the result holds (x/image's scaler asked for width x 1,000,000 x 32 bytes).
+func TestResampleOfATallImageTakesLittleMemory(t *testing.T) {
+	src := image.NewGray(image.Rect(0, 0, 1, 1_000_000))
+	for y := 0; y < src.Bounds().Dy(); y += 2 {
+		src.Pix[y] = 255
+	}
+	dst := image.NewNRGBA(image.Rect(0, 0, 512, 512))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := resample(context.Background(), dst, src, src.Bounds(), nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+		t.Fatalf("resample allocated %d bytes for a 512x512 result", n)
+	}
+	if c := dst.NRGBAAt(100, 300); c.A != 255 || c.R < 120 || c.R > 135 {
+		t.Fatalf("pixel %v, want mid grey", c)
+	}
+}
+
+// Proves the seed image path end to end in the runner: a 1 x 1,000,000 seed image (a few
+// kilobytes of PNG) composes into a 512 x 512 generation in bounded memory.
+func TestTallSeedImageIsComposedInBoundedMemory(t *testing.T) {
+	h := newHarness(t)
+	tall := image.NewNRGBA(image.Rect(0, 0, 1, 1_000_000))
+	for i := range tall.Pix {
+		tall.Pix[i] = 200
+	}
+	h.in["https://x/tall.png"] = pngBytes(t, tall)
+	h.in["https://x/small.png"] = pngBytes(t, solid(512, 512, color.NRGBA{200, 200, 200, 200}))
+	alloc := func(url string) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		h.run(SlugImageDev, map[string]any{"positivePrompt": "a fox", "width": 512, "height": 512, "seed": 1,
+			"inputs": map[string]any{"seedImage": url, "maskImage": url}})
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, tallN := alloc("https://x/small.png"), alloc("https://x/tall.png")
+	// The tall image's own pixels (4 MB decoded) and its PNG's inflation come on top.
+	if tallN > small+32<<20 {
+		t.Fatalf("a tall seed image allocated %d bytes, a 512x512 one %d", tallN, small)
+	}
+}
