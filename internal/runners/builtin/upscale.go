@@ -25,7 +25,7 @@ type upscaleInput struct {
 const (
 	defaultUpscaleFactor = 2.0
 	maxUpscalePixels     = 64 << 20 // 8192 x 8192: 256 MiB of pixels to encode
-	upscaleBands         = 4 // work units reported as progress
+	upscaleBands         = 4        // work units reported as progress
 )
 
 // upscaler is the reference runner of M4: Catmull-Rom resampling by upscaleFactor.
