@@ -203,6 +203,15 @@ func TestKEY13_AccessLogNamesKeyID(t *testing.T) {
 	if strings.Contains(buf.String(), key[len(auth.DefaultPrefix)+13:]) {
 		t.Fatal("the secret reached the log")
 	}
+	// A key pasted into the path is not written whole either (any place: the route's id,
+	// an unknown path).
+	for _, path := range []string{"/v1/jobs/" + key, "/" + key, "/svc-serverless/x/requests/" + key + "/status"} {
+		buf.Reset()
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+		if strings.Contains(buf.String(), key[len(auth.DefaultPrefix)+13:len(auth.DefaultPrefix)+30]) || !strings.Contains(buf.String(), "bytes)") {
+			t.Fatalf("path %s logged as %s", path, buf.String())
+		}
+	}
 	// A malformed key is never named.
 	buf.Reset()
 	r.Header.Set("Authorization", "Bearer "+key[:20])

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ func WrapLimits(s Surface, log *slog.Logger, lim Limits, h http.Handler) http.Ha
 			if status == 0 {
 				status = http.StatusOK // a handler that wrote nothing answered 200
 			}
-			attrs := []any{"surface", s.name(), "method", r.Method, "route", routeOf(r), "path", r.URL.Path, "status", status,
+			attrs := []any{"surface", s.name(), "method", r.Method, "route", routeOf(r), "path", loggedPath(r.URL.Path), "status", status,
 				"ms", time.Since(start).Milliseconds(), "request_id", id}
 			if slot.id != "" {
 				attrs = append(attrs, "key_id", slot.id) // the public id, never the key
@@ -61,6 +62,23 @@ func WrapLimits(s Surface, log *slog.Logger, lim Limits, h http.Handler) http.Ha
 		}()
 		h.ServeHTTP(sw, r)
 	})
+}
+
+// loggedPath is a request's path as the access log writes it: a segment longer than any id
+// the service mints (a key or a session token pasted into a URL) is cut to its first
+// characters, so a secret sent by mistake in a path is never written whole.
+func loggedPath(p string) string {
+	const longest, kept = 40, 12
+	if len(p) <= longest {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if len(s) > longest {
+			segs[i] = s[:kept] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // routeOf is the route pattern that answered r (the ServeMux records it on the request
