@@ -463,24 +463,15 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 	}
 	defer release(resp)
 	var out struct {
-		Data []struct {
-			Index     int       `json:"index"`
-			Embedding []float64 `json:"embedding"`
-		} `json:"data"`
-		Usage *usage `json:"usage"`
+		Data  []vector `json:"data"`
+		Usage *usage   `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&out); err != nil {
 		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server sent an answer that could not be read.", Cause: err}
 	}
-	if len(out.Data) != len(in.Input) {
-		return runners.Result{}, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("upstream answered %d vectors for %d inputs", len(out.Data), len(in.Input))}
-	}
-	vecs := make([]any, len(out.Data))
-	for _, d := range out.Data {
-		if d.Index < 0 || d.Index >= len(vecs) {
-			return runners.Result{}, &runners.Failure{Code: "run_failed", Message: "The model server answered a vector out of range."}
-		}
-		vecs[d.Index] = d.Embedding
+	vecs, err := vectors(out.Data, len(in.Input))
+	if err != nil {
+		return runners.Result{}, err
 	}
 	n := in.InputTokens
 	if out.Usage.counted() {
@@ -490,6 +481,38 @@ func (u *Runner) embed(ctx context.Context, job runners.Job) (runners.Result, er
 		Document: map[string]any{"embeddings": vecs, "usage": map[string]any{"input_tokens": n, "output_tokens": 0}},
 		Metrics:  map[string]float64{"input_tokens": float64(n), "output_tokens": 0},
 	}, nil
+}
+
+// vector is one item of an embeddings answer.
+type vector struct {
+	Index     int       `json:"index"`
+	Embedding []float64 `json:"embedding"`
+}
+
+// vectors puts an embeddings answer back in the inputs' order. Every input's index must be
+// answered exactly once with a vector: an answer that leaves one out, repeats one or sends an
+// empty one follows no protocol and fails the run (refunded), never succeeds with a hole.
+func vectors(data []vector, inputs int) ([]any, error) {
+	failed := func(format string, args ...any) error {
+		return &runners.Failure{Code: "run_failed", Message: "The model server answered other vectors than the inputs asked for.",
+			Cause: fmt.Errorf("upstream "+format, args...)}
+	}
+	if len(data) != inputs {
+		return nil, failed("answered %d vectors for %d inputs", len(data), inputs)
+	}
+	vecs := make([]any, inputs)
+	for _, d := range data {
+		switch {
+		case d.Index < 0 || d.Index >= inputs:
+			return nil, failed("answered a vector at index %d of %d inputs", d.Index, inputs)
+		case vecs[d.Index] != nil:
+			return nil, failed("answered index %d twice", d.Index)
+		case len(d.Embedding) == 0:
+			return nil, failed("answered an empty vector at index %d", d.Index)
+		}
+		vecs[d.Index] = d.Embedding
+	}
+	return vecs, nil
 }
 
 // release reads what is left of an answer before closing it, so that its connection goes back

@@ -210,3 +210,29 @@ func TestEmbeddingsFromUpstream(t *testing.T) {
 		t.Fatalf("document %v metrics %v", res.Document, res.Metrics)
 	}
 }
+
+// An embeddings answer must fill every input's index exactly once with a vector: one that
+// leaves an index out, repeats one or sends an empty vector fails the run, never succeeds with
+// a hole the caller would be charged for.
+func TestEmbeddingsAnswerFillsEveryIndexOnce(t *testing.T) {
+	for name, data := range map[string]string{
+		"every index 0":  `{"index":0,"embedding":[1,0]},{"index":0,"embedding":[0,1]}`,
+		"one left out":   `{"index":1,"embedding":[1,0]},{"index":1,"embedding":[0,1]}`,
+		"a null vector":  `{"index":0,"embedding":[1,0]},{"index":1,"embedding":null}`,
+		"an empty one":   `{"index":0,"embedding":[]},{"index":1,"embedding":[0,1]}`,
+		"out of range":   `{"index":0,"embedding":[1,0]},{"index":2,"embedding":[0,1]}`,
+		"one vector too": `{"index":0,"embedding":[1,0]}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"data":[%s],"usage":{"prompt_tokens":2}}`, data)
+		}))
+		rn, _ := New(Config{BaseURL: srv.URL + "/v1", Model: "e", Kind: catalog.KindEmbeddings})
+		in, _ := json.Marshal(catalog.EmbeddingsInput{Input: []string{"a", "b"}, InputTokens: 2})
+		res, err := rn.Run(context.Background(), runners.Job{Input: in}, runners.Env{})
+		srv.Close()
+		var f *runners.Failure
+		if !errors.As(err, &f) || f.Retryable || strings.Contains(f.Message, "upstream") {
+			t.Errorf("%s: err %v, document %v: want a run failure for a person", name, err, res.Document)
+		}
+	}
+}
