@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -87,6 +89,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string, q blob
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "private, max-age=900")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	shown(w.Header(), ct)
 	// A seekable file (the directory store's) answers range requests, so an audio or video
 	// player reads what it plays instead of the whole file.
 	if rs, ok := rc.(io.ReadSeeker); ok {
@@ -99,6 +102,25 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string, q blob
 		return
 	}
 	_, _ = io.Copy(w, rc)
+}
+
+// shown sets how a browser may show a file of type ct. Images, sound, video, plain text and
+// PDF are shown in a tab; anything else (HTML, SVG, XML, a script: types a model server can
+// name for its outputs) is a download. Every file but a PDF (whose viewer is a plugin) is
+// shown in a sandbox. No file runs script on the account API's origin, where the console
+// lives.
+func shown(h http.Header, ct string) {
+	mt, _, _ := mime.ParseMediaType(ct)
+	top, _, _ := strings.Cut(mt, "/")
+	switch {
+	case mt == "application/pdf":
+		return
+	case top == "audio" || top == "video" || mt == "text/plain" ||
+		mt == "image/png" || mt == "image/jpeg" || mt == "image/webp" || mt == "image/gif":
+	default:
+		h.Set("Content-Disposition", "attachment")
+	}
+	h.Set("Content-Security-Policy", "sandbox")
 }
 
 // serveRanges answers the ranges r asks of rs (http.ServeContent). A Range it cannot satisfy

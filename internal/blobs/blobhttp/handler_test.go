@@ -179,3 +179,35 @@ func TestACC16_ImageOverThePixelLimitSaysSo(t *testing.T) {
 		t.Fatalf("a 49 Mpx image: %d %s", r.StatusCode, b)
 	}
 }
+
+// A file whose type a browser would run (HTML, SVG: a model server names its outputs' types)
+// is a download and sandboxed, never a page on the account API's origin; images are shown,
+// sandboxed too.
+func TestFilesNeverRunScriptOnTheAPIOrigin(t *testing.T) {
+	_, up, _, store := setup(t)
+	for i, c := range []struct {
+		ct, disposition, csp string
+	}{
+		{"text/html; charset=utf-8", "attachment", "sandbox"},
+		{"image/svg+xml", "attachment", "sandbox"},
+		{"application/xhtml+xml", "attachment", "sandbox"},
+		{"application/octet-stream", "attachment", "sandbox"},
+		{"image/png", "", "sandbox"},
+		{"audio/mpeg", "", "sandbox"},
+		{"text/plain; charset=utf-8", "", "sandbox"},
+		{"application/pdf", "", ""},
+	} {
+		key := fmt.Sprintf("outputs/req_1/file-%d.bin", i)
+		if _, err := store.Put(context.Background(), key, c.ct, strings.NewReader("<script>alert(1)</script>")); err != nil {
+			t.Fatal(err)
+		}
+		link, _, err := up.Signer.SignGet(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := do(t, "GET", link, "", nil)
+		if r.StatusCode != 200 || r.Header.Get("Content-Disposition") != c.disposition || r.Header.Get("Content-Security-Policy") != c.csp {
+			t.Fatalf("%s: %d, Content-Disposition %q, CSP %q", c.ct, r.StatusCode, r.Header.Get("Content-Disposition"), r.Header.Get("Content-Security-Policy"))
+		}
+	}
+}
