@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/auth"
@@ -46,5 +47,47 @@ func TestCHAT11_EmbeddingsWithAHoleFailRefunded(t *testing.T) {
 	}
 	if w.balance(acct) != before {
 		t.Fatalf("balance %d, want %d: a failed call is refunded", w.balance(acct), before)
+	}
+}
+
+// TestORD05_FuseRefusalCarriesTheFusesFigures: a request the per-instance fuse stops (more
+// interactive calls with one key in a second than the fuse admits) answers 429 instance_fuse
+// with the fuse's own figures in its rate headers (its limit per second, nothing left, reset at
+// the next second), on /compat/v1 and /v1/embeddings, and takes nothing from the per-address
+// bucket of keyless answers.
+func TestORD05_FuseRefusalCarriesTheFusesFigures(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	anonymous := func() int64 {
+		t.Helper()
+		r := w.do("GET", "/compat/v1/no-such-route", "", "")
+		n, err := strconv.ParseInt(r.header.Get("RateLimit-Remaining"), 10, 64)
+		if r.status != 404 || err != nil {
+			t.Fatalf("keyless probe: %d %v %s", r.status, r.header, r.raw)
+		}
+		return n
+	}
+	for _, path := range []string{"/compat/v1/embeddings", "/v1/embeddings"} {
+		key := w.key(acct, nil, nil)
+		before := anonymous()
+		var fused []reply
+		for i := 0; i < 12 && len(fused) < 3; i++ {
+			// A body refused after the checks: nothing runs, nothing is charged.
+			if r := w.do("POST", path, key, `{"input":[]}`); r.status == 429 {
+				fused = append(fused, r)
+			}
+		}
+		if len(fused) == 0 {
+			t.Fatalf("%s: twelve calls in a row with one key, none stopped by the fuse", path)
+		}
+		for _, r := range fused {
+			if (r.body["reason"] != "instance_fuse" && compatCode(r) != "rate_limited") || r.header.Get("Retry-After") != "1" ||
+				r.header.Get("RateLimit-Limit") != "5" || r.header.Get("RateLimit-Remaining") != "0" || r.header.Get("RateLimit-Reset") != "1" {
+				t.Fatalf("%s: fuse refusal %d %v %s, want RateLimit-Limit 5, Remaining 0, Reset 1", path, r.status, r.header, r.raw)
+			}
+		}
+		if after := anonymous(); after < before-1 {
+			t.Fatalf("%s: the keyless bucket went from %d to %d across %d fuse refusals and one probe: the refusals took from it", path, before, after, len(fused))
+		}
 	}
 }

@@ -16,8 +16,15 @@ type Admission struct {
 
 // Fuse is check step 5.
 func (a Admission) Fuse(key string, b ratelimit.Bucket, now time.Time) bool {
-	_, o := a.Adm.CheckFuse(key, b, now)
-	return o == ratelimit.OutcomeAdmitted
+	_, ok := a.FuseDecision(key, b, now)
+	return ok
+}
+
+// FuseDecision is check step 5 with the fuse's own figures: a refusal's Decision carries the
+// fuse's limit per second, nothing left and the reset at the next second, for its rate headers.
+func (a Admission) FuseDecision(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool) {
+	d, o := a.Adm.CheckFuse(key, b, now)
+	return d, o == ratelimit.OutcomeAdmitted
 }
 
 // Admit is the rate part of check step 6. A refusal comes back in the Decision; an error
