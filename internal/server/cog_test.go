@@ -23,7 +23,8 @@ func (refusingBody) Close() error { return nil }
 // the body, and answers a wrong or missing one 404 in the error format; an unknown model slug
 // too.
 func TestCogWebhookChecksTheTokenFirst(t *testing.T) {
-	rn, err := cog.New(cog.Config{BaseURL: "http://127.0.0.1:1", WebhookURL: "http://127.0.0.1:2/internal/cog/m"})
+	rn, err := cog.New(cog.Config{BaseURL: "http://127.0.0.1:1", WebhookURL: "http://127.0.0.1:2/internal/cog/m",
+		MapURLs: func(raw []byte, _ func([]string, string) (string, error)) ([]byte, error) { return raw, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

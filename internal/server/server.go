@@ -405,11 +405,12 @@ func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[st
 	}
 	cogs := map[string]*cog.Runner{}
 	for slug, base := range s.cfg.Cog {
-		if _, ok := cat.Model(slug); !ok {
+		m, ok := cat.Model(slug)
+		if !ok {
 			return nil, nil, fmt.Errorf("--cog %s: no such model", slug)
 		}
 		rn, err := cog.New(cog.Config{BaseURL: base, WebhookURL: s.urls.API + "/internal/cog/" + slug,
-			CancelUnsupported: slices.Contains(s.cfg.CogNoCancel, slug)})
+			CancelUnsupported: slices.Contains(s.cfg.CogNoCancel, slug), MapURLs: m.MapURLs})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cog %s: %w", slug, err)
 		}

@@ -25,7 +25,12 @@ import (
 
 // Config holds the connection settings of one Cog model server.
 type Config struct {
-	BaseURL           string        // e.g. http://gpu-1:5000
+	BaseURL string // e.g. http://gpu-1:5000
+	// MapURLs replaces each url input of a job's input by what its function returns (the
+	// model's catalogue entry, catalog.Model.MapURLs). The runner fetches every url input
+	// itself, through Env.Inputs (the SSRF-safe fetcher), and sends it as a data: URL: the
+	// model server never dials an address a user chose. Required.
+	MapURLs           func(raw []byte, fn func(loc []string, url string) (string, error)) ([]byte, error)
 	WebhookURL        string        // absolute URL of our webhook route; "": poll only
 	HTTPClient        *http.Client  // nil: a client with RequestTimeout
 	RequestTimeout    time.Duration // each HTTP call; default 10s
@@ -105,6 +110,9 @@ func New(cfg Config) (*Runner, error) {
 		if w, err := url.Parse(cfg.WebhookURL); err != nil || w.Host == "" {
 			return nil, fmt.Errorf("cog: webhook URL %q is not absolute", cfg.WebhookURL)
 		}
+	}
+	if cfg.MapURLs == nil {
+		return nil, errors.New("cog: no MapURLs: the runner must fetch url inputs itself")
 	}
 	cfg.defaults()
 	return &Runner{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), waiters: map[string]*waiter{}}, nil
@@ -220,7 +228,44 @@ func (r *Runner) Run(ctx context.Context, job runners.Job, env runners.Env) (run
 	}()
 
 	run := &run{r: r, id: id, job: job, env: env, rep: rep, w: w}
+	input, err := run.fetchInputs(ctx)
+	if err != nil {
+		return runners.Result{}, err
+	}
+	run.input = input
 	return run.do(ctx)
+}
+
+// fetchInputs is the job's input as the model server gets it: each url input fetched here,
+// through Env.Inputs, and sent as a data: URL. A file that cannot be fetched refuses the
+// job at its field, as the built-in runners do.
+func (x *run) fetchInputs(ctx context.Context) ([]byte, error) {
+	return x.r.cfg.MapURLs(x.job.Input, func(loc []string, u string) (string, error) {
+		if x.env.Inputs == nil {
+			return "", &runners.Failure{Code: "runner_failed", Message: "No fetcher is configured for input files."}
+		}
+		data, ct, err := x.env.Inputs.Fetch(ctx, u)
+		if err != nil {
+			var ref *runners.Refusal
+			var fail *runners.Failure
+			switch {
+			case errors.As(err, &ref), errors.As(err, &fail):
+				return "", err
+			case ctx.Err() != nil:
+				return "", ctx.Err()
+			}
+			msg := "the file could not be fetched"
+			var d interface{ Describe() string }
+			if errors.As(err, &d) {
+				msg = "the file at " + d.Describe()
+			}
+			return "", &runners.Refusal{Code: "image_unreadable", Detail: []runners.Violation{{Loc: loc, Msg: msg, Type: "value_error"}}}
+		}
+		if ct == "" {
+			ct = http.DetectContentType(data)
+		}
+		return "data:" + ct + ";base64," + base64.StdEncoding.EncodeToString(data), nil
+	})
 }
 
 type run struct {
@@ -230,6 +275,7 @@ type run struct {
 	env      runners.Env
 	rep      runners.Reporter
 	w        *waiter
+	input    []byte // the job's input with its url inputs fetched (fetchInputs)
 	logsSeen int
 	progress float64
 }
@@ -377,7 +423,7 @@ func (r *Runner) health(ctx context.Context) (string, error) {
 
 // submit PUTs the prediction; PUT is idempotent by id, so a repeat returns the same one.
 func (x *run) submit(ctx context.Context) (prediction, error) {
-	body := map[string]any{"id": x.id, "input": json.RawMessage(x.job.Input)}
+	body := map[string]any{"id": x.id, "input": json.RawMessage(x.input)}
 	if wh := x.r.cfg.WebhookURL; wh != "" {
 		sep := "?"
 		if strings.Contains(wh, "?") {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/cog"
 )
@@ -206,8 +207,18 @@ func (r *reporter) Progress(f float64) {
 	r.mu.Unlock()
 }
 
+// upscaleURLs is the url inputs of the catalogue's upscale model (inputs.image).
+var upscaleURLs = func() func([]byte, func([]string, string) (string, error)) ([]byte, error) {
+	c, err := catalog.Default()
+	if err != nil {
+		panic(err)
+	}
+	m, _ := c.Model("upscale")
+	return m.MapURLs
+}()
+
 func fast(base, webhook string) cog.Config {
-	return cog.Config{BaseURL: base, WebhookURL: webhook, RequestTimeout: time.Second, HealthTimeout: 2 * time.Second,
+	return cog.Config{BaseURL: base, WebhookURL: webhook, MapURLs: upscaleURLs, RequestTimeout: time.Second, HealthTimeout: 2 * time.Second,
 		HealthInterval: 5 * time.Millisecond, PollInterval: 10 * time.Millisecond, PredictionTimeout: 5 * time.Second}
 }
 
@@ -444,8 +455,11 @@ func TestHealthGating(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	if _, err := cog.New(cog.Config{BaseURL: "gpu:5000"}); err == nil {
+	if _, err := cog.New(cog.Config{BaseURL: "gpu:5000", MapURLs: upscaleURLs}); err == nil {
 		t.Fatal("relative base accepted")
+	}
+	if _, err := cog.New(cog.Config{BaseURL: "http://gpu:5000"}); err == nil {
+		t.Fatal("a runner that would pass url inputs to the model server unfetched")
 	}
 }
 
@@ -557,5 +571,46 @@ func TestERR_RunnerMessagesForUsers(t *testing.T) {
 		if !strings.HasPrefix(f.Message, "The model") {
 			t.Fatalf("%s: message %q", base, f.Message)
 		}
+	}
+}
+
+// A url input reaches the model server as the bytes the service fetched (a data: URL), never
+// as the address: the server never dials what a user chose. An address the fetcher refuses
+// (a private one) refuses the job at its field, and the server is never asked.
+func TestURLInputsAreFetchedByTheService(t *testing.T) {
+	f, srv := newFake(t, "ok")
+	rn, err := cog.New(fast(srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := job()
+	j.Input = json.RawMessage(`{"upscaleFactor":2,"inputs":{"image":"https://files.example/cat.png"}}`)
+	out := &outputs{}
+	if _, err := rn.Run(context.Background(), j, runners.Env{Outputs: out, Inputs: inputs{"https://files.example/cat.png": pngData}}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	var sent struct {
+		Inputs struct{ Image string } `json:"inputs"`
+	}
+	for _, p := range f.preds {
+		_ = json.Unmarshal(p["input"].(json.RawMessage), &sent)
+	}
+	f.mu.Unlock()
+	if want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngData); sent.Inputs.Image != want {
+		t.Fatalf("the model server got inputs.image %.60q, want the fetched bytes", sent.Inputs.Image)
+	}
+
+	j.ID, j.RequestID = "photo_k2", "req-2"
+	j.Input = json.RawMessage(`{"inputs":{"image":"http://169.254.169.254/latest/meta-data/"}}`)
+	_, err = rn.Run(context.Background(), j, runners.Env{Outputs: out, Inputs: inputs{}})
+	var ref *runners.Refusal
+	if !errors.As(err, &ref) || ref.Code != "image_unreadable" || strings.Join(ref.Detail[0].Loc, ".") != "body.inputs.image" {
+		t.Fatalf("a file that cannot be fetched: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.puts != 1 {
+		t.Fatalf("the model server was sent %d predictions, want only the first", f.puts)
 	}
 }

@@ -14,6 +14,11 @@
 // /health-check and the prediction PUT again (PUT is idempotent by id), at most MaxResubmits
 // times.
 //
+// Inputs: every url input of the job (the catalogue says which, Config.MapURLs) is fetched
+// through Env.Inputs, the SSRF-safe fetcher, and sent as a data: URL, so the model server
+// never dials an address a user chose; a file that cannot be fetched refuses the job
+// (image_unreadable at its field) before the server is asked.
+//
 // Outputs: every string in the prediction's output that is a data: URL is decoded and stored
 // through Env.Outputs; every http(s) URL is fetched through Env.Inputs (the SSRF-safe
 // fetcher) and stored. Each becomes {"storage_key", "content_type", "file_size"}, which the API
