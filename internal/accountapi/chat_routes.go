@@ -312,6 +312,14 @@ func (h *Handler) embed() chatHandler {
 			return err
 		}
 		defer call.Close()
+		if call.Kind != catalog.KindEmbeddings {
+			// The key replays another kind of call (DESIGN 31), which this answer cannot
+			// hold: in_flight or key_settled naming its job, as /v1/chat answers a key a job
+			// holds. Nothing runs and nothing is charged again.
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.Header().Set("X-Job-Id", call.Job.ID)
+			return chat.KeyTaken(call.Job)
+		}
 		out, err := call.Result(r.Context())
 		if err != nil {
 			return err
@@ -328,7 +336,7 @@ func (h *Handler) embed() chatHandler {
 		if call.Replayed {
 			charged = 0
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model, "job_id": j.ID,
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"object": "list", "data": data, "model": j.Model, "job_id": j.ID,
 			"usage":          map[string]any{"input_tokens": out.Usage.InputTokens, "total_tokens": out.Usage.InputTokens},
 			"credits_quoted": j.Quoted, "credits_charged": charged, "replayed": call.Replayed, "created_at": j.CreatedAt.Format(cursorLayout)})
 		return nil

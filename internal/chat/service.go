@@ -105,8 +105,13 @@ func (s *Service) honoured(m *catalog.Model, input any) error {
 
 // Call is a submitted call: its job, and the text it writes when it streams.
 type Call struct {
-	Job      jobs.Job
-	Model    *catalog.Model
+	Job   jobs.Job
+	Model *catalog.Model // the job's model: for a replay, the first call's
+	// Kind is the kind of the job's model: the kind asked for, or for a replay the first
+	// call's, which may be another (a key is the account's across products, DESIGN 31); ""
+	// when the key's job is not a language model's. A surface answers a replay of another
+	// kind as that kind's answer, never reads it as its own (ReplayAnswer).
+	Kind     string
 	Replayed bool
 	Balance  int64 // credits_remaining after the charge
 	svc      *Service
@@ -158,7 +163,13 @@ func (s *Service) Start(ctx context.Context, kind string, r CallRequest) (*Call,
 		c.sub.Close()
 		c.sub = nil
 	}
-	c.Job, c.Replayed, c.Balance = res.Job, res.Replayed, res.Balance
+	c.Job, c.Replayed, c.Balance, c.Kind = res.Job, res.Replayed, res.Balance, kind
+	if res.Replayed && res.Job.Model != m.Slug {
+		c.Model, c.Kind = nil, ""
+		if first, ok := s.Catalog.LanguageModel(res.Job.Model); ok {
+			c.Model, c.Kind = first, first.Language().Kind
+		}
+	}
 	if c.sub != nil {
 		// Next wakes on the settlement; Result waits for it through the engine.
 		c.changes, c.unsub = s.Jobs.Changes(res.Job.RequestID)
@@ -234,8 +245,12 @@ type Outcome struct {
 
 // Result waits for the call to settle and answers its outcome, or the catalogued error of a
 // call that failed (charge reversed): the model's refusal (content_policy), its parser's
-// refusal (invalid_input), or chat_start_failed.
+// refusal (invalid_input), or chat_start_failed. A replay of a job that is not a language
+// model's answers in_flight or key_settled naming it (KeyTaken): it has no outcome to read.
 func (c *Call) Result(ctx context.Context) (Outcome, error) {
+	if c.Model == nil {
+		return Outcome{Job: c.Job}, KeyTaken(c.Job)
+	}
 	wait := time.Duration(c.Model.Lifecycle.StallCeilingSeconds)*time.Second + 30*time.Second
 	j := c.Job
 	if !j.Settled() {

@@ -202,13 +202,22 @@ func (s *Service) keyFree(ctx context.Context, accountID, key string) error {
 		return apierr.New(apierr.JobReadFailed).Wrap(err)
 	}
 	if j, err := s.Jobs.GetByKey(ctx, accountID, key); err == nil {
-		if !j.Settled() {
-			return apierr.Newf(apierr.InFlight, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil)
-		}
-		return apierr.Newf(apierr.KeySettled, "The idempotency key %s was already used by job %s.", key, j.ID).With("message_id", nil).
-			WithCharged(j.ChargedState())
+		return KeyTaken(j)
 	}
 	return nil
+}
+
+// KeyTaken answers a request whose idempotency key a job holds that the request's surface
+// cannot show as its own answer (a chat turn's key on another call, an image job's key on a
+// language-model route): in_flight while the job runs, key_settled once it settled, naming the
+// job to read at GET /v1/jobs/{id}. Nothing runs and nothing is charged again.
+func KeyTaken(j jobs.Job) error {
+	if !j.Settled() {
+		return apierr.Newf(apierr.InFlight, "The idempotency key %s was already used by job %s, still running; read it at GET /v1/jobs/%s.", j.IdempotencyKey, j.ID, j.ID).
+			With("message_id", nil).With("job_id", j.ID)
+	}
+	return apierr.Newf(apierr.KeySettled, "The idempotency key %s was already used by job %s; read it at GET /v1/jobs/%s, or send this request with a new key.", j.IdempotencyKey, j.ID, j.ID).
+		With("message_id", nil).With("job_id", j.ID).WithCharged(j.ChargedState())
 }
 
 // keyUsed answers a turn whose key was sent before: in_flight while it runs, key_settled

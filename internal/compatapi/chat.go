@@ -415,20 +415,29 @@ func (h *Handler) chatCompletions() handlerFunc {
 		}
 		defer call.Close()
 		setCallHeaders(w, call) // a failure answered below names its job too
-		id := "chatcmpl-" + call.Job.ID
+		if call.Kind != catalog.KindChat {
+			return answerOtherKind(w, r, call)
+		}
 		if req.Stream {
 			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-			return h.stream(w, r, call, usage, chatChunks{id: id, model: req.Model, created: created(call.Job)})
+			return h.stream(w, r, call, usage, chatChunks{id: "chatcmpl-" + call.Job.ID, model: call.Job.Model, created: created(call.Job)})
 		}
 		out, err := call.Result(r.Context())
 		if err != nil {
 			return err
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, chatCompletion{ID: id, Object: "chat.completion", Created: created(call.Job), Model: req.Model,
-			Choices: []chatChoice{{Message: assistantMessage(out), FinishReason: finishReason(out.FinishReason)}},
-			Usage:   usageOf(out.Usage)})
+		httpapi.WriteJSON(w, r, http.StatusOK, completionOf(out))
 		return nil
 	}
+}
+
+// completionOf is a settled chat call as the protocol's chat.completion: its job's id and
+// model (a replay answers the first call's, whatever model the replay names).
+func completionOf(out chat.Outcome) chatCompletion {
+	j := out.Job
+	return chatCompletion{ID: "chatcmpl-" + j.ID, Object: "chat.completion", Created: created(j), Model: j.Model,
+		Choices: []chatChoice{{Message: assistantMessage(out), FinishReason: finishReason(out.FinishReason)}},
+		Usage:   usageOf(out.Usage)}
 }
 
 // chatCompletion is the protocol's chat.completion object.
@@ -533,17 +542,20 @@ func (h *Handler) completions() handlerFunc {
 		}
 		defer call.Close()
 		setCallHeaders(w, call) // a failure answered below names its job too
+		if call.Kind != catalog.KindChat {
+			return answerOtherKind(w, r, call)
+		}
 		id := "cmpl-" + call.Job.ID
 		if req.Stream {
 			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-			return h.stream(w, r, call, usage, textChunks{id: id, model: req.Model, created: created(call.Job)})
+			return h.stream(w, r, call, usage, textChunks{id: id, model: call.Job.Model, created: created(call.Job)})
 		}
 		out, err := call.Result(r.Context())
 		if err != nil {
 			return err
 		}
 		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{
-			"id": id, "object": "text_completion", "created": created(call.Job), "model": req.Model,
+			"id": id, "object": "text_completion", "created": created(call.Job), "model": call.Job.Model,
 			"choices": []any{map[string]any{"text": out.Content, "index": 0, "logprobs": nil, "finish_reason": finishReason(out.FinishReason)}},
 			"usage":   usageOf(out.Usage),
 		})

@@ -87,23 +87,33 @@ func (h *Handler) embeddings() handlerFunc {
 		}
 		defer call.Close()
 		setCallHeaders(w, call) // a failure answered below names its job too
+		if call.Kind != catalog.KindEmbeddings {
+			return answerOtherKind(w, r, call)
+		}
 		out, err := call.Result(r.Context())
 		if err != nil {
 			return err
 		}
-		data := make([]any, len(out.Embeddings))
-		for i, v := range out.Embeddings {
-			v = shorten(v, dims)
-			var emb any = v
-			if req.EncodingFormat == "base64" {
-				emb = base64Floats(v)
-			}
-			data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
-		}
-		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
-			"usage": map[string]any{"prompt_tokens": out.Usage.InputTokens, "total_tokens": out.Usage.InputTokens}})
+		httpapi.WriteJSON(w, r, http.StatusOK, embeddingsOf(out, dims, req.EncodingFormat))
 		return nil
 	}
+}
+
+// embeddingsOf is a settled embeddings call as the protocol's list, each vector shortened to
+// dims (0: whole) and encoded as asked, with its job's model (a replay answers the first
+// call's, whatever model the replay names).
+func embeddingsOf(out chat.Outcome, dims int, encoding string) map[string]any {
+	data := make([]any, len(out.Embeddings))
+	for i, v := range out.Embeddings {
+		v = shorten(v, dims)
+		var emb any = v
+		if encoding == "base64" {
+			emb = base64Floats(v)
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
+	}
+	return map[string]any{"object": "list", "data": data, "model": out.Job.Model,
+		"usage": map[string]any{"prompt_tokens": out.Usage.InputTokens, "total_tokens": out.Usage.InputTokens}}
 }
 
 // base64Floats is the protocol's base64 encoding: little-endian float32s.

@@ -155,6 +155,9 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	}
 	defer call.Close()
 	setCallHeaders(w, call) // a failure answered below names its job too
+	if call.Kind != catalog.KindChat {
+		return answerOtherKind(w, r, call)
+	}
 	if req.Stream {
 		h.streamResponse(w, r, call, req)
 		return nil
@@ -167,14 +170,15 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	return nil
 }
 
-// responseObject is the protocol's response object of a call: in progress while out is nil,
+// responseObject is the protocol's response object of a call, with its job's model (a replay
+// answers the first call's, whatever model the replay names): in progress while out is nil,
 // else settled (completed, or incomplete when the output budget ran out). Its output is the
 // message, left out when the model only called tools (unless streamed, which opened it), then
 // a function_call item per call.
 func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome, streamed bool) map[string]any {
 	o := map[string]any{
 		"id": "resp_" + j.ID, "object": "response", "created_at": created(j), "status": "in_progress",
-		"incomplete_details": nil, "model": req.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
+		"incomplete_details": nil, "model": j.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
 		"max_output_tokens": req.MaxOutputTokens, "temperature": req.Temperature, "top_p": req.TopP,
 		"parallel_tool_calls": false, "tool_choice": "auto", "tools": echoTools(req.Tools), "output": []any{}, "usage": nil,
 	}
