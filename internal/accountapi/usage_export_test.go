@@ -343,7 +343,7 @@ func TestACC15_ExportFormulaSafe(t *testing.T) {
 			})
 			if err == nil {
 				err = db.InTx(context.Background(), func(tx *sqlstore.Tx) error {
-					_, err := l.Settle(context.Background(), tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: charged}, settled)
+					_, err := l.Settle(context.Background(), tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, Created: charged}, settled)
 					return err
 				})
 			}

@@ -63,7 +63,7 @@ func seedCharges(b *testing.B, db *sqlstore.DB, account string, keys []string, n
 					return err
 				}
 				if i%10 == 0 {
-					if _, err := svc.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, StartedAt: at}, at.Add(time.Second)); err != nil {
+					if _, err := svc.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Created: at}, at.Add(time.Second)); err != nil {
 						return err
 					}
 				}

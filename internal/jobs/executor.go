@@ -279,12 +279,8 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 // the job and its event are written.
 func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, out *Job) error {
 	now := s.now()
-	var started time.Time
-	if j.StartedAt != nil {
-		started = *j.StartedAt
-	}
 	closed, err := s.ledger.Settle(ctx, tx, ledger.Settlement{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model},
-		Reserved: ledger.Credits(j.Reserved), Done: st.charged(), StartedAt: started}, now)
+		Reserved: ledger.Credits(j.Reserved), Done: st.charged(), Created: j.CreatedAt}, now)
 	if err != nil {
 		return err
 	}

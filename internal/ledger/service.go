@@ -64,9 +64,11 @@ type Job struct {
 // Settlement closes a job's credits.
 type Settlement struct {
 	Job
-	Reserved  Credits   // what Charge took
-	Done      float64   // share of the quoted work done, 0..1 (0 refunds everything)
-	StartedAt time.Time // the key's spend is given back in the month it was taken
+	Reserved Credits // what Charge took
+	Done     float64 // share of the quoted work done, 0..1 (0 refunds everything)
+	// Created is when the job was created: its charge, taken then or at its turn, is no older
+	// (the charge's entry is looked for from there).
+	Created time.Time
 }
 
 // Closed is what Settle did.
@@ -78,7 +80,10 @@ type Closed struct {
 }
 
 // Settle keeps what the work done costs, never above what was reserved, refunds the rest and
-// gives it back to the key's spend.
+// gives it back to the key's spend of the month its charge was taken in (the period recorded on
+// the charge's entry), never of the month the job started or ended in: a job charged on
+// November 30 and refunded on December 1 gives nothing back to December's spend, so the key's
+// December ceiling stays whole.
 func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Time) (Closed, error) {
 	charge, refund := Settle(int64(st.Reserved), st.Done)
 	out := Closed{Charged: Credits(charge)}
@@ -88,11 +93,7 @@ func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Tim
 		if err != nil {
 			return Closed{}, err
 		}
-		period := now
-		if !st.StartedAt.IsZero() {
-			period = st.StartedAt
-		}
-		if err := tx.LedgerKeySpend(ctx, st.KeyID, auth.Period(period), -refund); err != nil {
+		if err := tx.LedgerRefundSpend(ctx, st.KeyID, st.JobID, st.Created, refund); err != nil {
 			return Closed{}, err
 		}
 		b := Credits(bal)

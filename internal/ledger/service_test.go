@@ -115,28 +115,27 @@ func (tx *memTx) LedgerApply(ctx context.Context, e ledger.Entry, floor int64) (
 	a.Balance += int64(e.Amount)
 	tx.st.accounts[a.ID] = a
 	tx.st.entries = append(tx.st.entries, e)
-	if e.Kind == ledger.Charge { // a charge raises its key's spend, as the stores' statement does
-		if err := tx.LedgerKeySpend(ctx, e.KeyID, auth.Period(e.At), -int64(e.Amount)); err != nil && err != ledger.ErrNotFound {
-			return 0, err
-		}
+	// A charge raises its key's spend in its period, as the stores' statement does.
+	if k, ok := tx.st.keys[e.KeyID]; ok && e.Kind == ledger.Charge {
+		k.Spent, k.SpentPeriod = k.SpentIn(e.At)-int64(e.Amount), auth.Period(e.At)
+		tx.st.keys[e.KeyID] = k
 	}
 	return a.Balance, nil
 }
 
-func (tx *memTx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error {
+// LedgerRefundSpend lowers the key's spend when it is of the period of the job's charge.
+func (tx *memTx) LedgerRefundSpend(ctx context.Context, keyID, jobID string, since time.Time, refund int64) error {
 	k, ok := tx.st.keys[keyID]
 	if !ok {
-		return ledger.ErrNotFound
-	}
-	switch {
-	case k.SpentPeriod == period:
-		k.Spent += delta
-	case delta > 0:
-		k.SpentPeriod, k.Spent = period, delta
-	default:
 		return nil
 	}
-	tx.st.keys[keyID] = k
+	for _, e := range tx.st.entries {
+		if e.KeyID == keyID && e.JobID == jobID && e.Kind == ledger.Charge && !e.At.Before(since) && auth.Period(e.At) == k.SpentPeriod {
+			k.Spent -= refund
+			tx.st.keys[keyID] = k
+			return nil
+		}
+	}
 	return nil
 }
 
@@ -259,7 +258,7 @@ func TestSettleRefundsTheRest(t *testing.T) {
 		if _, err := chargeOne(ctx, tx, l, ledger.Request{Job: j, InFlightLimit: -1}); err != nil {
 			return err
 		}
-		closed, err := l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: 40, Done: 0.25, StartedAt: now}, now)
+		closed, err := l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: 40, Done: 0.25, Created: now}, now)
 		if closed.Charged != 10 || closed.Balance == nil || *closed.Balance != 90 {
 			t.Errorf("closed %+v, want 10 charged and a balance of 90", closed)
 		}

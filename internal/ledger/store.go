@@ -43,9 +43,11 @@ type Tx interface {
 	// would leave the balance below floor changes nothing and answers ErrInsufficient; pass
 	// math.MinInt64 for an unguarded movement (operator grants may go negative).
 	LedgerApply(ctx context.Context, e Entry, floor int64) (int64, error)
-	// LedgerKeySpend adds delta to the key's spend in period (starting the period afresh when
-	// it changed): how a refund gives back to the spend of the period its job started in.
-	LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error
+	// LedgerRefundSpend lowers the key's spend by refund in the period recorded on the job's
+	// charge entry (written at or after since), when the key's spend is still of that period:
+	// a refund given back after the key's spend moved on to a later month has nothing left to
+	// lower, and never lowers the later month's.
+	LedgerRefundSpend(ctx context.Context, keyID, jobID string, since time.Time, refund int64) error
 	// LedgerHold locks the accounts of pairs, each once and in the order given (sorted by
 	// account, so that transactions holding several never wait on each other in a cycle), and
 	// reads them with the keys named and each account's jobs in flight, all as they stand once

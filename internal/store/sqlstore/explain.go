@@ -88,6 +88,7 @@ var hot = map[string]struct {
 	"submit: idempotency read":   {qJobByIdempotencyKey, []any{"acct", "k"}},
 	"settle: job by request":     {qJobByRequest, []any{"req"}},
 	"settle: job update":         {qUpdateJob, append(make([]any, 21), "acct", "id")},
+	"settle: refund spend":       {qRefundSpend, []any{int64(1), "key", int64(0), "job"}},
 	"read: job by id":            {qJob, []any{"acct", "id"}},
 	"claim: head of the queue":   {qClaimQueued, []any{"model"}},
 	"sweep: queued":              {qQueued, []any{"model", 1}},

@@ -310,28 +310,17 @@ func (tx *Tx) LedgerChargeAll(ctx context.Context, cs []ledger.Taken) error {
 	return tx.q.WriteAtCommit(ctx, tx.sql.chargeAll, args, nil)
 }
 
-// qKeySpend adds $2 to key $3's spend in period $1; a lowering ($4 false) only within it.
-const qKeySpend = `UPDATE api_keys SET spent = CASE WHEN spent_period = $1 THEN spent + $2 ELSE $2 END, spent_period = $1
- WHERE id = $3 AND ($4 OR spent_period = $1)`
+// qRefundSpend lowers key $2's spend by $1 when its spend is of the period recorded on the
+// charge of job $4 (its entry written at or after $3): one range of ledger_entries_key
+// (key_id, created_at), from the job's creation.
+const qRefundSpend = `UPDATE api_keys SET spent = spent - $1 WHERE id = $2 AND EXISTS (SELECT 1 FROM ledger_entries e
+ WHERE e.key_id = $2 AND e.created_at >= $3 AND e.job_id = $4 AND e.kind = 'charge' AND e.period = api_keys.spent_period)`
 
-// LedgerKeySpend adds delta to the key's spend in period. A raise starts a new period afresh;
-// a refund given back after the period changed has nothing left to lower and leaves the key as
-// it is.
-func (tx *Tx) LedgerKeySpend(ctx context.Context, keyID, period string, delta int64) error {
-	args := []any{period, delta, keyID, delta > 0}
-	if delta <= 0 {
-		// A lowering answers nothing: in a pipelined transaction (PostgreSQL) it goes with the
-		// next statement or the COMMIT.
-		return tx.q.WriteAtCommit(ctx, qKeySpend, args, nil)
-	}
-	res, err := tx.q.ExecContext(ctx, qKeySpend, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
-	return auth.ErrNotFound
+// LedgerRefundSpend gives a refund back to the key's spend of the month its job's charge was
+// taken in; a key whose spend is of another month is left as it is. It answers nothing: in a
+// pipelined transaction (PostgreSQL) it goes with the next statement or the COMMIT.
+func (tx *Tx) LedgerRefundSpend(ctx context.Context, keyID, jobID string, since time.Time, refund int64) error {
+	return tx.q.WriteAtCommit(ctx, qRefundSpend, []any{refund, keyID, micros(since), jobID}, nil)
 }
 
 // LedgerPasses lists an account's passes and promotions.

@@ -20,6 +20,7 @@ func Run(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("Ceilings", func(t *testing.T) { testCeilings(t, open(t)) })
 	t.Run("ChargeTogether", func(t *testing.T) { testChargeTogether(t, open(t)) })
 	t.Run("ChargeRaisesKeySpend", func(t *testing.T) { testChargeRaisesKeySpend(t, open(t)) })
+	t.Run("CEIL01_RefundLowersTheMonthOfItsCharge", func(t *testing.T) { testRefundSpend(t, open(t)) })
 	t.Run("ACC04_MonthlyAllowances", func(t *testing.T) { testAllowances(t, open(t)) })
 	t.Run("ConsoleUsersAndSessions", func(t *testing.T) { testConsoleUsers(t, open(t)) })
 	t.Run("SignInFailures", func(t *testing.T) { testSignInFailures(t, open(t)) })
@@ -223,7 +224,7 @@ func testCeilings(t *testing.T, s Stores) {
 // CEIL: a charge written by LedgerApply raises its key's spend in the same statement, for the
 // entry's period, starting the period afresh when the key's spend was of an earlier one; a
 // refund, a grant or an allowance leaves the spend alone (the ledger gives a refund back to the
-// period its job started in with LedgerKeySpend).
+// period of its job's charge with LedgerRefundSpend).
 func testChargeRaisesKeySpend(t *testing.T, s Stores) {
 	ctx := context.Background()
 	NewAccount(t, s.Ledger, "acct_s", auth.Pro, 100)
@@ -259,6 +260,57 @@ func testChargeRaisesKeySpend(t *testing.T, s Stores) {
 			t.Fatalf("after a %s of %d at %v the key's spend is %d (%v), want %d", step.kind, step.amount, step.at, k.SpentIn(step.at), err, step.spent)
 		}
 	}
+}
+
+// CEIL-01: LedgerRefundSpend gives a refund back to the key's spend of the month its job's
+// charge entry records, and only while the key's spend is of that month: a job charged on
+// November 30 and refunded in December lowers nothing (December's spend stays whole, so the
+// key's December cap holds), while a job charged and refunded in December lowers December's.
+// The charge is looked for from the time given on (the job's creation): one charged before it
+// is not the job's.
+func testRefundSpend(t *testing.T, s Stores) {
+	ctx := context.Background()
+	NewAccount(t, s.Ledger, "acct_m", auth.Pro, 100)
+	if err := s.Auth.InsertKey(ctx, key("monthkey0001", "acct_m", t0.AddDate(0, 3, 0)), 25, t0); err != nil {
+		t.Fatal(err)
+	}
+	nov := time.Date(2026, 11, 30, 23, 59, 50, 0, time.UTC)
+	dec := time.Date(2026, 12, 1, 0, 0, 5, 0, time.UTC)
+	tx := func(fn func(tx ledger.Tx) error) {
+		t.Helper()
+		if err := s.Ledger.LedgerTx(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	charge := func(job string, amount int64, at time.Time) {
+		t.Helper()
+		tx(func(tx ledger.Tx) error {
+			_, err := tx.LedgerApply(ctx, ledger.Entry{AccountID: "acct_m", KeyID: "monthkey0001", JobID: job, Model: "image-4b",
+				Kind: ledger.Charge, Amount: ledger.Credits(-amount), At: at}, math.MinInt64)
+			return err
+		})
+	}
+	refund := func(job string, amount int64, since time.Time) {
+		t.Helper()
+		tx(func(tx ledger.Tx) error { return tx.LedgerRefundSpend(ctx, "monthkey0001", job, since, amount) })
+	}
+	spent := func(at time.Time, want int64, after string) {
+		t.Helper()
+		k, err := s.Auth.Key(ctx, "monthkey0001")
+		if err != nil || k.SpentIn(at) != want {
+			t.Fatalf("%s: the key's spend in %s is %d (%v), want %d", after, auth.Period(at), k.SpentIn(at), err, want)
+		}
+	}
+	charge("photo_nov", 10, nov)
+	refund("photo_nov", 4, nov) // still November: November's spend goes down
+	spent(nov, 6, "a November refund of a November charge")
+	charge("photo_dec", 1, dec)
+	refund("photo_nov", 6, nov)
+	spent(dec, 1, "a December refund of a November charge")
+	refund("photo_dec", 1, dec.Add(time.Second)) // the charge is older than the time given
+	spent(dec, 1, "a refund looked for after its charge")
+	refund("photo_dec", 1, dec)
+	spent(dec, 0, "a December refund of a December charge")
 }
 
 // Charges made together: LedgerHold answers each account with the key named, in the order

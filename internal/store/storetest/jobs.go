@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -415,8 +416,8 @@ func testHoldSeesLockHolder(t *testing.T, s Stores) {
 	}
 }
 
-// holdWithJob starts a transaction that holds account (read with key), raises the key's spend
-// by spend when it is not zero, and inserts a job of the account; it returns once all of that
+// holdWithJob starts a transaction that holds account (read with key), charges spend to the key
+// when it is not zero, and inserts a job of the account; it returns once all of that
 // was sent. The transaction commits when release is closed, and answers on done.
 func holdWithJob(t *testing.T, store jobs.Store, account, key string, spend int64) (release chan struct{}, done chan error) {
 	t.Helper()
@@ -429,7 +430,8 @@ func holdWithJob(t *testing.T, store jobs.Store, account, key string, spend int6
 				return err
 			}
 			if spend != 0 {
-				if err := tx.LedgerKeySpend(ctx, key, auth.Period(t0), spend); err != nil {
+				e := ledger.Entry{AccountID: account, KeyID: key, JobID: "held", Kind: ledger.Charge, Amount: ledger.Credits(-spend), At: t0}
+				if _, err := tx.LedgerApply(ctx, e, math.MinInt64); err != nil {
 					return err
 				}
 			}
@@ -492,7 +494,7 @@ func testLedgerRollup(t *testing.T, s Stores) {
 			if err != nil {
 				return err
 			}
-			_, err = l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, StartedAt: at}, at)
+			_, err = l.Settle(ctx, tx, ledger.Settlement{Job: j, Reserved: c.Reserved, Done: done, Created: at}, at)
 			return err
 		})
 		if err != nil {
