@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
 )
 
 // embeddingsUpstream is an OpenAI-compatible embeddings server answering body for every call.
@@ -189,5 +191,116 @@ func TestJOB28_ReplayAnswersTheFirstCallsOwnAnswer(t *testing.T) {
 	}
 	if w.balance(acct) != balance {
 		t.Fatalf("balance %d, want %d: a replay charges nothing", w.balance(acct), balance)
+	}
+}
+
+// failingUpstream is an OpenAI-compatible server that fails as the last message asks: "busy"
+// answers 429 with Retry-After: 7; "break" streams part of an answer, then an error event;
+// "filter" streams part of an answer, then finish_reason content_filter; "stall" streams part
+// of an answer, then holds. Every embeddings call answers 503 with Retry-After: 3.
+func failingUpstream(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":{"message":"overloaded"}}`)
+			return
+		}
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		last := req.Messages[len(req.Messages)-1].Content
+		if strings.Contains(last, "busy") {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"message":"too many requests"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{"Hello", " there"} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":%q}}]}\n\n", d)
+		}
+		w.(http.Flusher).Flush()
+		switch {
+		case strings.Contains(last, "break"):
+			fmt.Fprint(w, "data: {\"error\":{\"message\":\"engine died\"}}\n\n")
+		case strings.Contains(last, "filter"):
+			fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\ndata: [DONE]\n\n")
+		case strings.Contains(last, "stall"):
+			<-r.Context().Done()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newFailingWorld serves qwen (stall ceiling 1 s) and embed-small on failingUpstream.
+func newFailingWorld(t *testing.T) *chatWorld {
+	srv := failingUpstream(t)
+	return newChatWorldWith(t, func(f *catalog.File) {
+		for i := range f.LanguageModels {
+			if f.LanguageModels[i].Slug == "qwen" {
+				f.LanguageModels[i].StallCeilingSeconds = 1
+			}
+		}
+	}, func(c *ServeCmd) {
+		c.ReferenceModels = true
+		c.OpenAIUpstream = append(c.OpenAIUpstream, "qwen="+srv.URL+"/v1,name=mock-qwen", "embed-small="+srv.URL+"/v1,name=mock-embed")
+	})
+}
+
+// streamedError is the error object of a stream's error event.
+func streamedError(t *testing.T, r reply) map[string]any {
+	t.Helper()
+	events := sseData(r.raw)
+	if r.status != 200 || len(events) == 0 {
+		t.Fatalf("stream: %d %s", r.status, r.raw)
+	}
+	var ev struct {
+		Error map[string]any `json:"error"`
+	}
+	if json.Unmarshal([]byte(events[len(events)-1]), &ev) != nil || ev.Error == nil {
+		t.Fatalf("stream ends without an error event: %s", r.raw)
+	}
+	return ev.Error
+}
+
+// TestCHAT11_FailureSaysWhatHappened: a call that fails says what is true of it: a chat model
+// that had streamed part of its answer before its upstream broke off or the stall ceiling
+// passed stopped partway (not "before answering"); a content filter's stop says so; an
+// embeddings call's failure is the embeddings model's; all are refunded.
+func TestCHAT11_FailureSaysWhatHappened(t *testing.T) {
+	w := newFailingWorld(t)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	before := w.balance(acct)
+	for _, c := range []struct{ msg, code, says string }{
+		{"break", "chat_start_failed", "stopped partway through its answer"},
+		{"stall", "chat_start_failed", "stopped partway through its answer"},
+		{"filter", "content_policy", "content filter"},
+	} {
+		r := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","stream":true,"messages":[{"role":"user","content":"`+c.msg+`"}]}`)
+		if !strings.Contains(r.raw, "Hello") {
+			t.Fatalf("%s: the part written was not streamed: %s", c.msg, r.raw)
+		}
+		e := streamedError(t, r)
+		msg, _ := e["message"].(string)
+		if e["code"] != c.code || !strings.Contains(msg, c.says) || strings.Contains(msg, "before answering") {
+			t.Fatalf("%s: error event %v, want %s saying %q", c.msg, e, c.code, c.says)
+		}
+	}
+	r := w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":"x"}`)
+	e, _ := r.body["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if r.status != 500 || compatCode(r) != "chat_start_failed" || !strings.Contains(msg, "embeddings model failed") || strings.Contains(msg, "before answering") {
+		t.Fatalf("embeddings failure: %d %s", r.status, r.raw)
+	}
+	r = w.do("POST", "/v1/embeddings", key(), `{"input":"x"}`)
+	if msg, _ := r.body["message"].(string); r.status != 500 || !strings.Contains(msg, "embeddings model failed") {
+		t.Fatalf("/v1 embeddings failure: %d %s", r.status, r.raw)
+	}
+	if w.balance(acct) != before {
+		t.Fatalf("balance %d, want %d: every failure is refunded", w.balance(acct), before)
 	}
 }

@@ -309,7 +309,9 @@ func floats(v any) []float64 {
 	return nil
 }
 
-// FailureError is the catalogued error of a job that did not succeed.
+// FailureError is the catalogued error of a job that did not succeed, saying what is true of
+// it: an embeddings call failed, a chat model failed before answering, or stopped partway
+// through an answer it had begun to write (chat_start_failed, refunded, in every case).
 func FailureError(j jobs.Job) error {
 	switch j.ErrorCode {
 	case string(apierr.ContentPolicy):
@@ -325,9 +327,18 @@ func FailureError(j jobs.Job) error {
 		}
 		return &ParserRefusal{Err: apierr.Newf(apierr.InvalidInput, "%s", msg)}
 	}
-	msg := "The model failed before answering; the charge was reversed."
+	what := "The model failed before answering"
+	switch {
+	case j.Product == catalog.ProductEmbeddings:
+		what = "The embeddings model failed"
+	case j.Metrics["output_tokens"] > 0:
+		// Part of the answer was written (and streamed to a caller reading it) before the run
+		// broke off: the upstream's stream broke, or the stall ceiling passed.
+		what = "The model stopped partway through its answer"
+	}
+	msg := what + "; the charge was reversed."
 	if j.ErrorMessage != "" {
-		msg = "The model failed before answering: " + strings.TrimSuffix(j.ErrorMessage, ".") + ". The charge was reversed."
+		msg = what + ": " + strings.TrimSuffix(j.ErrorMessage, ".") + ". The charge was reversed."
 	}
 	return apierr.Newf(apierr.ChatStartFailed, "%s", msg).With("job_id", j.ID)
 }
