@@ -304,3 +304,31 @@ func TestCHAT11_FailureSaysWhatHappened(t *testing.T) {
 		t.Fatalf("balance %d, want %d: every failure is refunded", w.balance(acct), before)
 	}
 }
+
+// TestCHAT02_BusyUpstreamLetsTheClientRetry: an upstream that answers 429 or 503 fails the call
+// refunded, and the answer lets an OpenAI client retry: no x-should-retry: false, and the
+// upstream's Retry-After passed on, since a resend is a new call. With an Idempotency-Key
+// sent, a resend replays the failure, so x-should-retry: false stays.
+func TestCHAT02_BusyUpstreamLetsTheClientRetry(t *testing.T) {
+	w := newFailingWorld(t)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	before := w.balance(acct)
+	r := w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","messages":[{"role":"user","content":"busy"}]}`)
+	if r.status != 500 || compatCode(r) != "chat_start_failed" || r.header.Get("x-should-retry") == "false" || r.header.Get("Retry-After") != "7" {
+		t.Fatalf("busy upstream: %d x-should-retry %q Retry-After %q %s, want a retry after 7 s", r.status,
+			r.header.Get("x-should-retry"), r.header.Get("Retry-After"), r.raw)
+	}
+	r = w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":"x"}`)
+	if r.status != 500 || r.header.Get("x-should-retry") == "false" || r.header.Get("Retry-After") != "3" {
+		t.Fatalf("busy embeddings upstream: %d x-should-retry %q Retry-After %q %s", r.status,
+			r.header.Get("x-should-retry"), r.header.Get("Retry-After"), r.raw)
+	}
+	r = w.do("POST", "/compat/v1/chat/completions", key(), `{"model":"qwen","messages":[{"role":"user","content":"busy"}]}`, "Idempotency-Key", "busy-1")
+	if r.status != 500 || r.header.Get("x-should-retry") != "false" {
+		t.Fatalf("busy upstream under a key: %d x-should-retry %q, want false: a resend replays the failure", r.status, r.header.Get("x-should-retry"))
+	}
+	if w.balance(acct) != before {
+		t.Fatalf("balance %d, want %d: nothing is charged", w.balance(acct), before)
+	}
+}

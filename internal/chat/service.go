@@ -340,8 +340,19 @@ func FailureError(j jobs.Job) error {
 	if j.ErrorMessage != "" {
 		msg = what + ": " + strings.TrimSuffix(j.ErrorMessage, ".") + ". The charge was reversed."
 	}
-	return apierr.Newf(apierr.ChatStartFailed, "%s", msg).With("job_id", j.ID)
+	e := apierr.Newf(apierr.ChatStartFailed, "%s", msg).With("job_id", j.ID)
+	if after := j.Metrics[RetryAfterMetric]; after > 0 {
+		// The model server was busy and said when to come back: a new call may succeed then
+		// (this job's key replays its failure).
+		e.WithRetryAfter(int(after))
+	}
+	return e
 }
+
+// RetryAfterMetric is the metric a language-model runner leaves on a run that failed because
+// its model server was busy (a 429 or 5xx, unreachable, cut off), in seconds the server asked
+// to wait (Retry-After), at least 1: a new call may succeed then.
+const RetryAfterMetric = "retry_after_seconds"
 
 // ParserRefusal is a language model's own parser refusing the request as written: 422
 // without detail on the compatibility surface, invalid_input elsewhere.

@@ -113,12 +113,24 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	for k, v := range c.e.Headers {
 		h.Set(k, v)
 	}
+	if c.noRetry && retryHelps(c.e, r) {
+		c.noRetry = false
+	}
 	if c.e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(c.e.RetryAfter))
 	} else if c.e.Entry().Retry == apierr.RetryAfterRetryAfter {
 		h.Set("Retry-After", "1")
 	}
 	writeEnvelope(w, r, c.status, c.message, c.typ, c.param, c.code, c.noRetry)
+}
+
+// retryHelps reports whether the protocol's client may resend a request that failed though
+// the catalogue advises a new key: the model server was busy and said when to come back
+// (RetryAfter, chat.FailureError), nothing was charged, and the request sent no
+// Idempotency-Key, so a resend is a new call under a key of its own. With a key sent, a resend
+// replays this failure: it cannot help, and x-should-retry stays false.
+func retryHelps(e *apierr.Error, r *http.Request) bool {
+	return e.Code == apierr.ChatStartFailed && e.RetryAfter > 0 && r.Header.Get("Idempotency-Key") == ""
 }
 
 // envelope is the body of an error (also the `error` of a streamed error event).

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,10 +57,62 @@ func New(cfg Config) (*Runner, error) {
 
 // Run calls the upstream once.
 func (u *Runner) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
+	var res runners.Result
+	var err error
 	if u.cfg.Kind == catalog.KindEmbeddings {
-		return u.embed(ctx, job)
+		res, err = u.embed(ctx, job)
+	} else {
+		res, err = u.chat(ctx, job, env)
 	}
-	return u.chat(ctx, job, env)
+	return noteRetry(res, err), err
+}
+
+// retryAfterMetric is chat.RetryAfterMetric: the seconds a busy model server asked a failed
+// run's caller to wait before a new call, at least 1.
+const retryAfterMetric = "retry_after_seconds"
+
+// noteRetry leaves on the result of a run that failed because the model server was busy (a
+// failure marked Retryable) the wait before a new call may succeed: the server's Retry-After,
+// or 1 s. The job's failure then tells its caller that a new call can help.
+func noteRetry(res runners.Result, err error) runners.Result {
+	var f *runners.Failure
+	if !errors.As(err, &f) || !f.Retryable {
+		return res
+	}
+	after := 1
+	var b *busy
+	if errors.As(err, &b) && b.after > after {
+		after = b.after
+	}
+	if res.Metrics == nil {
+		res.Metrics = map[string]float64{}
+	}
+	res.Metrics[retryAfterMetric] = float64(after)
+	return res
+}
+
+// busy is an upstream's 429 or 5xx, with the wait its Retry-After asked for (0: none).
+type busy struct {
+	*runners.Failure
+	after int
+}
+
+func (b *busy) Unwrap() error { return b.Failure }
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when absent or past. A
+// wait over a minute is not one a caller holds a request for: it is capped there.
+func retryAfter(v string, now time.Time) int {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return min(max(n, 0), 60)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(int(t.Sub(now).Seconds()+0.999), 0), 60)
+	}
+	return 0
 }
 
 type chatRequest struct {
@@ -569,8 +622,8 @@ func (u *Runner) post(ctx context.Context, path string, body []byte) (*http.Resp
 		}
 		return nil, &runners.Refusal{Code: code, Detail: []runners.Violation{{Loc: []string{"body"}, Msg: "The model refused the request: " + msg, Type: code}}}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server is busy or failing (status %d).", resp.StatusCode),
-			Retryable: true, Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}
+		return nil, &busy{Failure: &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server is busy or failing (status %d).", resp.StatusCode),
+			Retryable: true, Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}, after: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	return nil, &runners.Failure{Code: "run_failed", Message: fmt.Sprintf("The model server answered status %d.", resp.StatusCode),
 		Cause: fmt.Errorf("upstream %d: %s", resp.StatusCode, msg)}

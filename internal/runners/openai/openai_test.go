@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/chat"
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
@@ -233,6 +234,31 @@ func TestEmbeddingsAnswerFillsEveryIndexOnce(t *testing.T) {
 		var f *runners.Failure
 		if !errors.As(err, &f) || f.Retryable || strings.Contains(f.Message, "upstream") {
 			t.Errorf("%s: err %v, document %v: want a run failure for a person", name, err, res.Document)
+		}
+	}
+}
+
+// A model server that is busy (429, 5xx) fails the run retryably, and the run's metrics say
+// when a new call may succeed: the server's Retry-After (capped at a minute), or 1 s; the
+// metric is the one chat.FailureError reads.
+func TestBusyUpstreamNotesItsRetryAfter(t *testing.T) {
+	if retryAfterMetric != chat.RetryAfterMetric {
+		t.Fatalf("metric %q, chat reads %q", retryAfterMetric, chat.RetryAfterMetric)
+	}
+	for header, want := range map[string]float64{"7": 7, "": 1, "3600": 60, "soon": 1} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if header != "" {
+				w.Header().Set("Retry-After", header)
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+		}))
+		rn, _ := New(Config{BaseURL: srv.URL + "/v1", Model: "e", Kind: catalog.KindEmbeddings})
+		in, _ := json.Marshal(catalog.EmbeddingsInput{Input: []string{"a"}, InputTokens: 1})
+		res, err := rn.Run(context.Background(), runners.Job{Input: in}, runners.Env{})
+		srv.Close()
+		var f *runners.Failure
+		if !errors.As(err, &f) || !f.Retryable || res.Metrics[retryAfterMetric] != want {
+			t.Errorf("Retry-After %q: err %v metrics %v, want a retryable failure after %v s", header, err, res.Metrics, want)
 		}
 	}
 }
