@@ -332,3 +332,48 @@ func TestCHAT02_BusyUpstreamLetsTheClientRetry(t *testing.T) {
 		t.Fatalf("balance %d, want %d: nothing is charged", w.balance(acct), before)
 	}
 }
+
+// TestCHAT02_RefusalsKeepWhatAPersonNeeds: on /compat/v1 the envelope's message says what the
+// service's own fields say (insufficient_scope: the scope required, the others accepted, the
+// key's; plan_has_no_chat: the plan), and param names the field a refusal is about: the
+// conversation over the context window is messages, a message too long its own content.
+func TestCHAT02_RefusalsKeepWhatAPersonNeeds(t *testing.T) {
+	w := newChatWorld(t, nil)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 8)
+	message := func(r reply) (string, any) {
+		e, _ := r.body["error"].(map[string]any)
+		m, _ := e["message"].(string)
+		return m, e["param"]
+	}
+	r := w.do("POST", "/compat/v1/chat/completions", w.key(acct, []auth.Scope{auth.EmbeddingsWrite}, nil), `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)
+	if m, _ := message(r); r.status != 403 || compatCode(r) != "insufficient_scope" ||
+		!strings.Contains(m, "text:write") || !strings.Contains(m, "chat:write") || !strings.Contains(m, "embeddings:write") {
+		t.Fatalf("scope: %d %s, want the message to name text:write, chat:write and the key's embeddings:write", r.status, r.raw)
+	}
+	free := w.account(auth.Free, 100)
+	r = w.do("POST", "/compat/v1/chat/completions", w.key(free, nil, nil), `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)
+	if m, _ := message(r); r.status != 403 || compatCode(r) != "plan_has_no_chat" || !strings.Contains(m, "free") {
+		t.Fatalf("free plan: %d %s, want the message to name the plan", r.status, r.raw)
+	}
+
+	long := strings.Repeat("a ", 11999)
+	window := `{"model":"qwen","messages":[{"role":"user","content":"` + long + `"},{"role":"assistant","content":"` + long + `"},{"role":"user","content":"` + long + `"}]}`
+	r = w.do("POST", "/compat/v1/chat/completions", key(), window)
+	if _, p := message(r); r.status != 400 || compatCode(r) != "input_too_long" || p != "messages" {
+		t.Fatalf("over the context window: %d %.300s, want input_too_long param messages", r.status, r.raw)
+	}
+	tooLong := `{"model":"qwen","messages":[{"role":"user","content":"hi"},{"role":"user","content":"` + strings.Repeat("b", 24001) + `"}]}`
+	r = w.do("POST", "/compat/v1/chat/completions", key(), tooLong)
+	if _, p := message(r); r.status != 400 || compatCode(r) != "text_too_long" || p != "messages[1].content" {
+		t.Fatalf("a message too long: %d %.300s, want text_too_long param messages[1].content", r.status, r.raw)
+	}
+	r = w.do("POST", "/compat/v1/responses", key(), `{"model":"qwen","instructions":"be brief","input":[{"role":"user","content":"hi"},{"role":"user","content":"`+strings.Repeat("b", 24001)+`"}]}`)
+	if _, p := message(r); r.status != 400 || compatCode(r) != "text_too_long" || p != "input[1].content" {
+		t.Fatalf("responses, an input item too long: %d %.300s, want param input[1].content", r.status, r.raw)
+	}
+	r = w.do("POST", "/compat/v1/completions", key(), `{"model":"qwen","prompt":"`+strings.Repeat("b", 24001)+`"}`)
+	if _, p := message(r); r.status != 400 || compatCode(r) != "text_too_long" || p != "prompt" {
+		t.Fatalf("completions, a prompt too long: %d %.300s, want param prompt", r.status, r.raw)
+	}
+}

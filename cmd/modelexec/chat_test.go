@@ -469,7 +469,7 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 		{chatBody("qwen", "hi", `,"seed":99999999999999999999`), "invalid_body", "seed"},
 		{chatBody("qwen", "hi", `,"temperature":99999e999`), "invalid_body", "temperature"},
 		{chatBody("qwen", "hi", `,"seed":1.5e99999999999`), "invalid_body", "seed"},
-		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "text_too_long", "messages"},
+		{chatBody("qwen", strings.Repeat("long ", 30000), ""), "text_too_long", "messages[0].content"},
 	} {
 		r := w.do("POST", "/compat/v1/chat/completions", key(), c.body)
 		if e, _ := r.body["error"].(map[string]any); r.status != 400 || compatCode(r) != c.code || e["param"] != c.param ||
@@ -486,7 +486,7 @@ func TestCHAT02_CompatErrorMapping(t *testing.T) {
 		{`{"model":"kimi","input":"hi","reasoning":{"effort":"ultra"}}`, "unknown_effort", "reasoning.effort"},
 		{`{"model":"qwen","input":"` + strings.Repeat("long ", 30000) + `"}`, "text_too_long", "input"},
 		{`{"model":"qwen","instructions":"be brief","input":[{"role":"user","content":"hi"},{"role":"user","content":"` +
-			strings.Repeat("long ", 30000) + `"}]}`, "text_too_long", "input"},
+			strings.Repeat("long ", 30000) + `"}]}`, "text_too_long", "input[1].content"},
 	} {
 		r := w.do("POST", "/compat/v1/responses", key(), c.body)
 		e, _ := r.body["error"].(map[string]any)

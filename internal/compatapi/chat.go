@@ -330,7 +330,8 @@ func effortOf(s string) (string, error) {
 
 func checkMessage(i int, s string) error {
 	if n := utf8.RuneCountInString(s); n > MaxMessageChars {
-		return apierr.Newf(apierr.TextTooLong, "messages[%d] is %d characters; a message holds at most %d.", i, n, MaxMessageChars).With("max", MaxMessageChars)
+		return apierr.Newf(apierr.TextTooLong, "messages[%d] is %d characters; a message holds at most %d.", i, n, MaxMessageChars).With("max", MaxMessageChars).
+			With("param", fmt.Sprintf("messages[%d].content", i))
 	}
 	return nil
 }
@@ -411,7 +412,7 @@ func (h *Handler) chatCompletions() handlerFunc {
 		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
 			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
 		if err != nil {
-			return err
+			return promptParam(err, "messages")
 		}
 		defer call.Close()
 		setCallHeaders(w, call) // a failure answered below names its job too
@@ -429,6 +430,16 @@ func (h *Handler) chatCompletions() handlerFunc {
 		httpapi.WriteJSON(w, r, http.StatusOK, completionOf(out))
 		return nil
 	}
+}
+
+// promptParam names the field of a chat call's refusal for a prompt over the model's context
+// window (input_too_long, which names no field of its own): the whole conversation, messages
+// (input on the Responses protocol, prompt on completions).
+func promptParam(err error, field string) error {
+	if e, ok := apierr.As(err); ok && e.Code == apierr.InputTooLong && e.Fields["param"] == nil {
+		e.With("param", field)
+	}
+	return err
 }
 
 // completionOf is a settled chat call as the protocol's chat.completion: its job's id and
@@ -532,13 +543,14 @@ func (h *Handler) completions() handlerFunc {
 			return err
 		}
 		if err := checkMessage(0, prompt); err != nil {
-			return err
+			e, _ := apierr.As(err)
+			return e.With("param", "prompt")
 		}
 		in.Messages = []catalog.Message{{Role: "user", Content: prompt}}
 		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
 			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
 		if err != nil {
-			return err
+			return promptParam(err, "prompt")
 		}
 		defer call.Close()
 		setCallHeaders(w, call) // a failure answered below names its job too

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/chat"
@@ -50,8 +51,10 @@ func translate(err error) (compatError, bool) {
 		c.status = http.StatusUnprocessableEntity // without detail
 	case e.Code == apierr.ContentPolicy:
 		c.status = http.StatusBadRequest // the model's refusal of the request as written
-	case e.Code == apierr.PlanHasNoAPIGenerate && e.Fields["bucket"] == "interactive":
-		c.code, c.message = string(apierr.PlanHasNoChat), fmt.Sprintf("The %v plan has no chat or language-model calls.", e.Fields["plan"])
+	case e.Code == apierr.PlanHasNoAPIGenerate && e.Fields["bucket"] == "interactive", e.Code == apierr.PlanHasNoChat:
+		c.code, c.message = string(apierr.PlanHasNoChat), planMessage(e.Fields["plan"])
+	case e.Code == apierr.InsufficientScope:
+		c.message = scopeMessage(msg, e.Fields)
 	}
 	if c.typ == "" {
 		c.typ = typeOf(c.status)
@@ -61,6 +64,57 @@ func translate(err error) (compatError, bool) {
 		c.param = p // the field a refusal of the body's shape names
 	}
 	return c, true
+}
+
+// The protocol's envelope holds message, type, param and code only: what a refusal's own
+// fields tell a person (spec 02 §Scopes item 4: the scope needed; the plan without chat) is
+// said in its message instead.
+
+// planMessage names the plan without chat, and what changes it.
+func planMessage(plan any) string {
+	if plan == nil || plan == "" {
+		return "This account's plan has no chat or language-model calls; a paid plan has them."
+	}
+	return fmt.Sprintf("The %v plan has no chat or language-model calls (plan: %v); a paid plan has them.", plan, plan)
+}
+
+// scopeMessage names the scope the route needs, the other names it also takes, and the
+// scopes the key holds.
+func scopeMessage(msg string, f map[string]any) string {
+	required, _ := f["required"].(string)
+	if required == "" {
+		return msg
+	}
+	var also []string
+	for _, s := range stringsOf(f["accepted"]) {
+		if s != required {
+			also = append(also, s)
+		}
+	}
+	need := "required: " + required
+	if len(also) > 0 {
+		need += " (also accepted: " + strings.Join(also, ", ") + ")"
+	}
+	held := "this key holds no scope"
+	if scopes := stringsOf(f["scopes"]); len(scopes) > 0 {
+		held = "this key holds " + strings.Join(scopes, ", ")
+	}
+	return strings.TrimSuffix(msg, ".") + "; " + need + "; " + held + "."
+}
+
+// stringsOf reads a field holding a list of strings.
+func stringsOf(v any) []string {
+	switch l := v.(type) {
+	case []string:
+		return l
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, s := range l {
+			out = append(out, fmt.Sprint(s))
+		}
+		return out
+	}
+	return nil
 }
 
 func typeOf(status int) string {
@@ -88,7 +142,7 @@ func paramOf(code apierr.Code) string {
 	case apierr.OutputLimitReached:
 		return "max_tokens"
 	case apierr.TextTooLong:
-		return "messages"
+		return "messages" // a message names its own messages[i].content (checkMessage)
 	case apierr.UnknownEffort:
 		return "reasoning_effort"
 	case apierr.InvalidIdempotencyKey:

@@ -64,3 +64,13 @@ func TestERR24_IdempotencyKeyFolded(t *testing.T) {
 		t.Fatal("different keys folded together")
 	}
 }
+
+// ERR-29 on /compat/v1: the envelope has no room for insufficient_scope's fields, so its
+// message names the scope required, the others accepted and the key's.
+func TestERR29_ScopeNamedInTheMessage(t *testing.T) {
+	c, _ := translate(apierr.New(apierr.InsufficientScope, "required", "text:write", "accepted", []string{"text:write", "chat:write"}, "scopes", []string{}))
+	want := "This key lacks the scope this route needs; required: text:write (also accepted: chat:write); this key holds no scope."
+	if c.message != want || c.status != 403 {
+		t.Fatalf("%d %q, want %q", c.status, c.message, want)
+	}
+}

@@ -1,6 +1,7 @@
 package compatapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,8 +76,12 @@ func (req responsesRequest) input() (catalog.ChatInput, error) {
 	if req.Instructions != "" {
 		msgs = append([]catalog.Message{{Role: "system", Content: req.Instructions}}, msgs...)
 	}
+	whole := bytes.HasPrefix(bytes.TrimSpace(req.Input), []byte(`"`)) // input is one string, not items
 	for i, m := range msgs {
 		if err := checkMessage(i, m.Content); err != nil {
+			if e, ok := apierr.As(err); ok && whole && i == len(msgs)-1 {
+				e.With("param", "input") // the string itself: there is no item to name
+			}
 			return in, err
 		}
 	}
@@ -128,7 +133,8 @@ func asResponses(err error, shift int) error {
 		param = "input"
 	}
 	if param != "" {
-		c.With("param", items(responsesNames.Replace(param)))
+		// instructions are message 0: a refusal of its content names instructions itself.
+		c.With("param", strings.Replace(items(responsesNames.Replace(param)), "instructions.content", "instructions", 1))
 	}
 	return &c
 }
@@ -151,7 +157,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
 		IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
 	if err != nil {
-		return err
+		return promptParam(err, "messages") // input, as asResponses spells it
 	}
 	defer call.Close()
 	setCallHeaders(w, call) // a failure answered below names its job too
