@@ -138,12 +138,16 @@ func setDefault[T int | time.Duration](v *T, d T) {
 	}
 }
 
-// Engine sends due deliveries: a sweep (RunOnce) every SweepInterval, woken early by Wake.
-// Several engines may share one Store: rows are leased when claimed.
+// Engine sends due deliveries: a sweep (RunOnce) every SweepInterval, sooner when a delivery
+// it knows of falls due before then (dueAt), woken early by Wake. Several engines may share
+// one Store: rows are leased when claimed.
 type Engine struct {
 	cfg      Config
 	wake     chan struct{}
 	recorder *batch.Batcher[*recording] // attempt records written together (recorder.go)
+
+	mu      sync.Mutex
+	soonest time.Time // the earliest moment a delivery is known to fall due; zero: none known
 }
 
 // NewEngine builds the delivery engine.
@@ -164,22 +168,30 @@ func (e *Engine) Wake() {
 	}
 }
 
-// Run sweeps at once, then every SweepInterval or on Wake, and again as soon as a sweep that
-// claimed deliveries ends (more may be due), until ctx ends. The attempt recorder runs under it.
+// Run sweeps at once, then when the earliest delivery it knows of falls due (dueAt), at
+// most SweepInterval after a sweep, or on Wake, and again as soon as a sweep that claimed
+// deliveries ends (more may be due), until ctx ends. The attempt recorder runs under it.
 func (e *Engine) Run(ctx context.Context) error {
 	recorder := make(chan error, 1)
 	go func() { recorder <- e.recorder.Run(ctx) }()
 	defer func() { <-recorder }()
-	t := time.NewTicker(e.cfg.SweepInterval)
+	// A process that stopped before this one started (a crash, a restart) left the deliveries
+	// it claimed leased for at most Lease from now: the first sweep cannot take them.
+	e.dueAt(e.cfg.Clock.Now().Add(e.cfg.Lease))
+	t := time.NewTimer(e.cfg.SweepInterval)
 	defer t.Stop()
 	for {
-		stats, err := e.RunOnce(ctx, e.cfg.Clock.Now())
+		sweptAt := e.cfg.Clock.Now()
+		stats, err := e.RunOnce(ctx, sweptAt)
 		if err != nil && ctx.Err() == nil {
 			e.cfg.Logger.Error("webhooks: sweep failed", "err", err)
+			// What it claimed and did not record stays leased until then.
+			e.dueAt(sweptAt.Add(e.cfg.Lease))
 		}
 		if err == nil && stats.Claimed > 0 && ctx.Err() == nil {
 			continue
 		}
+		t.Reset(e.untilDue(sweptAt, e.cfg.Clock.Now()))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -187,6 +199,37 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-e.wake:
 		}
 	}
+}
+
+// dueAt notes that a delivery falls due at at: a lease runs out, a retry's gap or a host's
+// pause ends. Run sweeps then when it comes before the next interval. Only the earliest
+// moment to come is kept: one later than it waits for a sweep at most SweepInterval apart;
+// one past already (a release, due at once) is the next sweep's, which a sweep that claimed
+// starts at once.
+func (e *Engine) dueAt(at time.Time) {
+	if !at.After(e.cfg.Clock.Now()) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.soonest.IsZero() || at.Before(e.soonest) {
+		e.soonest = at
+	}
+}
+
+// untilDue is how long Run waits, at now, after a sweep at sweptAt: until the earliest moment
+// a delivery is known to fall due, at most SweepInterval. A moment at or before sweptAt was
+// that sweep's to take, and is forgotten.
+func (e *Engine) untilDue(sweptAt, now time.Time) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.soonest.After(sweptAt) {
+		e.soonest = time.Time{}
+	}
+	if e.soonest.IsZero() {
+		return e.cfg.SweepInterval
+	}
+	return max(min(e.soonest.Sub(now), e.cfg.SweepInterval), 0)
 }
 
 // SweepStats counts what one sweep did.

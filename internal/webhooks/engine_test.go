@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -826,4 +827,90 @@ func TestWH47_GapCountsFromTheAttemptsEnd(t *testing.T) {
 	if d.LastAttemptAt == nil || !d.LastAttemptAt.Equal(end) || !d.NextAttemptAt.Equal(end.Add(Ladder[0])) {
 		t.Fatalf("attempted at %v, next at %v; want %v and %v", d.LastAttemptAt, d.NextAttemptAt, end, end.Add(Ladder[0]))
 	}
+}
+
+// roundTripFunc answers a Sender's requests in the test, with no network.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Proves WH-48 across a restart: deliveries that a process claimed (leased for Lease) and never
+// sent before it was killed are sent by the restarted process as soon as their lease runs out,
+// not on its next 5-minute sweep (its first sweep, at start, found them leased): the engine
+// sweeps again when the earliest lease it knows of falls due.
+func TestWH48_RestartSendsLeasedDeliveriesWhenTheLeaseEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ring, err := NewKeyRing(KeyRingConfig{Store: NewMemKeyStore(), Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var sent []time.Time
+		sender := NewSender(SenderConfig{})
+		sender.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, time.Now())
+			mu.Unlock()
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+		})
+		store := NewMemStore()
+		cfg := Config{Store: store, Keys: ring, Sender: sender, Secret: testSecret, PublicBaseURL: "https://api.example.com",
+			Jitter: func() float64 { return 0 }}
+		svc, err := NewService(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 5
+		for i := range n {
+			ev := jobEvent("acc_1", fmt.Sprintf("photo_k%d", i), "photo", JobSucceeded)
+			ev.CallbackURL = "https://hooks.example.com/hook"
+			if ids, err := svc.Notify(ctx, ev); err != nil || len(ids) != 1 {
+				t.Fatalf("notify: %v %v", ids, err)
+			}
+		}
+		// The process that was killed had claimed them all.
+		restarted, err := NewEngine(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease, start := restarted.cfg.Lease, time.Now()
+		if lease >= DefaultSweepInterval {
+			t.Fatalf("lease %s is not shorter than the sweep interval", lease)
+		}
+		if claimed, err := store.ClaimDue(ctx, ClaimParams{Now: start, Limit: 100, LeaseUntil: start.Add(lease)}); err != nil || len(claimed) != n {
+			t.Fatalf("claimed %d (%v)", len(claimed), err)
+		}
+		count := func() int { mu.Lock(); defer mu.Unlock(); return len(sent) }
+
+		done := make(chan error, 1)
+		go func() { done <- restarted.Run(ctx) }()
+		synctest.Wait()
+		if got := count(); got != 0 {
+			t.Fatalf("%d sent while the dead process's lease held", got)
+		}
+		time.Sleep(lease - time.Second)
+		synctest.Wait()
+		if got := count(); got != 0 {
+			t.Fatalf("%d sent before the lease ran out", got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		at := append([]time.Time(nil), sent...)
+		mu.Unlock()
+		if len(at) != n {
+			t.Fatalf("%d of %d sent when the lease ran out (%s after the restart); the next sweep would be at %s", len(at), n, lease, DefaultSweepInterval)
+		}
+		for _, a := range at {
+			if d := a.Sub(start); d != lease {
+				t.Errorf("sent %s after the restart, want %s (the lease's end)", d, lease)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

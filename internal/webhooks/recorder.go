@@ -42,6 +42,9 @@ func (e *Engine) newRecorder() *batch.Batcher[*recording] {
 // record writes p through the recorder and answers what it left; host names the host an
 // attempt went to ("" for no attempt).
 func (e *Engine) record(ctx context.Context, p AttemptParams, host string, failed bool) (outcome, error) {
+	if p.Status == DeliveryScheduled {
+		e.dueAt(p.NextAttemptAt) // a retry, a host's pause, a release
+	}
 	r := &recording{ctx: ctx, p: p, host: host, failed: failed, done: make(chan recorded, 1)}
 	e.recorder.Do(r)
 	select {
