@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/server"
 )
 
 // embeddingsUpstream is an OpenAI-compatible embeddings server answering body for every call.
@@ -375,5 +376,53 @@ func TestCHAT02_RefusalsKeepWhatAPersonNeeds(t *testing.T) {
 	r = w.do("POST", "/compat/v1/completions", key(), `{"model":"qwen","prompt":"`+strings.Repeat("b", 24001)+`"}`)
 	if _, p := message(r); r.status != 400 || compatCode(r) != "text_too_long" || p != "prompt" {
 		t.Fatalf("completions, a prompt too long: %d %.300s, want param prompt", r.status, r.raw)
+	}
+}
+
+// TestJOB28_ImageKeyOnCompatNamesItsJob: a key an image job holds (DESIGN 31) sent to
+// /compat/v1 answers 409 key_settled naming that job, with Idempotent-Replayed: true: the
+// protocol cannot show an image job's answer, and never makes up an empty one; nothing runs
+// or is charged again.
+func TestJOB28_ImageKeyOnCompatNamesItsJob(t *testing.T) {
+	w := newChatWorldWith(t, func(f *catalog.File) {
+		for i := range f.Models {
+			if f.Models[i].Slug == "image-4b" {
+				f.Models[i].Runner = "noop"
+			}
+		}
+	}, func(c *ServeCmd) { c.ReferenceModels, c.Roles = true, "api,queue,worker" })
+	queue := httptest.NewServer(w.app.Handler(server.RoleQueue))
+	t.Cleanup(queue.Close)
+	acct := w.account(auth.Ultimate, 1000)
+	key := w.pool(acct, 4)
+	req, _ := http.NewRequest("POST", queue.URL+"/svc-serverless/image-4b?wait=10", strings.NewReader(`{"positivePrompt":"a lighthouse"}`))
+	req.Header.Set("Authorization", "Bearer "+key())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "img-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&first)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || first["status"] != "COMPLETED" {
+		t.Fatalf("image job: %d %v", resp.StatusCode, first)
+	}
+	balance := w.balance(acct)
+	for _, c := range []struct{ path, body string }{
+		{"/compat/v1/chat/completions", `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`},
+		{"/compat/v1/embeddings", `{"model":"embed-small","input":"hi"}`},
+	} {
+		r := w.do("POST", c.path, key(), c.body, "Idempotency-Key", "img-1")
+		e, _ := r.body["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if r.status != 409 || compatCode(r) != "key_settled" || r.header.Get("Idempotent-Replayed") != "true" ||
+			!strings.HasPrefix(r.header.Get("X-Job-Id"), "photo_") || !strings.Contains(msg, r.header.Get("X-Job-Id")) {
+			t.Fatalf("image key on %s: %d %v %s, want 409 key_settled naming the photo job", c.path, r.status, r.header, r.raw)
+		}
+	}
+	if w.balance(acct) != balance {
+		t.Fatalf("balance %d, want %d", w.balance(acct), balance)
 	}
 }

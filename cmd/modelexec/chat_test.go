@@ -31,6 +31,7 @@ type chatWorld struct {
 	db       *sqlstore.DB
 	auth     *auth.Service
 	upstream *mockUpstream
+	app      *server.Server // the other hosts of the roles served
 }
 
 // mockUpstream speaks the chat completions protocol and behaves by the last message: "block"
@@ -168,7 +169,7 @@ func newChatWorldWith(t *testing.T, edit func(f *catalog.File), flags func(c *Se
 	t.Cleanup(func() { _ = a.Close() })
 	w.api = httptest.NewServer(a.Handler(server.RoleAPI))
 	t.Cleanup(w.api.Close)
-	w.db, w.auth = db, svc
+	w.db, w.auth, w.app = db, svc, a
 	return w
 }
 
