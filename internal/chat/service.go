@@ -110,7 +110,7 @@ type Call struct {
 	// Kind is the kind of the job's model: the kind asked for, or for a replay the first
 	// call's, which may be another (a key is the account's across products, DESIGN 31); ""
 	// when the key's job is not a language model's. A surface answers a replay of another
-	// kind as that kind's answer, never reads it as its own (ReplayAnswer).
+	// kind as that kind's answer, never reads it as its own.
 	Kind     string
 	Replayed bool
 	Balance  int64 // credits_remaining after the charge

@@ -70,12 +70,12 @@ func translate(err error) (compatError, bool) {
 // fields tell a person (spec 02 §Scopes item 4: the scope needed; the plan without chat) is
 // said in its message instead.
 
-// planMessage names the plan without chat, and what changes it.
+// planMessage names the plan without chat.
 func planMessage(plan any) string {
 	if plan == nil || plan == "" {
-		return "This account's plan has no chat or language-model calls; a paid plan has them."
+		return "This account's plan has no chat or language-model calls."
 	}
-	return fmt.Sprintf("The %v plan has no chat or language-model calls (plan: %v); a paid plan has them.", plan, plan)
+	return fmt.Sprintf("The %v plan has no chat or language-model calls.", plan)
 }
 
 // scopeMessage names the scope the route needs, the other names it also takes, and the
