@@ -44,9 +44,11 @@ type Request struct {
 	// InFlightLimit is the most jobs the account's plan lets it have in flight; negative for
 	// no limit.
 	InFlightLimit int
-	// Turn is a queued job charged at its turn: its caller's standing and the plan's room were
-	// judged when it was submitted, so only who pays is judged again. A turn with no quote
-	// left (a job charged when it was handed off) takes nothing.
+	// Turn is a queued job charged at its turn: the plan's room was judged when it was
+	// submitted, so only its caller's standing (a key revoked or expired, an account banned,
+	// suspended or limited while it waited: spec 02 Auth #5) and who pays are judged again. A
+	// turn with no quote left (a job charged when it was handed off, before any revocation)
+	// takes nothing.
 	Turn bool
 }
 
@@ -57,9 +59,10 @@ type Verdict struct {
 }
 
 // Judge decides a charge, in the order of checks of spec 02: the caller's standing
-// (account_banned, account_suspended, account_limited, key_revoked, key_expired), the plan's
+// (account_banned, account_suspended, account_limited, key_revoked, key_expired; at a queued
+// job's turn too, so a job that waited past its key's revocation is never charged), the plan's
 // room for one more job in flight (plan_has_no_api_generate for a plan that runs none,
-// too_many_jobs), then who pays: a pass-only account that no
+// too_many_jobs; not at a turn), then who pays: a pass-only account that no
 // pass covers (pass_does_not_cover, model_not_in_plan), a covered-only request that none covers
 // (not_covered), then for credits the key's monthly ceiling (key_credit_ceiling) and the
 // balance (insufficient_credits). It moves nothing.
@@ -68,10 +71,10 @@ func Judge(h Holding, r Request, now time.Time) (Verdict, error) {
 	if r.Turn && r.Quote <= 0 {
 		return Verdict{}, nil
 	}
+	if err := auth.Standing(a, k, now, false); err != nil {
+		return Verdict{}, err
+	}
 	if !r.Turn {
-		if err := auth.Standing(a, k, now, false); err != nil {
-			return Verdict{}, err
-		}
 		if r.InFlightLimit == 0 { // a plan that runs no job (free): never 429 (spec 02 limits #3)
 			return Verdict{}, apierr.Newf(apierr.PlanHasNoAPIGenerate, "The %s plan runs no jobs: a paid plan runs models.", a.Plan).
 				With("plan", string(a.Plan)).With("bucket", "generate")

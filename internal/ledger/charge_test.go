@@ -90,14 +90,35 @@ func TestJudgeOrderOfChecks(t *testing.T) {
 		{"a negative balance refuses a free job", func(h *ledger.Holding, r *ledger.Request) {
 			h.Account.Balance, r.Quote = -1, 0
 		}, apierr.InsufficientCredits, 0, ""},
-		{"a turn: standing and room were judged at submit", func(h *ledger.Holding, r *ledger.Request) {
-			h.Key.RevokedAt, h.InFlight, r.Turn = &revoked, 99, true
+		{"a turn: the plan's room was judged at submit", func(h *ledger.Holding, r *ledger.Request) {
+			h.InFlight, r.Turn = 99, true
 		}, "", 10, ""},
+		{"a turn of a key revoked while its job waited", func(h *ledger.Holding, r *ledger.Request) {
+			h.Key.RevokedAt, h.InFlight, r.Turn = &revoked, 99, true
+		}, apierr.KeyRevoked, 0, ""},
+		{"a turn of a key expired while its job waited", func(h *ledger.Holding, r *ledger.Request) {
+			h.Key.ExpiresAt, r.Turn = now.Add(-time.Second), true
+		}, apierr.KeyExpired, 0, ""},
+		{"a turn of an account banned while its job waited", func(h *ledger.Holding, r *ledger.Request) {
+			h.Account.Status, h.Key.RevokedAt, r.Turn = auth.Banned, &revoked, true
+		}, apierr.AccountBanned, 0, ""},
+		{"a turn of an account suspended while its job waited", func(h *ledger.Holding, r *ledger.Request) {
+			h.Account.Status, r.Turn = auth.Suspended, true
+		}, apierr.AccountSuspended, 0, ""},
+		{"a turn of an account limited while its job waited", func(h *ledger.Holding, r *ledger.Request) {
+			h.Account.Status, r.Turn = auth.Limited, true
+		}, apierr.AccountLimited, 0, ""},
+		{"a turn paid by a pass still judges the standing", func(h *ledger.Holding, r *ledger.Request) {
+			h.Passes, h.Key.RevokedAt, r.Turn = []ledger.Pass{pass}, &revoked, true
+		}, apierr.KeyRevoked, 0, ""},
 		{"a turn is refused for the balance", func(h *ledger.Holding, r *ledger.Request) {
 			h.Account.Balance, r.Turn = 5, true
 		}, apierr.InsufficientCredits, 0, ""},
 		{"a turn with nothing left to charge takes nothing", func(h *ledger.Holding, r *ledger.Request) {
 			h.Account.Balance, h.Passes, r.Quote, r.Turn = -5, []ledger.Pass{pass}, 0, true
+		}, "", 0, ""},
+		{"a turn charged at its hand-off runs as paid, whatever came after", func(h *ledger.Holding, r *ledger.Request) {
+			h.Key.RevokedAt, r.Quote, r.Turn = &revoked, 0, true
 		}, "", 0, ""},
 	}
 	for _, c := range cases {
