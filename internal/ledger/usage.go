@@ -83,14 +83,15 @@ func ParseWindow(name string, now time.Time) (Window, error) {
 	case "last_month":
 		return Window{Name: name, From: month.AddDate(0, -1, 0), To: month}, nil
 	}
-	if n, ok := strings.CutSuffix(name, "m"); ok {
-		if v, e := strconv.Atoi(n); e == nil && n == strconv.Itoa(v) && v >= 1 {
-			if v > MaxUsageMonths {
-				return Window{}, apierr.Newf(apierr.UsageWindowTooLarge, "The usage window is too big to read: at most 12 months (12m).").
-					With("window", name).With("allowed", UsageWindows).With("max_months", MaxUsageMonths)
-			}
-			return Window{Name: name, From: month.AddDate(0, -(v - 1), 0), To: next}, nil
+	// "<N>m": N written in digits without a leading zero. A number past the integer's range
+	// (Atoi's only error for such digits) is past twelve too: too large, as any longer window.
+	if n, ok := strings.CutSuffix(name, "m"); ok && n != "" && n[0] != '0' && strings.Trim(n, "0123456789") == "" {
+		v, err := strconv.Atoi(n)
+		if err != nil || v > MaxUsageMonths {
+			return Window{}, apierr.Newf(apierr.UsageWindowTooLarge, "The usage window is too big to read: at most 12 months (12m).").
+				With("window", name).With("allowed", UsageWindows).With("max_months", MaxUsageMonths)
 		}
+		return Window{Name: name, From: month.AddDate(0, -(v - 1), 0), To: next}, nil
 	}
 	return Window{}, apierr.Newf(apierr.InvalidInput,
 		"window %q is not a usage window: send month, last_month, or 1m to 12m (the current month and up to eleven before it).", name).

@@ -38,7 +38,12 @@ func TestACC14_ACC15_ParseWindow(t *testing.T) {
 		code apierr.Code
 	}{
 		{"13m", apierr.UsageWindowTooLarge}, {"120m", apierr.UsageWindowTooLarge},
+		// Past the integer's range the form is the same, and so is the answer.
+		{"9223372036854775807m", apierr.UsageWindowTooLarge}, {"9223372036854775808m", apierr.UsageWindowTooLarge},
+		{"100000000000000000000000000000m", apierr.UsageWindowTooLarge},
 		{"0m", apierr.InvalidInput}, {"01m", apierr.InvalidInput}, {"week", apierr.InvalidInput}, {"m", apierr.InvalidInput},
+		{"+3m", apierr.InvalidInput}, {"-3m", apierr.InvalidInput}, {"3 m", apierr.InvalidInput}, {"٣m", apierr.InvalidInput},
+		{"00000000000000000000013m", apierr.InvalidInput},
 	} {
 		_, err := ledger.ParseWindow(c.name, now)
 		var ae *apierr.Error
