@@ -266,7 +266,7 @@ func (e *Export[T]) Each(ctx context.Context, fn func(T) error) error { return e
 // they are sent (Each), never held together.
 func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export[DayUsage], error) {
 	from, to := days(w)
-	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageDayCount(ctx, accountID, from, to) })
+	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageDayCount(ctx, accountID, from, to) }, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +277,12 @@ func (u *Usage) Export(ctx context.Context, accountID string, w Window) (*Export
 
 // ExportLines prepares the window's charge and refund entries, one per line, for one file: the
 // export's per-job granularity, key by key in key id order and each key's in the order they
-// were written. It is refused like Export past the row limit.
+// were written. It is refused like Export past the row limit (its message names the day rows of
+// the same window when they fit).
 func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*Export[UsageLine], error) {
 	from, to := days(w)
-	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageLineCount(ctx, accountID, from, to) })
+	n, limit, err := u.fits(w, func() (int64, error) { return u.store.LedgerUsageLineCount(ctx, accountID, from, to) },
+		func() (int64, error) { return u.store.LedgerUsageDayCount(ctx, accountID, from, to) })
 	if err != nil {
 		return nil, err
 	}
@@ -290,8 +292,10 @@ func (u *Usage) ExportLines(ctx context.Context, accountID string, w Window) (*E
 }
 
 // fits counts an export's rows and refuses it with export_too_large past the row limit; it
-// answers the count and the limit the read is bounded by.
-func (u *Usage) fits(w Window, count func() (int64, error)) (int64, int, error) {
+// answers the count and the limit the read is bounded by. coarser, when the export has a
+// coarser granularity (per job: per day), counts that one's rows: the refusal's message names
+// what would fit instead (tooLarge).
+func (u *Usage) fits(w Window, count, coarser func() (int64, error)) (int64, int, error) {
 	limit := u.MaxExportRows
 	if limit <= 0 {
 		limit = DefaultExportRows
@@ -300,12 +304,46 @@ func (u *Usage) fits(w Window, count func() (int64, error)) (int64, int, error) 
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage export count: %w", err)
 	}
-	if n > int64(limit) {
-		return 0, 0, apierr.Newf(apierr.ExportTooLarge,
-			"The usage export would exceed one file (%d rows, at most %d): pick a smaller window, such as month or last_month.", n, limit).
-			With("window", w.Name).With("rows", n).With("max_rows", limit)
+	if n <= int64(limit) {
+		return n, limit, nil
 	}
-	return n, limit, nil
+	days := int64(-1)
+	if coarser != nil {
+		if days, err = coarser(); err != nil {
+			return 0, 0, fmt.Errorf("usage export count: %w", err)
+		}
+	}
+	return 0, 0, apierr.Newf(apierr.ExportTooLarge, "%s", tooLarge(w, n, days, int64(limit))).
+		With("window", w.Name).With("rows", n).With("max_rows", limit)
+}
+
+// tooLarge is export_too_large's message: the export's n rows past limit, and what would fit
+// instead: the same window per day when its days rows fit (days < 0: the export is per day
+// already), a smaller window when the window spans more than one month (month and last_month
+// are the smallest there are). When neither exists, it says where the window's totals are read.
+func tooLarge(w Window, n, days, limit int64) string {
+	msg := fmt.Sprintf("The usage export would exceed one file (%d rows, at most %d)", n, limit)
+	coarser := days >= 0 && days <= limit
+	smaller := monthsIn(w) > 1
+	perDay := fmt.Sprintf("granularity=day (%d rows for this window)", days)
+	if days == 1 {
+		perDay = "granularity=day (1 row for this window)"
+	}
+	switch {
+	case coarser && smaller:
+		return msg + ": ask for " + perDay + ", or pick a smaller window, such as month or last_month."
+	case coarser:
+		return msg + ": ask for " + perDay + "."
+	case smaller:
+		return msg + ": pick a smaller window, such as month or last_month."
+	}
+	return msg + fmt.Sprintf(": %s is a single month, so no smaller window exists, and no coarser granularity fits either; GET /v1/usage?window=%s answers its totals per key.", w.Name, w.Name)
+}
+
+// monthsIn counts the calendar months a window spans.
+func monthsIn(w Window) int {
+	from, to := w.From.UTC(), w.To.UTC()
+	return (to.Year()-from.Year())*12 + int(to.Month()) - int(from.Month())
 }
 
 // days widens a window to whole UTC days, the rollup's grain (the windows served are calendar

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +175,61 @@ func TestACC15_ExportPages(t *testing.T) {
 	if err := exp.Each(ctx, func(d ledger.DayUsage) error { got = append(got, d); return nil }); err != nil || len(got) != 5 ||
 		!slices.Equal(f.asked, []int{2, 2, 1}) {
 		t.Fatalf("export limited to 5: %d rows, pages %v, %v", len(got), f.asked, err)
+	}
+}
+
+// TestACC15_ExportTooLargeSaysWhatFits: export_too_large's message names what would fit: per
+// job past the limit, the same window per day when its day rows fit; a smaller window only
+// when the window spans several months; neither, that the month is the smallest window and
+// where its totals are read.
+func TestACC15_ExportTooLargeSaysWhatFits(t *testing.T) {
+	ctx := context.Background()
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	month := ledger.Window{Name: "month", From: day, To: day.AddDate(0, 1, 0)}
+	three := ledger.Window{Name: "3m", From: day.AddDate(0, -2, 0), To: day.AddDate(0, 1, 0)}
+	for _, c := range []struct {
+		name      string
+		w         ledger.Window
+		perJob    bool
+		days      int
+		has, hasn []string
+	}{
+		{"per job, the days fit", month, true, 2, []string{"(6 rows, at most 3)", "ask for granularity=day (2 rows for this window)."}, []string{"smaller window"}},
+		{"per job, the days fit, months", three, true, 1, []string{"granularity=day (1 row for this window), or pick a smaller window, such as month or last_month."}, nil},
+		{"per job, the days do not fit", month, true, 4, []string{"month is a single month, so no smaller window exists", "GET /v1/usage?window=month"}, []string{"granularity=day ("}},
+		{"per day, months", three, false, 4, []string{"(4 rows, at most 3): pick a smaller window, such as month or last_month."}, []string{"granularity"}},
+		{"per day, one month", month, false, 4, []string{"no smaller window exists"}, []string{"such as month", "granularity=day ("}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeUsage{lines: map[string][]ledger.UsageLine{}}
+			for i := range c.days {
+				f.days = append(f.days, ledger.DayUsage{Day: day.AddDate(0, 0, i), KeyID: "k", Model: "m", Jobs: 1})
+			}
+			for i := range 6 {
+				f.lines["k"] = append(f.lines["k"], ledger.UsageLine{EntryID: int64(i), KeyID: "k"})
+			}
+			u := ledger.NewUsage(f)
+			u.MaxExportRows = 3
+			var err error
+			if c.perJob {
+				_, err = u.ExportLines(ctx, "acct", c.w)
+			} else {
+				_, err = u.Export(ctx, "acct", c.w)
+			}
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || ae.Code != apierr.ExportTooLarge {
+				t.Fatalf("%v, want export_too_large", err)
+			}
+			for _, s := range c.has {
+				if !strings.Contains(ae.Message, s) {
+					t.Errorf("message %q does not say %q", ae.Message, s)
+				}
+			}
+			for _, s := range c.hasn {
+				if strings.Contains(ae.Message, s) {
+					t.Errorf("message %q says %q", ae.Message, s)
+				}
+			}
+		})
 	}
 }
