@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"fmt"
+
 	"github.com/modelexec/modelexec/internal/apierr"
 )
 
@@ -96,11 +98,29 @@ func LegacyCeiling(capThatDay, planMonthlyThatDay int64) Ceiling {
 }
 
 // CheckSpend refuses a charge that would take the key past its cap (CEIL rule 5):
-// 403 key_credit_ceiling with ceiling, spent, required.
+// 403 key_credit_ceiling with ceiling, spent, required. Its message says the same figures in
+// words, so that a surface that shows the message alone (the compatibility surface) still tells
+// a cap that is spent from a request that needs more than what is left of it.
 func CheckSpend(c Ceiling, monthlyAllowance, spent, amount int64) error {
 	limit := c.Effective(monthlyAllowance)
 	if limit == 0 || spent+amount <= limit {
 		return nil
 	}
-	return apierr.New(apierr.KeyCreditCeiling, "ceiling", limit, "spent", spent, "required", amount)
+	var e *apierr.Error
+	if left := limit - spent; left > 0 {
+		e = apierr.Newf(apierr.KeyCreditCeiling, "This request needs %s, more than the %d left of this key's monthly credit ceiling of %d (%d spent this month).",
+			credits(amount), left, limit, spent)
+	} else {
+		e = apierr.Newf(apierr.KeyCreditCeiling, "This key's monthly credit ceiling of %d is spent (%d spent this month); this request needs %s.",
+			limit, spent, credits(amount))
+	}
+	return e.With("ceiling", limit).With("spent", spent).With("required", amount)
+}
+
+// credits writes an amount of credits in words.
+func credits(n int64) string {
+	if n == 1 {
+		return "1 credit"
+	}
+	return fmt.Sprintf("%d credits", n)
 }

@@ -81,6 +81,20 @@ func TestCEIL08_OverCap(t *testing.T) {
 	if e.Fields["ceiling"] != int64(500) || e.Fields["spent"] != int64(400) || e.Fields["required"] != int64(101) {
 		t.Fatalf("fields %v", e.Fields)
 	}
+	// ERR-34: the message says the same figures, and calls the cap spent only when it is.
+	for _, c := range []struct {
+		ceiling       Ceiling
+		spent, amount int64
+		message       string
+	}{
+		{c, 400, 101, "This request needs 101 credits, more than the 100 left of this key's monthly credit ceiling of 500 (400 spent this month)."},
+		{Ceiling{Mode: Fixed, Amount: 5}, 0, 50, "This request needs 50 credits, more than the 5 left of this key's monthly credit ceiling of 5 (0 spent this month)."},
+		{c, 500, 1, "This key's monthly credit ceiling of 500 is spent (500 spent this month); this request needs 1 credit."},
+	} {
+		if e, _ := apierr.As(CheckSpend(c.ceiling, 2000, c.spent, c.amount)); e == nil || e.Text() != c.message {
+			t.Errorf("cap %d, %d spent, %d more: %v, want %q", c.ceiling.Amount, c.spent, c.amount, e, c.message)
+		}
+	}
 	en := e.Entry()
 	if en.Status != 403 || en.Retry != apierr.RetryNever || en.Charged != apierr.ChargedNo {
 		t.Fatalf("row %+v", en)
