@@ -67,9 +67,13 @@ type Settlement struct {
 	Reserved Credits // what Charge took
 	Done     float64 // share of the quoted work done, 0..1 (0 refunds everything)
 	// Created is when the job was created: its charge, taken then or at its turn, is no older
-	// (the charge's entry is looked for from there).
+	// (the charge's entry is looked for from there, less clockSkew).
 	Created time.Time
 }
+
+// clockSkew is how far apart the clocks of two processes may be: a job created by one and
+// charged at its turn by another may carry a charge stamped a little before its creation.
+const clockSkew = time.Minute
 
 // Closed is what Settle did.
 type Closed struct {
@@ -93,7 +97,7 @@ func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Tim
 		if err != nil {
 			return Closed{}, err
 		}
-		if err := tx.LedgerRefundSpend(ctx, st.KeyID, st.JobID, st.Created, refund); err != nil {
+		if err := tx.LedgerRefundSpend(ctx, st.KeyID, st.JobID, st.Created.Add(-clockSkew), refund); err != nil {
 			return Closed{}, err
 		}
 		b := Credits(bal)

@@ -272,6 +272,52 @@ func TestSettleRefundsTheRest(t *testing.T) {
 	}
 }
 
+// CEIL-01: a refund comes off the key's spend of the month its charge was taken in, found from
+// the job's creation even when the process that charged it at its turn has a clock a little
+// behind the one that created it; a charge of another month is left alone.
+func TestSettleGivesBackToTheMonthOfTheCharge(t *testing.T) {
+	ctx := context.Background()
+	m, l := setup(t, 100, auth.Ceiling{Mode: auth.FollowPlan})
+	tx := func(fn func(tx ledger.Tx) error) {
+		t.Helper()
+		if err := m.LedgerTx(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := func(id string) ledger.Job {
+		return ledger.Job{AccountID: "acct", KeyID: "key", JobID: id, Model: "m", Quote: 10}
+	}
+	charge := func(id string, at time.Time) {
+		t.Helper()
+		tx(func(tx ledger.Tx) error {
+			_, _, err := l.Charge(ctx, tx, ledger.Request{Job: job(id), InFlightLimit: -1}, at)
+			return err
+		})
+	}
+	refund := func(id string, created, at time.Time) {
+		t.Helper()
+		tx(func(tx ledger.Tx) error {
+			_, err := l.Settle(ctx, tx, ledger.Settlement{Job: job(id), Reserved: 10, Created: created}, at)
+			return err
+		})
+	}
+	spent := func(at time.Time, want int64) {
+		t.Helper()
+		if k := m.st.keys["key"]; k.SpentIn(at) != want {
+			t.Fatalf("spend in %s: %d, want %d", auth.Period(at), k.SpentIn(at), want)
+		}
+	}
+	nov := time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)
+	dec := nov.Add(2 * time.Minute)
+	charge("photo_skew", nov)
+	refund("photo_skew", nov.Add(30*time.Second), nov) // created by a clock 30 s ahead of the charger's
+	spent(nov, 0)
+	charge("photo_nov", nov)
+	charge("photo_dec", dec)
+	refund("photo_nov", nov, dec)
+	spent(dec, 10)
+}
+
 // ERR-26: a ban revokes every live key in the same transaction; live again brings none back.
 func TestBanRevokesKeys(t *testing.T) {
 	ctx := context.Background()
