@@ -72,9 +72,22 @@ func (s *Service) Conversations(ctx context.Context, accountID string, before ti
 	return cs, nil
 }
 
-// reconcile fills an in-flight assistant message whose job has settled.
+// startGrace is the longest a turn's messages can wait for its job: the messages are written
+// first, then the charge and the job (one transaction, its statements bounded).
+const startGrace = 2 * time.Minute
+
+// reconcile fills an in-flight assistant message whose job has settled. A message whose job
+// was never written (the process that took the turn stopped between the two writes) is
+// failed once startGrace has passed: nothing was charged, the thread leaves the turn out of
+// later context, and its key answers key_settled, so the turn is sent again with a new key.
 func (s *Service) reconcile(ctx context.Context, m Message) Message {
 	j, err := s.Jobs.GetByID(ctx, m.AccountID, m.JobID)
+	if apierr.Is(err, apierr.NotFound) && s.Now().Sub(m.CreatedAt) > startGrace {
+		if s.Store.FinishMessage(ctx, m.ID, "", StatusFailed) == nil {
+			m.Content, m.Status = "", StatusFailed
+		}
+		return m
+	}
 	if err != nil || !j.Settled() {
 		return m
 	}
