@@ -14,7 +14,8 @@ import (
 // (and cancellations asked through other processes), queued jobs started as slots free up,
 // queued jobs past their deadline failed request_timeout, and jobs whose owner died (lease run
 // out) taken over. On return the running jobs are stopped without settling: their leases run
-// out and they run again, so a crash or a restart loses no job.
+// out and they run again, so a crash or a restart loses no job (a language model's call, whose
+// request no longer waits, settles failed and refunded instead: lostCall).
 func (s *Service) Run(ctx context.Context) error {
 	parts := make(chan error, 3)
 	go func() { parts <- s.submits.Run(ctx) }()
@@ -191,9 +192,14 @@ func (s *Service) startAllQueued(ctx context.Context, all bool) {
 	}
 }
 
-// takeOver runs again a job whose owner stopped heartbeating (crash or restart).
+// takeOver runs again a job whose owner stopped heartbeating (crash or restart). A language
+// model's job is not run again: lostCall settles it.
 func (s *Service) takeOver(ctx context.Context, j Job) {
 	if s.quiesced.Load() {
+		return
+	}
+	if j.OfLanguageModel() {
+		s.lostCall(ctx, j)
 		return
 	}
 	if j.Attempts >= s.cfg.MaxAttempts {
@@ -241,6 +247,45 @@ func (s *Service) takeOver(ctx context.Context, j Job) {
 }
 
 var errSkip = errors.New("skip")
+
+// lostCallMessage is the failed job's message of a language model's call whose process
+// stopped before it answered.
+const lostCallMessage = "The process answering this call stopped before the answer came; the call was not run again and was refunded."
+
+// lostCall settles, while its lease is still run out, a language model's job whose process
+// stopped: failed run_failed and refunded in full, or cancelled when a cancel was asked; its
+// settled event is written in the transaction and announced once, as for any settlement. It
+// is not run again: its answer went only to the request that waited for it in the process that
+// stopped (GET /v1/jobs/{id} carries no answer), so a second run would charge for an answer
+// no one reads.
+func (s *Service) lostCall(ctx context.Context, j Job) {
+	var settled Job
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		settled = Job{}
+		cur, err := tx.JobByRequestForUpdate(ctx, j.RequestID)
+		if err != nil {
+			return err
+		}
+		if cur.Status != InProgress || cur.LeaseUntil == nil || !cur.LeaseUntil.Before(s.now()) {
+			return errSkip // settled, or its process renewed the lease meanwhile
+		}
+		st := settlement{outcome: Failed, code: string(apierr.RunFailed), message: lostCallMessage}
+		if cur.CancelAsked {
+			st = settlement{outcome: Cancelled}
+		}
+		return s.settleTx(ctx, tx, &cur, st, &settled)
+	})
+	if err != nil {
+		if !errors.Is(err, errSkip) {
+			s.quiet.warn(s.log, s.now(), "settle lost call", "request_id", j.RequestID, "err", err)
+		}
+		return
+	}
+	s.log.Info("lost call settled, not run again", "request_id", j.RequestID, "outcome", settled.Outcome)
+	s.keepSettled(settled.RequestID, settled)
+	s.changed(settled.RequestID)
+	s.settled(settled)
+}
 
 // startQueued starts waiting jobs of model while this process has slots, charging each as it
 // starts (a queued job costs nothing until then).
