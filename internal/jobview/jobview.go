@@ -184,7 +184,9 @@ func logs(j jobs.Job) []jobs.LogLine {
 
 // Record is the job record of the account API and events: id, object, product, status
 // (queued and running jobs read queued / running), error_code, credits_charged,
-// credits_reserved, and for reads poll_after_seconds and coverage.
+// credits_reserved, and for reads poll_after_seconds and coverage. The job's queue-host
+// links (status_url, response_url) are left out for a language model's job: the model has no
+// address on the queue host, where they would answer 404.
 func Record(j jobs.Job, u URLs) map[string]any {
 	status := string(j.Outcome)
 	poll := 0
@@ -211,8 +213,9 @@ func Record(j jobs.Job, u URLs) map[string]any {
 		"finished_at":        timeOrNil(j.FinishedAt),
 		"poll_after_seconds": poll,
 		"coverage":           j.Coverage,
-		"status_url":         u.base(j) + "/status",
-		"response_url":       u.base(j),
+	}
+	if !j.OfLanguageModel() {
+		d["status_url"], d["response_url"] = u.base(j)+"/status", u.base(j)
 	}
 	return d
 }
