@@ -47,6 +47,26 @@ func encodeImage(img image.Image, format string, quality int) (encoded, error) {
 	}
 }
 
+// maxSide is the longest side a format holds: JPEG writes sizes in 16 bits, WEBP in 14.
+func maxSide(format string) int {
+	switch format {
+	case "PNG":
+		return 1 << 30
+	case "WEBP":
+		return 16383
+	}
+	return 65535
+}
+
+// fitsFormat refuses an output of w x h that format cannot hold (invalid_input at
+// outputFormat: a value the runner cannot honour), before anything is encoded.
+func fitsFormat(format string, w, h int) error {
+	if m := maxSide(format); w > m || h > m {
+		return refusal("invalid_input", fmt.Sprintf("a %s image is at most %d pixels a side; this output would be %dx%d: ask for outputFormat PNG", format, m, w, h), "outputFormat")
+	}
+	return nil
+}
+
 // flatten composites an image that may carry alpha over white. The JPEG encoder reads an
 // *image.RGBA's pixels directly but any other image one pixel at a time through At, which
 // allocates for each pixel: an opaque *image.NRGBA is handed over as the *image.RGBA it
@@ -71,6 +91,9 @@ var errNoOutputStore = errors.New("builtin: no output store configured")
 // storeImage encodes img and stores it as name.<ext>; it returns the document entry and the
 // file record.
 func storeImage(ctx context.Context, env runners.Env, name string, img image.Image, format string, quality int) (map[string]any, runners.File, error) {
+	if err := fitsFormat(format, img.Bounds().Dx(), img.Bounds().Dy()); err != nil {
+		return nil, runners.File{}, err
+	}
 	enc, err := encodeImage(img, format, quality)
 	if err != nil {
 		return nil, runners.File{}, runners.Internal("Encoding the image", err)

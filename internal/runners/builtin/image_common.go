@@ -98,6 +98,13 @@ func decodeInput(job runners.Job, v any) error {
 // pass through; a context error is returned as is; anything else that stops the file from
 // becoming an image is image_unreadable.
 func fetchImage(ctx context.Context, env runners.Env, url string, loc ...string) (image.Image, error) {
+	return fetchImageFitting(ctx, env, url, nil, loc...)
+}
+
+// fetchImageFitting is fetchImage with fits asked about the image's size, read from its
+// header, before its pixels are decoded: a runner refuses what it cannot render without
+// decoding it first.
+func fetchImageFitting(ctx context.Context, env runners.Env, url string, fits func(w, h int) error, loc ...string) (image.Image, error) {
 	if url == "" {
 		return nil, refusal("image_required", "an image url is required", loc...)
 	}
@@ -130,6 +137,11 @@ func fetchImage(ctx context.Context, env runners.Env, url string, loc ...string)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxInputPixels {
 		return nil, refusal("image_unreadable", fmt.Sprintf("the image is %dx%d; at most %d pixels are read", cfg.Width, cfg.Height, maxInputPixels), loc...)
+	}
+	if fits != nil {
+		if err := fits(cfg.Width, cfg.Height); err != nil {
+			return nil, err
+		}
 	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {

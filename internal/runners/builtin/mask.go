@@ -110,7 +110,8 @@ func (e *eyeMasker) Run(ctx context.Context, job runners.Job, env runners.Env) (
 	if err != nil {
 		return runners.Result{}, runners.Internal("Loading the face detector", err)
 	}
-	img, err := fetchImage(ctx, env, in.Inputs.Image, "inputs", "image")
+	// The mask is the image's size: a format that cannot hold it is refused before decoding.
+	img, err := fetchImageFitting(ctx, env, in.Inputs.Image, func(w, h int) error { return fitsFormat(in.format(), w, h) }, "inputs", "image")
 	if err != nil {
 		return runners.Result{}, err
 	}

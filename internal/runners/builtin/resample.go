@@ -24,10 +24,12 @@ func resample(ctx context.Context, dst *image.NRGBA, src image.Image, sr image.R
 		return 0, nil
 	}
 	box := newBoxRows(src, sr, dw, dh)
-	xt := catmullRomTaps(dw, box.w)
-	yt := catmullRomTaps(dh, box.h)
-	ring := newRowRing(yt, dw)
+	xk, yk := newKernel(dw, box.w), newKernel(dh, box.h)
+	xt := xk.all(dw)
+	ring := newRowRing(yk.most, dw)
 	in := make([]float32, 4*box.w)
+	yw := make([]float32, yk.most)
+	rows := make([][]float32, 0, yk.most)
 	for y := 0; y < dh; y++ {
 		if y%32 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -37,19 +39,18 @@ func resample(ctx context.Context, dst *image.NRGBA, src image.Image, sr image.R
 				progress(y)
 			}
 		}
-		t := yt[y]
-		var acc [4]float32
-		row := dst.Pix[y*dst.Stride : y*dst.Stride+4*dw]
-		rows := make([][]float32, len(t.w))
-		for i := range t.w {
-			rows[i] = ring.row(t.first+i, func(out []float32) {
-				box.read(t.first+i, in)
+		first, ws := yk.at(y, yw)
+		rows = rows[:0]
+		for i := range ws {
+			rows = append(rows, ring.row(first+i, func(out []float32) {
+				box.read(first+i, in)
 				scaleAcross(out, in, xt)
-			})
+			}))
 		}
+		row := dst.Pix[y*dst.Stride : y*dst.Stride+4*dw]
 		for x := 0; x < dw; x++ {
-			acc = [4]float32{}
-			for i, w := range t.w {
+			var acc [4]float32
+			for i, w := range ws {
 				p := rows[i][4*x : 4*x+4 : 4*x+4]
 				acc[0] += w * p[0]
 				acc[1] += w * p[1]
@@ -65,40 +66,60 @@ func resample(ctx context.Context, dst *image.NRGBA, src image.Image, sr image.R
 	return dh, nil
 }
 
-// taps are the source pixels one destination pixel reads: first, first+1, … with their
-// weights, which add up to 1.
+// kernel maps dn destination pixels onto sn source pixels, pixel centres aligned, with the
+// Catmull-Rom kernel stretched by the scale when shrinking. Near an edge the taps inside the
+// image share the whole weight. most is the most taps one destination pixel reads.
+type kernel struct {
+	sn             int
+	scale, stretch float64
+	most           int
+}
+
+func newKernel(dn, sn int) kernel {
+	scale := float64(sn) / float64(dn)
+	stretch := math.Max(1, scale)
+	return kernel{sn: sn, scale: scale, stretch: stretch, most: int(4*stretch) + 2}
+}
+
+// at writes the weights of destination pixel i into w (len most) and answers the first
+// source pixel they apply to and the weights used.
+func (k kernel) at(i int, w []float32) (int, []float32) {
+	c := (float64(i)+0.5)*k.scale - 0.5
+	lo := max(int(math.Ceil(c-2*k.stretch)), 0)
+	hi := max(min(int(math.Floor(c+2*k.stretch)), k.sn-1), lo)
+	w = w[:hi-lo+1]
+	var sum float64
+	for j := range w {
+		v := catmullRom(math.Abs(float64(lo+j)-c) / k.stretch)
+		w[j] = float32(v)
+		sum += v
+	}
+	for j := range w {
+		if sum != 0 {
+			w[j] = float32(float64(w[j]) / sum)
+		} else {
+			w[j] = 0
+		}
+	}
+	return lo, w
+}
+
+// taps are the weights of every destination pixel along one axis, in one array: pixel i
+// reads source pixels first[i], first[i]+1, … with weights w[i*most : i*most+n[i]].
 type taps struct {
-	first int
+	most  int
+	first []int32
+	n     []uint8
 	w     []float32
 }
 
-// catmullRomTaps maps dn destination pixels onto sn source pixels, pixel centres aligned,
-// with the Catmull-Rom kernel stretched by the scale when shrinking. Near an edge the taps
-// inside the image share the whole weight.
-func catmullRomTaps(dn, sn int) []taps {
-	scale := float64(sn) / float64(dn)
-	stretch := math.Max(1, scale)
-	support := 2 * stretch
-	out := make([]taps, dn)
-	for i := range out {
-		c := (float64(i)+0.5)*scale - 0.5
-		lo, hi := max(int(math.Ceil(c-support)), 0), min(int(math.Floor(c+support)), sn-1)
-		hi = max(hi, lo)
-		w := make([]float64, hi-lo+1)
-		var sum float64
-		for j := range w {
-			w[j] = catmullRom(math.Abs(float64(lo+j)-c) / stretch)
-			sum += w[j]
-		}
-		t := taps{first: lo, w: make([]float32, len(w))}
-		for j := range w {
-			if sum != 0 {
-				t.w[j] = float32(w[j] / sum)
-			}
-		}
-		out[i] = t
+func (k kernel) all(dn int) taps {
+	t := taps{most: k.most, first: make([]int32, dn), n: make([]uint8, dn), w: make([]float32, dn*k.most)}
+	for i := 0; i < dn; i++ {
+		first, ws := k.at(i, t.w[i*k.most:(i+1)*k.most])
+		t.first[i], t.n[i] = int32(first), uint8(len(ws))
 	}
-	return out
+	return t
 }
 
 // catmullRom is the Catmull-Rom cubic (B = 0, C = 0.5) at distance d.
@@ -112,12 +133,13 @@ func catmullRom(d float64) float64 {
 	return 0
 }
 
-// scaleAcross scales one row of premultiplied pixels (4 floats each) to len(xt) pixels.
-func scaleAcross(out, in []float32, xt []taps) {
-	for x, t := range xt {
+// scaleAcross scales one row of premultiplied pixels (4 floats each) to the taps' width.
+func scaleAcross(out, in []float32, xt taps) {
+	for x, first := range xt.first {
 		var r, g, b, a float32
-		for i, w := range t.w {
-			p := in[4*(t.first+i) : 4*(t.first+i)+4 : 4*(t.first+i)+4]
+		for i, w := range xt.w[x*xt.most : x*xt.most+int(xt.n[x])] {
+			o := 4 * (int(first) + i)
+			p := in[o : o+4 : o+4]
 			r += w * p[0]
 			g += w * p[1]
 			b += w * p[2]
@@ -148,11 +170,7 @@ type rowRing struct {
 	held []int // which source row each slot holds; -1 for none
 }
 
-func newRowRing(yt []taps, width int) *rowRing {
-	n := 1
-	for _, t := range yt {
-		n = max(n, len(t.w))
-	}
+func newRowRing(n, width int) *rowRing {
 	r := &rowRing{rows: make([][]float32, n), held: make([]int, n)}
 	for i := range r.rows {
 		r.rows[i] = make([]float32, 4*width)

@@ -108,3 +108,47 @@ func TestTallSeedImageIsComposedInBoundedMemory(t *testing.T) {
 		t.Fatalf("a tall seed image allocated %d bytes, a 256x256 one %d", tallN, small)
 	}
 }
+
+// A result far longer than wide takes the result's own pixels and a few rows: the weights
+// of its rows are worked out one row at a time.
+func TestResampleOfALongResultTakesLittleMemory(t *testing.T) {
+	src := noisy(1, 1000)
+	dst := image.NewNRGBA(image.Rect(0, 0, 1, 2_000_000))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := resample(context.Background(), dst, src, src.Bounds(), nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("resample allocated %d bytes beside a 1x2,000,000 result", n)
+	}
+}
+
+// An output a format cannot hold is refused invalid_input, from the input's header, before
+// its pixels are decoded: JPEG holds 65,535 pixels a side, WEBP 16,383, and the upscaler
+// renders at most 16,383 a side. (Encoding it answered 500 run_failed after the work.)
+func TestOutputSidesAFormatCannotHoldAreRefused(t *testing.T) {
+	h := newHarness(t)
+	h.in["https://x/wide.png"] = pngBytes(t, solid(70_000, 1, color.NRGBA{9, 9, 9, 255}))
+	h.in["https://x/long.png"] = pngBytes(t, solid(1, 20_000, color.NRGBA{9, 9, 9, 255}))
+	for _, c := range []struct {
+		slug  string
+		input map[string]any
+		field string
+	}{
+		{SlugEyeMask, map[string]any{"inputs": map[string]any{"image": "https://x/wide.png"}}, "outputFormat"},
+		{SlugEyeMask, map[string]any{"outputFormat": "WEBP", "inputs": map[string]any{"image": "https://x/long.png"}}, "outputFormat"},
+		{SlugUpscale, map[string]any{"upscaleFactor": 1, "outputFormat": "PNG", "inputs": map[string]any{"image": "https://x/long.png"}}, "upscaleFactor"},
+	} {
+		res, err := h.try(context.Background(), c.slug, c.input)
+		ref := refusalOf(t, err)
+		if ref.Code != "invalid_input" || ref.Detail[0].Loc[len(ref.Detail[0].Loc)-1] != c.field || res.Done != 0 {
+			t.Fatalf("%s %v: %+v done %v", c.slug, c.input, ref, res.Done)
+		}
+	}
+	// PNG holds the wide mask.
+	if _, err := h.try(context.Background(), SlugEyeMask, map[string]any{"outputFormat": "PNG", "inputs": map[string]any{"image": "https://x/wide.png"}}); err != nil {
+		t.Fatalf("a wide mask as PNG: %v", err)
+	}
+}

@@ -25,6 +25,7 @@ type upscaleInput struct {
 const (
 	defaultUpscaleFactor = 2.0
 	maxUpscalePixels     = 64 << 20 // 8192 x 8192: 256 MiB of pixels to encode
+	maxUpscaleSide       = 16383    // the longest side every output format holds (WEBP's)
 	upscaleBands         = 4        // work units reported as progress
 )
 
@@ -50,15 +51,18 @@ func (u *upscaler) Run(ctx context.Context, job runners.Job, env runners.Env) (r
 	if f < 1 || f > 4 || math.IsNaN(f) {
 		return runners.Result{}, refusal("invalid_input", fmt.Sprintf("upscaleFactor %g is outside 1 to 4", f), "upscaleFactor")
 	}
-	src, err := fetchImage(ctx, env, in.Inputs.Image, "inputs", "image")
+	src, err := fetchImageFitting(ctx, env, in.Inputs.Image, func(sw, sh int) error {
+		w, h := upscaledSize(sw, sh, f)
+		if int64(w)*int64(h) > maxUpscalePixels || max(w, h) > maxUpscaleSide {
+			return refusal("invalid_input", fmt.Sprintf("a %dx%d image upscaled by %g would be %dx%d; the upscaler renders at most %d pixels, %d a side", sw, sh, f, w, h, maxUpscalePixels, maxUpscaleSide), "upscaleFactor")
+		}
+		return fitsFormat(in.format(), w, h)
+	}, "inputs", "image")
 	if err != nil {
 		return runners.Result{}, err
 	}
 	sb := src.Bounds()
 	w, h := upscaledSize(sb.Dx(), sb.Dy(), f)
-	if int64(w)*int64(h) > maxUpscalePixels {
-		return runners.Result{}, refusal("invalid_input", fmt.Sprintf("a %dx%d image upscaled by %g would be %dx%d, above %d pixels", sb.Dx(), sb.Dy(), f, w, h, maxUpscalePixels), "upscaleFactor")
-	}
 	rep.Log("info", fmt.Sprintf("upscale: %dx%d x%g -> %dx%d (Catmull-Rom), format %s", sb.Dx(), sb.Dy(), f, w, h, in.format()))
 
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
