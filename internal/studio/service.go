@@ -58,9 +58,12 @@ type Config struct {
 	Store Store
 	Now   func() time.Time
 	Log   *slog.Logger
-	// CacheDocs is how many idle documents stay decoded in memory (default 64). Documents with
-	// a merge under way or live peers always stay.
-	CacheDocs int
+	// CacheDocs is how many idle documents stay decoded in memory (default 64), and CacheBytes
+	// how many stored bytes they may add up to (default 4 MiB): a decoded document takes tens
+	// of times its stored bytes, so a few large ones would otherwise hold gigabytes while
+	// idle. Documents with a merge under way or live peers always stay.
+	CacheDocs  int
+	CacheBytes int
 	// Changed, when set, is told of every revision this process stores (k and the revision),
 	// once it is stored: it tells the service's other processes, whose live peers then hear the
 	// change (Heard).
@@ -69,11 +72,12 @@ type Config struct {
 
 // Service merges, saves and reads documents and runs live rooms.
 type Service struct {
-	store     Store
-	now       func() time.Time
-	log       *slog.Logger
-	cacheDocs int
-	changed   func(Key, int64)
+	store      Store
+	now        func() time.Time
+	log        *slog.Logger
+	cacheDocs  int
+	cacheBytes int
+	changed    func(Key, int64)
 
 	mu      sync.Mutex
 	entries map[Key]*entry
@@ -105,7 +109,11 @@ func NewService(cfg Config) *Service {
 	if cfg.CacheDocs <= 0 {
 		cfg.CacheDocs = 64
 	}
-	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, changed: cfg.Changed, entries: map[Key]*entry{}}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = 4 << 20
+	}
+	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, cacheBytes: cfg.CacheBytes,
+		changed: cfg.Changed, entries: map[Key]*entry{}}
 }
 
 func (s *Service) acquire(k Key) *entry {
@@ -125,23 +133,40 @@ func (s *Service) release(k Key, e *entry) {
 	defer s.mu.Unlock()
 	e.refs--
 	e.used = s.now()
-	if len(s.entries) <= s.cacheDocs {
-		return
-	}
-	// Over the cache size: drop the idle documents used longest ago.
+	// The idle documents (no caller holds them: their fields are at rest) and their bytes.
 	type idle struct {
-		k    Key
-		used time.Time
+		k     Key
+		used  time.Time
+		bytes int
 	}
 	var idles []idle
+	bytes := 0
 	for k, e := range s.entries {
 		if e.refs == 0 {
-			idles = append(idles, idle{k, e.used})
+			idles = append(idles, idle{k, e.used, len(e.state)})
+			bytes += len(e.state)
 		}
 	}
-	slices.SortFunc(idles, func(a, b idle) int { return a.used.Compare(b.used) })
-	for _, i := range idles[:max(0, min(len(idles), len(s.entries)-s.cacheDocs))] {
+	if len(s.entries) <= s.cacheDocs && bytes <= s.cacheBytes {
+		return
+	}
+	// Over the cache's size: drop the idle documents that could never fit, then those used
+	// longest ago, until it fits.
+	slices.SortFunc(idles, func(a, b idle) int {
+		if fa, fb := a.bytes <= s.cacheBytes, b.bytes <= s.cacheBytes; fa != fb {
+			if fa {
+				return 1
+			}
+			return -1
+		}
+		return a.used.Compare(b.used)
+	})
+	for _, i := range idles {
+		if len(s.entries) <= s.cacheDocs && bytes <= s.cacheBytes {
+			break
+		}
 		delete(s.entries, i.k)
+		bytes -= i.bytes
 	}
 }
 
