@@ -164,6 +164,10 @@ func TestJOB28_ReplayAnswersTheFirstCallsOwnAnswer(t *testing.T) {
 		t.Fatalf("chat key on /v1/embeddings: %d %s, want 409 key_settled naming %s", r.status, r.raw, job)
 	}
 
+	if w.balance(acct) != balance {
+		t.Fatalf("balance %d, want %d: the chat key's replays charge nothing", w.balance(acct), balance)
+	}
+
 	emb := w.do("POST", "/compat/v1/embeddings", key(), `{"model":"embed-small","input":["alpha beta","gamma"]}`, "Idempotency-Key", "xp-2")
 	vectors, _ := emb.body["data"].([]any)
 	ejob := emb.header.Get("X-Job-Id")
