@@ -41,7 +41,7 @@ func translate(err error) (compatError, bool) {
 		if e.Code == apierr.InsufficientCredits {
 			c.message = "You exceeded your current quota: the account's credits do not cover this request (" + msg + ")."
 		} else {
-			c.message = "You exceeded your current quota: this key's credit ceiling for the period is spent (" + msg + ")."
+			c.message = "You exceeded your current quota: this key's monthly credit ceiling does not cover this request (" + msg + ")."
 		}
 	case status == http.StatusPaymentRequired:
 		c.status, c.noRetry = http.StatusTooManyRequests, true

@@ -40,7 +40,7 @@ func TestERR34_CeilingRefusalSaysWhatTheRequestNeeds(t *testing.T) {
 		if c.Code != http.StatusTooManyRequests || e["code"] != "insufficient_quota" {
 			t.Fatalf("over the cap on /compat: %d %s", c.Code, c.Raw)
 		}
-		if !strings.Contains(msg, "credits, more than the 5 left of this key's monthly credit ceiling of 5 (0 spent this month)") {
+		if !strings.Contains(msg, "credits, more than the 5 left of this key's monthly credit ceiling of 5 (0 spent this month)") || strings.Contains(msg, "is spent") {
 			t.Errorf("/compat message %q does not say what the request needs against what is left", msg)
 		}
 	})

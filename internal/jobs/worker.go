@@ -397,7 +397,7 @@ func turnRefusal(e *apierr.Error) string {
 	case apierr.KeyCreditCeiling:
 		return "the key's monthly credit ceiling no longer covers the quote at the job's turn"
 	}
-	return e.Message
+	return e.Text()
 }
 
 // expireOverdue fails, refunded, the queued jobs (hand-offs included) whose start-by passed
