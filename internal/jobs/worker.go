@@ -94,7 +94,9 @@ func (s *Service) listen(ctx context.Context) error {
 }
 
 // stop ends this process's runs without settling them and gives their leases back at once,
-// so the next process (or this one restarted) runs them again without waiting for the TTL.
+// so the next process (or this one restarted) takes them over without waiting for the TTL:
+// it runs them again, or settles a language model's call, whose caller was answered here or
+// not at all (lostCall).
 func (s *Service) stop() {
 	s.mu.Lock()
 	s.stopping = true
