@@ -36,6 +36,19 @@ func maxChannelDiff(a, b image.Image) int {
 	return d
 }
 
+// allocatedBy is the bytes f allocated.
+func allocatedBy(t *testing.T, f func() error) uint64 {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
 // Up to twice smaller, resample is the Catmull-Rom scale x/image computes, to within
 // rounding, for the decoders' image types.
 func TestResampleAgreesWithCatmullRom(t *testing.T) {
@@ -68,13 +81,7 @@ func TestResampleOfATallImageTakesLittleMemory(t *testing.T) {
 		src.Pix[y] = 255
 	}
 	dst := image.NewNRGBA(image.Rect(0, 0, 512, 512))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if _, err := resample(context.Background(), dst, src, src.Bounds(), nil); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
-	if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+	if n := allocatedBy(t, func() error { _, err := resample(context.Background(), dst, src, src.Bounds(), nil); return err }); n > 4<<20 {
 		t.Fatalf("resample allocated %d bytes for a 512x512 result", n)
 	}
 	if c := dst.NRGBAAt(100, 300); c.A != 255 || c.R < 120 || c.R > 135 {
@@ -94,13 +101,11 @@ func TestTallSeedImageIsComposedInBoundedMemory(t *testing.T) {
 	h.in["https://x/tall.png"] = pngBytes(t, tall)
 	h.in["https://x/small.png"] = pngBytes(t, solid(256, 256, color.NRGBA{200, 200, 200, 200}))
 	alloc := func(url string) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		h.run(SlugImageDev, map[string]any{"positivePrompt": "a fox", "width": 256, "height": 256, "seed": 1,
-			"inputs": map[string]any{"seedImage": url, "maskImage": url}})
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
+		return allocatedBy(t, func() error {
+			h.run(SlugImageDev, map[string]any{"positivePrompt": "a fox", "width": 256, "height": 256, "seed": 1,
+				"inputs": map[string]any{"seedImage": url, "maskImage": url}})
+			return nil
+		})
 	}
 	small, tallN := alloc("https://x/small.png"), alloc("https://x/tall.png")
 	// The tall image's own pixels (400 KB decoded) and its PNG's inflation come on top.
@@ -114,13 +119,7 @@ func TestTallSeedImageIsComposedInBoundedMemory(t *testing.T) {
 func TestResampleOfALongResultTakesLittleMemory(t *testing.T) {
 	src := noisy(1, 1000)
 	dst := image.NewNRGBA(image.Rect(0, 0, 1, 2_000_000))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if _, err := resample(context.Background(), dst, src, src.Bounds(), nil); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
-	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+	if n := allocatedBy(t, func() error { _, err := resample(context.Background(), dst, src, src.Bounds(), nil); return err }); n > 1<<20 {
 		t.Fatalf("resample allocated %d bytes beside a 1x2,000,000 result", n)
 	}
 }
