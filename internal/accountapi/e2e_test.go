@@ -50,11 +50,11 @@ type fakePacer struct {
 
 func (p *fakePacer) set(f func(p *fakePacer)) { p.mu.Lock(); f(p); p.mu.Unlock() }
 
-func (p *fakePacer) Fuse(key string, b ratelimit.Bucket, now time.Time) bool {
+func (p *fakePacer) Fuse(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fuseKeys = append(p.fuseKeys, key)
-	return !p.fuseShut
+	return ratelimit.Decision{Limit: 5, ResetAfter: time.Second}, !p.fuseShut
 }
 
 func (p *fakePacer) Admit(ctx context.Context, r ratelimit.Request) (ratelimit.Decision, error) {

@@ -60,7 +60,9 @@ type recPacer struct {
 	refuse ratelimit.Bucket
 }
 
-func (p *recPacer) Fuse(string, ratelimit.Bucket, time.Time) bool { return true }
+func (p *recPacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
+	return ratelimit.Decision{}, true
+}
 
 func (p *recPacer) Admit(_ context.Context, r ratelimit.Request) (ratelimit.Decision, error) {
 	p.mu.Lock()

@@ -43,7 +43,9 @@ func (c *whClock) Add(d time.Duration) {
 // whPacer admits everything: rate limits are not under test here.
 type whPacer struct{}
 
-func (whPacer) Fuse(string, ratelimit.Bucket, time.Time) bool { return true }
+func (whPacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
+	return ratelimit.Decision{}, true
+}
 func (whPacer) Admit(context.Context, ratelimit.Request) (ratelimit.Decision, error) {
 	return ratelimit.Decision{Allowed: true, Limit: 60, Remaining: 59, ResetAfter: time.Second}, nil
 }

@@ -91,7 +91,9 @@ type pacer struct {
 	fuseShut bool
 }
 
-func (p pacer) Fuse(string, ratelimit.Bucket, time.Time) bool { return !p.fuseShut }
+func (p pacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
+	return ratelimit.Decision{Limit: 5, ResetAfter: time.Second}, !p.fuseShut
+}
 func (p pacer) Admit(context.Context, ratelimit.Request) (ratelimit.Decision, error) {
 	return p.d, p.err
 }

@@ -17,17 +17,12 @@ import (
 )
 
 // Pacer is the rate-limit seam of the check order: the per-instance fuse (step 5, before the
-// key is looked up) and the shared limiter (step 6). An Admit error means the limiter could not
-// be reached (503 limiter_unavailable).
+// key is looked up) and the shared limiter (step 6). Fuse answers whether the request passes
+// and the fuse's own figures for a refusal's rate headers. An Admit error means the limiter
+// could not be reached (503 limiter_unavailable).
 type Pacer interface {
-	Fuse(key string, b ratelimit.Bucket, now time.Time) bool
+	Fuse(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool)
 	Admit(ctx context.Context, req ratelimit.Request) (ratelimit.Decision, error)
-}
-
-// fuseFigures is a Pacer whose fuse answers its own figures (Admission does): a request the
-// fuse stops carries them in its rate headers rather than another bucket's.
-type fuseFigures interface {
-	FuseDecision(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool)
 }
 
 // Switches are the operator's kill switches (order of checks step 1).
@@ -162,7 +157,7 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	noteKeyID(r, pk.ID) // the public id, never the key, goes to the access log (KEY-13)
 	bucket := route.Bucket
 	// 5. Per-instance fuse, before the key is looked up.
-	if g.Pacer != nil && !g.fuse(w, r, pk.ID, bucket, now) {
+	if g.Pacer != nil && !g.fuse(w, pk.ID, bucket, now) {
 		g.limited(bucket)
 		return nil, apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
 	}
@@ -208,21 +203,13 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 
 // fuse is check step 5 for key and bucket. A refusal's rate headers are the fuse's own
 // figures (its limit per second, nothing left, reset at the next second), and take nothing
-// from the per-address bucket of keyless answers: the key is known, if not yet looked up. A
-// Pacer that cannot say its fuse's figures answers that bucket's, as before the key is read.
-func (g *Gate) fuse(w http.ResponseWriter, r *http.Request, key string, b ratelimit.Bucket, now time.Time) bool {
-	if f, ok := g.Pacer.(fuseFigures); ok {
-		d, admitted := f.FuseDecision(key, b, now)
-		if !admitted {
-			setRateHeaders(w.Header(), d, now)
-		}
-		return admitted
+// from the per-address bucket of keyless answers: the key is known, if not yet looked up.
+func (g *Gate) fuse(w http.ResponseWriter, key string, b ratelimit.Bucket, now time.Time) bool {
+	d, admitted := g.Pacer.Fuse(key, b, now)
+	if !admitted {
+		setRateHeaders(w.Header(), d, now)
 	}
-	if g.Pacer.Fuse(key, b, now) {
-		return true
-	}
-	g.anonymousHeaders(w, r, now)
-	return false
+	return admitted
 }
 
 // refuse answers err for a principal that passed check 6, unless the principal is unconfirmed

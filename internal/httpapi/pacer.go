@@ -14,15 +14,9 @@ type Admission struct {
 	Now func() time.Time
 }
 
-// Fuse is check step 5.
-func (a Admission) Fuse(key string, b ratelimit.Bucket, now time.Time) bool {
-	_, ok := a.FuseDecision(key, b, now)
-	return ok
-}
-
-// FuseDecision is check step 5 with the fuse's own figures: a refusal's Decision carries the
-// fuse's limit per second, nothing left and the reset at the next second, for its rate headers.
-func (a Admission) FuseDecision(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool) {
+// Fuse is check step 5, with the fuse's own figures: a refusal's Decision carries the fuse's
+// limit per second, nothing left and the reset at the next second, for its rate headers.
+func (a Admission) Fuse(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool) {
 	d, o := a.Adm.CheckFuse(key, b, now)
 	return d, o == ratelimit.OutcomeAdmitted
 }

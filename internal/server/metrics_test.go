@@ -39,7 +39,9 @@ func (flakyRunner) Run(_ context.Context, j runners.Job, _ runners.Env) (runners
 // bucket_spent; every other bucket is admitted.
 type spendPacer struct{ left atomic.Int64 }
 
-func (p *spendPacer) Fuse(string, ratelimit.Bucket, time.Time) bool { return true }
+func (p *spendPacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
+	return ratelimit.Decision{}, true
+}
 
 func (p *spendPacer) Admit(_ context.Context, r ratelimit.Request) (ratelimit.Decision, error) {
 	if r.Bucket == ratelimit.Generate && p.left.Add(-1) < 0 {
