@@ -47,7 +47,8 @@ func resample(ctx context.Context, dst *image.NRGBA, src image.Image, sr image.R
 				scaleAcross(out, in, xt)
 			}))
 		}
-		row := dst.Pix[y*dst.Stride : y*dst.Stride+4*dw]
+		o := dst.PixOffset(db.Min.X, db.Min.Y+y)
+		row := dst.Pix[o : o+4*dw]
 		for x := 0; x < dw; x++ {
 			var acc [4]float32
 			for i, w := range ws {
