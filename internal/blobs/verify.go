@@ -10,10 +10,11 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/modelexec/modelexec/internal/imagebudget"
 	"golang.org/x/image/webp"
-	"golang.org/x/sync/semaphore"
 )
 
 // MaxVerifyPixels is the largest image an upload may declare (width × height); an image read
@@ -60,15 +61,15 @@ func riffEnds(head []byte, size, _ int) error {
 
 // Verifier decodes uploaded images in full while they stream to the store, so that a file
 // whose first bytes carry the right signature but whose rest is something else (a PNG
-// signature followed by HTML) is never kept. Decoding holds the image's pixels, so the images
-// being decoded at once hold at most a budget of pixels, counted from each one's header: small
-// images decode side by side, a large one waits for room (and its upload with it).
-type Verifier struct{ budget *semaphore.Weighted }
+// signature followed by HTML) is never kept. Decoding takes memory, so the images being
+// decoded at once stay within the process's image budget, each counted from its header: small
+// images decode side by side, a large one waits for room (and its upload with it), and one
+// whose decoding alone would pass what an image may take is refused before its rest is read.
+type Verifier struct{ budget *imagebudget.Budget }
 
-// NewVerifier returns a Verifier decoding at most pixels pixels at once (never less than
-// MaxVerifyPixels, so that every image it accepts fits).
-func NewVerifier(pixels int64) *Verifier {
-	return &Verifier{budget: semaphore.NewWeighted(max(pixels, MaxVerifyPixels))}
+// NewVerifier returns a Verifier decoding within budget.
+func NewVerifier(budget *imagebudget.Budget) *Verifier {
+	return &Verifier{budget: budget}
 }
 
 // Reader passes r through and, at its end, answers ErrBytesNotDeclaredType instead of io.EOF
@@ -94,9 +95,9 @@ func (v *Verifier) Reader(ctx context.Context, contentType string, r io.Reader) 
 }
 
 // decode reads the header, refuses a size beyond MaxVerifyPixels, reads the rest of the file,
-// then decodes it once the budget has room for its pixels. The file is whole before the
-// budget is asked: an upload whose sender stalls holds its own bytes, never the room the
-// other uploads decode in.
+// refuses a decode beyond what one image may take, then decodes it once the budget has room.
+// The file is whole before the budget is asked: an upload whose sender stalls holds its own
+// bytes, never the room the other uploads decode in.
 func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) error {
 	head := &recorder{r: r}
 	cfg, err := codec.config(head)
@@ -113,11 +114,16 @@ func (v *Verifier) decode(ctx context.Context, codec imageCodec, r io.Reader) er
 	if err != nil {
 		return err
 	}
-	pixels := int64(cfg.Width) * int64(cfg.Height)
-	if err := v.budget.Acquire(ctx, pixels); err != nil {
+	// The cost is read from the file's first bytes (a WEBP's image chunk may follow metadata).
+	peek := append(slices.Clip(head.buf), rest[:min(len(rest), 64<<10)]...)
+	release, err := v.budget.Acquire(ctx, imagebudget.Cost(peek, cfg.Width, cfg.Height))
+	if costly := (*imagebudget.TooCostlyError)(nil); errors.As(err, &costly) {
+		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err) // no file of its type the service reads
+	}
+	if err != nil {
 		return err
 	}
-	defer v.budget.Release(pixels)
+	defer release()
 	after := bytes.NewReader(rest)
 	if _, err := codec.decode(io.MultiReader(bytes.NewReader(head.buf), after)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBytesNotDeclaredType, err)

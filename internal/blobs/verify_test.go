@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/modelexec/modelexec/internal/imagebudget"
 	"hash/crc32"
 	"image"
 	"image/png"
@@ -32,7 +33,7 @@ func pngHeader(w, h uint32) []byte {
 // MaxVerifyPixels is refused from its header, before any pixel is held; a reader closed before
 // its end stops the decode; a type without a decoder passes as it is.
 func TestVerifierReader(t *testing.T) {
-	v := NewVerifier(MaxVerifyPixels)
+	v := NewVerifier(imagebudget.Default())
 	var good bytes.Buffer
 	if err := png.Encode(&good, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestVerifierReader(t *testing.T) {
 // budget: other images decode beside it, and the large one still ends when its reader is
 // closed.
 func TestVerifierBudget(t *testing.T) {
-	v := NewVerifier(MaxVerifyPixels)
+	v := NewVerifier(imagebudget.Default())
 	slow, feed := io.Pipe()
 	big := v.Reader(context.Background(), "image/png", slow)
 	go func() { _, _ = feed.Write(pngHeader(6000, 6000)) }() // 36 Mpx declared, then nothing

@@ -228,7 +228,7 @@ func TestACC18_UploadEndToEnd(t *testing.T) {
 	defer srv.Close()
 	signer, _ := blobs.NewSigner([]byte("0123456789abcdef-secret"), srv.URL+"/files", nil)
 	store := blobs.NewMemory()
-	mux.Handle("/files/", blobhttp.New(store, signer, nil))
+	mux.Handle("/files/", blobhttp.New(store, signer, nil, nil))
 	slot, err := (&blobs.Uploader{Signer: signer}).Create(context.Background(), "acc_9", blobs.UploadRequest{ContentType: "image/jpeg"})
 	if err != nil {
 		t.Fatal(err)

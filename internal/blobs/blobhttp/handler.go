@@ -16,6 +16,7 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/imagebudget"
 )
 
 // Handler serves {prefix}{key}?method=…&expires=…&ct=…&max=…&sig=….
@@ -27,17 +28,17 @@ type Handler struct {
 	Verify *blobs.Verifier
 }
 
-// verifyPixels is how many pixels the uploaded images decoded at once may hold together:
-// twice the largest image, about 320 MiB as RGBA.
-const verifyPixels = 2 * blobs.MaxVerifyPixels
-
-// New returns the handler; mount it so that the request path starts with the path of
-// signer's public base (e.g. mux.Handle("/files/", h)).
-func New(store blobs.Store, signer *blobs.Signer, now func() time.Time) *Handler {
+// New returns the handler, decoding uploaded images within images (nil: a budget of
+// imagebudget.Default's size for this handler alone); mount it so that the request path
+// starts with the path of signer's public base (e.g. mux.Handle("/files/", h)).
+func New(store blobs.Store, signer *blobs.Signer, now func() time.Time, images *imagebudget.Budget) *Handler {
 	if now == nil {
 		now = time.Now
 	}
-	return &Handler{Store: store, Signer: signer, Now: now, Verify: blobs.NewVerifier(verifyPixels)}
+	if images == nil {
+		images = imagebudget.Default()
+	}
+	return &Handler{Store: store, Signer: signer, Now: now, Verify: blobs.NewVerifier(images)}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -251,7 +252,10 @@ func storeFailed(key string, err error) *apierr.Error {
 func writeLinkErr(w http.ResponseWriter, r *http.Request, q blobs.Query, err error) {
 	var e *apierr.Error
 	var large *blobs.ImageTooLargeError
+	var costly *imagebudget.TooCostlyError
 	switch {
+	case errors.As(err, &costly):
+		e = apierr.Newf(apierr.UnknownContentType, "The image cannot be read: %s.", costly.Error()).With("accepted", []string{q.ContentType})
 	case errors.As(err, &large):
 		e = apierr.Newf(apierr.UnknownContentType, "The image is %d × %d pixels, more than the %d an upload may hold: send a smaller one.", large.Width, large.Height, blobs.MaxVerifyPixels).
 			With("accepted", []string{q.ContentType})

@@ -27,7 +27,7 @@ func TestRangeRequestOnAStoredFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux.Handle("/files/", blobhttp.New(store, signer, now))
+	mux.Handle("/files/", blobhttp.New(store, signer, now, nil))
 	data := bytes.Repeat([]byte("0123456789"), 1000)
 	if _, err := store.Put(context.Background(), "outputs/acc_1/song.wav", "audio/wav", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func setup(t *testing.T) (*httptest.Server, *blobs.Uploader, *clock, blobs.Store
 		t.Fatal(err)
 	}
 	store := blobs.NewMemory()
-	mux.Handle("/files/", blobhttp.New(store, s, c.now))
+	mux.Handle("/files/", blobhttp.New(store, s, c.now, nil))
 	return srv, &blobs.Uploader{Signer: s, MaxBytes: 1024}, c, store
 }
 
