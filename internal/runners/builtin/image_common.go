@@ -22,6 +22,7 @@ import (
 	_ "github.com/gen2brain/webp"
 	xdraw "golang.org/x/image/draw"
 
+	"github.com/modelexec/modelexec/internal/imagebudget"
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
@@ -94,17 +95,20 @@ func decodeInput(job runners.Job, v any) error {
 	return nil
 }
 
-// fetchImage fetches and decodes the url input at loc. Refusals and failures of the fetcher
-// pass through; a context error is returned as is; anything else that stops the file from
-// becoming an image is image_unreadable.
-func fetchImage(ctx context.Context, env runners.Env, url string, loc ...string) (image.Image, error) {
-	return fetchImageFitting(ctx, env, url, nil, loc...)
+// decoder reads the runners' url inputs as images, decoding them within the process's image
+// budget: what a decode takes is read from the file's header, and a decode waits for room.
+type decoder struct{ budget *imagebudget.Budget }
+
+// fetch fetches and decodes the url input at loc. Refusals and failures of the fetcher pass
+// through; a context error is returned as is; anything else that stops the file from becoming
+// an image is image_unreadable.
+func (d decoder) fetch(ctx context.Context, env runners.Env, url string, loc ...string) (image.Image, error) {
+	return d.fetchFitting(ctx, env, url, nil, loc...)
 }
 
-// fetchImageFitting is fetchImage with fits asked about the image's size, read from its
-// header, before its pixels are decoded: a runner refuses what it cannot render without
-// decoding it first.
-func fetchImageFitting(ctx context.Context, env runners.Env, url string, fits func(w, h int) error, loc ...string) (image.Image, error) {
+// fetchFitting is fetch with fits asked about the image's size, read from its header, before
+// its pixels are decoded: a runner refuses what it cannot render without decoding it first.
+func (d decoder) fetchFitting(ctx context.Context, env runners.Env, url string, fits func(w, h int) error, loc ...string) (image.Image, error) {
 	if url == "" {
 		return nil, refusal("image_required", "an image url is required", loc...)
 	}
@@ -143,6 +147,15 @@ func fetchImageFitting(ctx context.Context, env runners.Env, url string, fits fu
 			return nil, err
 		}
 	}
+	release, err := d.budget.Acquire(ctx, imagebudget.Cost(data, cfg.Width, cfg.Height))
+	var costly *imagebudget.TooCostlyError
+	switch {
+	case errors.As(err, &costly):
+		return nil, refusal("image_unreadable", costly.Error(), loc...)
+	case err != nil:
+		return nil, err // the run's context ended while it waited for room
+	}
+	defer release()
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, refusal("image_unreadable", "the image could not be decoded: "+err.Error(), loc...)

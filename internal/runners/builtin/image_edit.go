@@ -25,7 +25,10 @@ type editInput struct {
 
 // editor is the reference runner of M7: the reference image, cropped to the asked aspect
 // and resized to width x height, then colour graded by a grade the prompt and seed pick.
-type editor struct{ now clock }
+type editor struct {
+	now    clock
+	images decoder
+}
 
 // grade is a lift/gamma/gain colour grade per channel plus a saturation change and a
 // vignette.
@@ -85,7 +88,7 @@ func (e *editor) Run(ctx context.Context, job runners.Job, env runners.Env) (run
 	if len(in.Inputs.ReferenceImages) == 0 {
 		return runners.Result{}, refusal("image_required", "inputs.referenceImages needs exactly one image", "inputs", "referenceImages")
 	}
-	ref, err := fetchImage(ctx, env, in.Inputs.ReferenceImages[0], "inputs", "referenceImages", "0")
+	ref, err := e.images.fetch(ctx, env, in.Inputs.ReferenceImages[0], "inputs", "referenceImages", "0")
 	if err != nil {
 		return runners.Result{}, err
 	}
@@ -116,7 +119,7 @@ func (e *editor) Run(ctx context.Context, job runners.Job, env runners.Env) (run
 	if done, err = stepRows(ctx, rep, steps, h, func(y0, y1 int) { g.applyRows(img, y0, y1) }); err != nil {
 		return runners.Result{Metrics: metrics(), Done: float64(done) / float64(steps)}, err
 	}
-	if _, err := applyWatermark(ctx, env, img, in.AdvancedFeatures.Watermark); err != nil {
+	if _, err := e.images.applyWatermark(ctx, env, img, in.AdvancedFeatures.Watermark); err != nil {
 		return runners.Result{Metrics: metrics(), Done: 1}, err
 	}
 	entry, file, err := storeImage(ctx, env, job.ID+"-0", img, in.format(), in.quality())

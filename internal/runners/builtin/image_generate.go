@@ -46,6 +46,7 @@ type generator struct {
 	composite bool
 	// layers: the model takes advancedFeatures.layerDiffuse (M8).
 	layers bool
+	images decoder
 	now    clock
 }
 
@@ -74,11 +75,11 @@ func (g *generator) Run(ctx context.Context, job runners.Job, env runners.Env) (
 	var seedImg, maskImg image.Image
 	if g.composite && in.Inputs.SeedImage != "" {
 		var err error
-		if seedImg, err = fetchImage(ctx, env, in.Inputs.SeedImage, "inputs", "seedImage"); err != nil {
+		if seedImg, err = g.images.fetch(ctx, env, in.Inputs.SeedImage, "inputs", "seedImage"); err != nil {
 			return runners.Result{}, err
 		}
 		if in.Inputs.MaskImage != "" {
-			if maskImg, err = fetchImage(ctx, env, in.Inputs.MaskImage, "inputs", "maskImage"); err != nil {
+			if maskImg, err = g.images.fetch(ctx, env, in.Inputs.MaskImage, "inputs", "maskImage"); err != nil {
 				return runners.Result{}, err
 			}
 		}
@@ -136,7 +137,7 @@ func (g *generator) Run(ctx context.Context, job runners.Job, env runners.Env) (
 	} else if g.composite && in.Outpaint != nil {
 		rep.Log("info", "outpaint without seedImage: the whole canvas is generated")
 	}
-	if _, err := applyWatermark(ctx, env, out, in.AdvancedFeatures.Watermark); err != nil {
+	if _, err := g.images.applyWatermark(ctx, env, out, in.AdvancedFeatures.Watermark); err != nil {
 		return runners.Result{Metrics: metrics(), Done: 1}, err
 	}
 	entry, file, err := storeImage(ctx, env, job.ID+"-0", out, in.format(), in.quality())

@@ -84,7 +84,10 @@ type eyeDetection struct {
 }
 
 // eyeMasker is the reference runner of M6.
-type eyeMasker struct{ now clock }
+type eyeMasker struct {
+	now    clock
+	images decoder
+}
 
 func (e *eyeMasker) Run(ctx context.Context, job runners.Job, env runners.Env) (runners.Result, error) {
 	start := e.now()
@@ -111,7 +114,7 @@ func (e *eyeMasker) Run(ctx context.Context, job runners.Job, env runners.Env) (
 		return runners.Result{}, runners.Internal("Loading the face detector", err)
 	}
 	// The mask is the image's size: a format that cannot hold it is refused before decoding.
-	img, err := fetchImageFitting(ctx, env, in.Inputs.Image, func(w, h int) error { return fitsFormat(in.format(), w, h) }, "inputs", "image")
+	img, err := e.images.fetchFitting(ctx, env, in.Inputs.Image, func(w, h int) error { return fitsFormat(in.format(), w, h) }, "inputs", "image")
 	if err != nil {
 		return runners.Result{}, err
 	}

@@ -3,6 +3,7 @@ package builtin
 import (
 	"time"
 
+	"github.com/modelexec/modelexec/internal/imagebudget"
 	"github.com/modelexec/modelexec/internal/runners"
 )
 
@@ -10,6 +11,9 @@ import (
 type Options struct {
 	// Now is the clock the runners time themselves with (metrics only); time.Now when nil.
 	Now func() time.Time
+	// Images is the memory the process's image decodes share (the uploads' too); nil: a
+	// budget of imagebudget.Default's size for these runners alone.
+	Images *imagebudget.Budget
 }
 
 // Image model slugs served by Images.
@@ -30,8 +34,12 @@ func Images(opts Options) runners.Registry {
 	if opts.Now == nil {
 		now = time.Now
 	}
+	images := decoder{budget: opts.Images}
+	if images.budget == nil {
+		images.budget = imagebudget.Default()
+	}
 	gen := func(slug string, steps int, composite, layers bool) runners.Runner {
-		return &generator{slug: slug, defaultSteps: steps, composite: composite, layers: layers, now: now}
+		return &generator{slug: slug, defaultSteps: steps, composite: composite, layers: layers, now: now, images: images}
 	}
 	return runners.Registry{
 		SlugImage9BKV:  gen(SlugImage9BKV, 4, false, false),
@@ -39,9 +47,9 @@ func Images(opts Options) runners.Registry {
 		SlugImageLite:  gen(SlugImageLite, 20, false, false),
 		SlugImageDev:   gen(SlugImageDev, 28, true, true),
 		SlugImageTurbo: gen(SlugImageTurbo, 8, true, false),
-		SlugImageEdit:  &editor{now: now},
-		SlugUpscale:    &upscaler{now: now},
-		SlugEyeMask:    &eyeMasker{now: now},
+		SlugImageEdit:  &editor{now: now, images: images},
+		SlugUpscale:    &upscaler{now: now, images: images},
+		SlugEyeMask:    &eyeMasker{now: now, images: images},
 	}
 }
 

@@ -30,7 +30,10 @@ const (
 )
 
 // upscaler is the reference runner of M4: Catmull-Rom resampling by upscaleFactor.
-type upscaler struct{ now clock }
+type upscaler struct {
+	now    clock
+	images decoder
+}
 
 // upscaledSize is the exact output size: round(w*f) x round(h*f).
 func upscaledSize(w, h int, f float64) (int, int) {
@@ -51,7 +54,7 @@ func (u *upscaler) Run(ctx context.Context, job runners.Job, env runners.Env) (r
 	if f < 1 || f > 4 || math.IsNaN(f) {
 		return runners.Result{}, refusal("invalid_input", fmt.Sprintf("upscaleFactor %g is outside 1 to 4", f), "upscaleFactor")
 	}
-	src, err := fetchImageFitting(ctx, env, in.Inputs.Image, func(sw, sh int) error {
+	src, err := u.images.fetchFitting(ctx, env, in.Inputs.Image, func(sw, sh int) error {
 		w, h := upscaledSize(sw, sh, f)
 		if int64(w)*int64(h) > maxUpscalePixels || max(w, h) > maxUpscaleSide {
 			return refusal("invalid_input", fmt.Sprintf("a %dx%d image upscaled by %g would be %dx%d; the upscaler renders at most %d pixels, %d a side", sw, sh, f, w, h, maxUpscalePixels, maxUpscaleSide), "upscaleFactor")
@@ -87,7 +90,7 @@ func (u *upscaler) Run(ctx context.Context, job runners.Job, env runners.Env) (r
 		rep.Log("warn", fmt.Sprintf("cancelled after %d of %d rows", rows, h))
 		return runners.Result{Metrics: metrics(), Done: done}, err
 	}
-	if _, err := applyWatermark(ctx, env, dst, in.AdvancedFeatures.Watermark); err != nil {
+	if _, err := u.images.applyWatermark(ctx, env, dst, in.AdvancedFeatures.Watermark); err != nil {
 		return runners.Result{Metrics: metrics(), Done: 1}, err
 	}
 	entry, file, err := storeImage(ctx, env, job.ID+"-0", dst, in.format(), in.quality())

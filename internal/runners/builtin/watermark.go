@@ -39,7 +39,7 @@ var goRegular = sync.OnceValues(func() (*opentype.Font, error) { return opentype
 
 // applyWatermark stamps the watermark onto dst at its displayPosition and returns the
 // rectangles it covered.
-func applyWatermark(ctx context.Context, env runners.Env, dst *image.NRGBA, wm *watermarkOptions) ([]image.Rectangle, error) {
+func (d decoder) applyWatermark(ctx context.Context, env runners.Env, dst *image.NRGBA, wm *watermarkOptions) ([]image.Rectangle, error) {
 	if wm == nil || (wm.Text == "" && wm.Image == "") {
 		return nil, nil
 	}
@@ -59,7 +59,7 @@ func applyWatermark(ctx context.Context, env runners.Env, dst *image.NRGBA, wm *
 			return nil, runners.Internal("Drawing the watermark text", err)
 		}
 	} else {
-		src, err := fetchImage(ctx, env, wm.Image, "advancedFeatures", "watermark", "image")
+		src, err := d.fetch(ctx, env, wm.Image, "advancedFeatures", "watermark", "image")
 		if err != nil {
 			return nil, err
 		}
