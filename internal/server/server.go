@@ -26,6 +26,7 @@ import (
 	"github.com/modelexec/modelexec/internal/console"
 	"github.com/modelexec/modelexec/internal/fetch"
 	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/imagebudget"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobs/redisseats"
 	"github.com/modelexec/modelexec/internal/jobview"
@@ -59,6 +60,9 @@ type Server struct {
 	lastUsed *auth.LastUsed
 	bucket   *blobs.Bucket
 	ownsBkt  bool
+	// images is the memory the process's image decodes share: uploads verified and the
+	// built-in runners' url inputs.
+	images   *imagebudget.Budget
 	handlers map[Role]http.Handler
 	workers  []func(context.Context) error
 	metrics  *metrics.Metrics // nil without an operator listener
@@ -175,6 +179,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	fetcher := fetch.New(fetch.Config{}, fopts...)
 
+	s.images = imagebudget.Default()
 	reg, cogs, err := s.runners(cat, d)
 	if err != nil {
 		return nil, err
@@ -261,7 +266,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		uploads = &blobs.Uploader{Signer: signer}
 	}
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
-		Files: blobhttp.New(s.bucket, signer, d.Now), Uploads: uploads, Usage: s.usage,
+		Files: blobhttp.New(s.bucket, signer, d.Now, s.images), Uploads: uploads, Usage: s.usage,
 		Ready: []accountapi.Pinger{&s.draining, d.DB, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
@@ -387,7 +392,7 @@ func (c Config) seats(d Deps, rdb *redis.Client) (jobs.Seats, func(context.Conte
 // runners is the registry: the built-in reference runners, a catalogue entry's "runner"
 // choice, the Cog servers of cfg.Cog, then the test's replacements.
 func (s *Server) runners(cat *catalog.Catalog, d Deps) (runners.Registry, map[string]*cog.Runner, error) {
-	builtins := builtin.All(builtin.Options{Now: d.Now})
+	builtins := builtin.All(builtin.Options{Now: d.Now, Images: s.images})
 	reg := runners.Registry{}
 	for slug, rn := range builtins {
 		reg[slug] = rn
