@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	pigo "github.com/esimov/pigo/core"
+	xdraw "golang.org/x/image/draw"
 
 	"github.com/modelexec/modelexec/internal/runners"
 )
@@ -186,15 +187,18 @@ func (e *eyeMasker) Run(ctx context.Context, job runners.Job, env runners.Env) (
 
 func rectXYWH(r image.Rectangle) []int { return []int{r.Min.X, r.Min.Y, r.Dx(), r.Dy()} }
 
-// grayscale converts img to 8-bit luminance, row-major.
+// grayscale converts img to 8-bit luminance, row-major, one row of NRGBA at a time: beside
+// the image it holds its luminance and a row.
 func grayscale(img image.Image) []uint8 {
-	n := toNRGBA(img)
-	b := n.Bounds()
-	out := make([]uint8, b.Dx()*b.Dy())
-	for y := 0; y < b.Dy(); y++ {
-		for x := 0; x < b.Dx(); x++ {
-			o := n.PixOffset(x, y)
-			out[y*b.Dx()+x] = uint8((299*int(n.Pix[o]) + 587*int(n.Pix[o+1]) + 114*int(n.Pix[o+2])) / 1000)
+	b := img.Bounds()
+	w, h := b.Dx(), b.Dy()
+	out := make([]uint8, w*h)
+	row := image.NewNRGBA(image.Rect(0, 0, w, 1))
+	for y := 0; y < h; y++ {
+		xdraw.Draw(row, row.Rect, img, image.Pt(b.Min.X, b.Min.Y+y), xdraw.Src)
+		for x := 0; x < w; x++ {
+			px := row.Pix[4*x : 4*x+3]
+			out[y*w+x] = uint8((299*int(px[0]) + 587*int(px[1]) + 114*int(px[2])) / 1000)
 		}
 	}
 	return out
@@ -248,30 +252,66 @@ func detectEyes(c *eyeCascades, gray []uint8, w, h int, minConf float64, maxDet,
 }
 
 // drawEyeMask paints every eye region as a white ellipse on black at image size and
-// feathers it with a blur of radius blur (three box passes, close to a Gaussian).
+// feathers it with a blur of radius blur (three box passes, close to a Gaussian). Only the
+// eyes' surroundings are worked on: each eye with the blur's reach around it (windows that
+// overlap merged), so the work takes memory for the eyes, not the image. Outside those windows
+// the mask is black, as the blur of a black plane is.
 func drawEyeMask(dets []eyeDetection, w, h, blur int) *image.Gray {
-	plane := make([]float64, w*h)
+	out := image.NewGray(image.Rect(0, 0, w, h))
+	radius := (blur + 1) / 2
+	var eyes, windows []image.Rectangle
 	for _, d := range dets {
 		for _, r := range d.Eyes {
 			if r.Empty() {
 				continue
 			}
+			eyes = append(eyes, r)
+			// Three passes each carry a value radius further; one more pixel of black keeps
+			// the window's clamped edge black through every pass.
+			windows = append(windows, r.Inset(-(3*radius + 1)).Intersect(out.Rect))
+		}
+	}
+	for _, win := range mergeOverlapping(windows) {
+		ww, wh := win.Dx(), win.Dy()
+		plane := make([]float64, ww*wh)
+		for _, r := range eyes {
 			cx, cy := float64(r.Min.X+r.Max.X)/2, float64(r.Min.Y+r.Max.Y)/2
 			rx, ry := float64(r.Dx())/2, float64(r.Dy())/2
-			for y := r.Min.Y; y < r.Max.Y; y++ {
-				for x := r.Min.X; x < r.Max.X; x++ {
+			in := r.Intersect(win)
+			for y := in.Min.Y; y < in.Max.Y; y++ {
+				for x := in.Min.X; x < in.Max.X; x++ {
 					dx, dy := (float64(x)+0.5-cx)/rx, (float64(y)+0.5-cy)/ry
 					if dx*dx+dy*dy <= 1 {
-						plane[y*w+x] = 1
+						plane[(y-win.Min.Y)*ww+x-win.Min.X] = 1
 					}
 				}
 			}
 		}
-	}
-	boxBlurPlane(plane, w, h, (blur+1)/2)
-	out := image.NewGray(image.Rect(0, 0, w, h))
-	for i, v := range plane {
-		out.Pix[i] = to8(v)
+		boxBlurPlane(plane, ww, wh, radius)
+		for y := 0; y < wh; y++ {
+			line := out.Pix[(win.Min.Y+y)*out.Stride+win.Min.X:]
+			for x := 0; x < ww; x++ {
+				line[x] = to8(plane[y*ww+x])
+			}
+		}
 	}
 	return out
+}
+
+// mergeOverlapping replaces rectangles that overlap by their union until none overlaps.
+func mergeOverlapping(rs []image.Rectangle) []image.Rectangle {
+	for merged := true; merged; {
+		merged = false
+		for i := 0; i < len(rs) && !merged; i++ {
+			for j := i + 1; j < len(rs); j++ {
+				if rs[i].Overlaps(rs[j]) {
+					rs[i] = rs[i].Union(rs[j])
+					rs = append(rs[:j], rs[j+1:]...)
+					merged = true
+					break
+				}
+			}
+		}
+	}
+	return rs
 }
