@@ -72,6 +72,11 @@ func (h *Handler) studioLive(read httpapi.Route) http.Handler {
 // allow-list, the ticket (signature, expiry, project, first use), then the lending key and its
 // account afresh, the read bucket and the studio scopes.
 func (h *Handler) liveByTicket(w http.ResponseWriter, r *http.Request, token string) error {
+	if _, browser := r.Header["Origin"]; browser && r.Header.Get("Authorization") != "" {
+		// A page holding an API key has it where its scripts and extensions can read it: the
+		// same refusal as without a ticket, before the ticket is spent.
+		return apierr.Newf(apierr.BrowserOriginRefused, "A browser never sends an API key: open the live route with the ticket alone and keep the key on your server.")
+	}
 	if origin, ok := r.Header["Origin"]; ok && !h.originAllowed(origin) {
 		return apierr.Newf(apierr.BrowserOriginRefused, "The origin %q is not on this service's list of studio origins (--studio-origins); only pages served from those may open the live route.", strings.Join(origin, ", "))
 	}

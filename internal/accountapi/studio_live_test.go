@@ -267,6 +267,12 @@ func TestI27_LiveTicketsForBrowsers(t *testing.T) {
 		if status, code, _ := handshake(t, e.a, live, hdr); status != 403 || code != "browser_origin_refused" {
 			t.Fatalf("browser with a key: %d %s", status, code)
 		}
+		// Nor beside a ticket: refused, and the ticket is not spent by it.
+		withKey := e.ticket(e.a, "p1", key)
+		if status, code, _ := handshake(t, e.a, live+"?ticket="+url.QueryEscape(withKey), hdr); status != 403 || code != "browser_origin_refused" {
+			t.Fatalf("browser with a ticket and a key: %d %s", status, code)
+		}
+		mustHandshake(t, e.a, live+"?ticket="+url.QueryEscape(withKey), browser).sync()
 		if status, code, _ := handshake(t, e.a, live+"?key="+url.QueryEscape(key), nil); status != 400 || code != "invalid_body" {
 			t.Fatalf("key in the URL: %d %s", status, code)
 		}
