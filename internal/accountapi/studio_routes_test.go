@@ -578,3 +578,29 @@ func TestStudioAwarenessBounded(t *testing.T) {
 		}
 	})
 }
+
+// STU-05: sending an update the server already has changes nothing, also when the document
+// holds object values (a map's {"color": …, "size": …}), whose encoding the server cannot
+// repeat byte for byte: the same update sent four times leaves the revision at 1, and a save
+// made at that revision is not refused.
+func TestSTU05_ResentUpdateWithObjectsKeepsTheRevision(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newStudioEnv(t, db)
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key := e.mint("acct_a", auth.StudioWrite)
+		const path = "/v1/studio/projects/launch/brief"
+		w := newYWindow()
+		w.doc.Transact(func(*y.Transaction) {
+			w.doc.GetMap("style").(*y.YMap).Set("heading", map[string]any{"color": "#336699", "size": 32, "font": "Inter", "weight": 700,
+				"italic": false, "tracking": 0.5, "case": "upper", "align": "left"})
+		}, nil)
+		update := y.EncodeStateAsUpdate(w.doc, nil)
+		for i := range 4 {
+			a := e.do("POST", path+"/state", key, map[string]any{"update": b64(update)})
+			if a.status != 200 || a.body["rev"] != 1.0 {
+				t.Fatalf("send %d: %s", i+1, a.raw)
+			}
+		}
+		e.want(e.do("POST", path, key, map[string]any{"update": b64(update), "rev": 1}), 200, "")
+	})
+}
