@@ -43,9 +43,9 @@ type liveEnv struct {
 	// switches are the operator's switches of a and b.
 	switches []*httpapi.Switches
 	// studios are a's and b's studio services; with fanOut each tells the other what it
-	// stored, as the service's notices between processes do.
+	// stored and what its peers announce, as the service's notices between processes do.
 	studios []*studio.Service
-	fanOut  bool
+	fanOut  atomic.Bool
 }
 
 func newLiveEnv(t *testing.T, db *sqlstore.DB) *liveEnv {
@@ -71,12 +71,19 @@ func (e *liveEnv) process(now func() time.Time, recheck time.Duration) *httptest
 	self := len(e.studios)
 	changed := func(k studio.Key, rev int64) {
 		for i, other := range e.studios {
-			if i != self && e.fanOut {
+			if i != self && e.fanOut.Load() {
 				go other.Heard(context.Background(), k, rev) //nolint:errcheck // the test reads what the peers got
 			}
 		}
 	}
-	st := studio.NewService(studio.Config{Store: sqlstore.Studio{DB: e.db}, Now: now, Log: lg, Changed: changed})
+	aware := func(k studio.Key, u []byte) {
+		for i, other := range e.studios {
+			if i != self && e.fanOut.Load() {
+				other.HeardAwareness(k, u)
+			}
+		}
+	}
+	st := studio.NewService(studio.Config{Store: sqlstore.Studio{DB: e.db}, Now: now, Log: lg, Changed: changed, Aware: aware})
 	e.studios = append(e.studios, st)
 	h := &accountapi.Handler{Gate: gate, Auth: svc, Now: now, Log: lg,
 		Studio:  st,
@@ -602,7 +609,7 @@ func TestI26_StudioEditsReachOtherProcesses(t *testing.T) {
 func twoProcessEditors(t *testing.T, db *sqlstore.DB) (e *liveEnv, key string, onA, onB *liveClient) {
 	t.Helper()
 	e = newLiveEnv(t, db)
-	e.fanOut = true
+	e.fanOut.Store(true)
 	storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
 	key, _ = e.mint("acct_a", auth.StudioWrite)
 	const live = "/v1/studio/projects/p1/brief/live"

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -80,19 +82,63 @@ func studioHeard(key string) (k studio.Key, rev int64, ok bool) {
 	return studio.Key{Account: p[0], Project: p[1], Doc: studio.Name(p[2])}, rev, true
 }
 
-// studioFanOut carries the studio edits of every process to the live peers of every other,
-// through the notifier: what a process stores is told (the Changed of its studio service), and
-// what any process told brings this one's rooms up to date (Heard).
-func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger) (changed func(studio.Key, int64), listen func(context.Context) error) {
+// studioAware is the notice of an awareness update (cursors, names) a live peer of some
+// process sent.
+const studioAware jobs.NoticeKind = "studio-aware"
+
+// studioAwareNotice is the key of studioAware: the sending process, the document as in
+// studioNotice, and the update in unpadded base64url. A notice longer than the notifier's
+// payload (PostgreSQL's 8,000 bytes; an update of a few states of about 5 KB) is dropped:
+// its states then reach the peers of the sender's process only.
+func studioAwareNotice(from string, k studio.Key, update []byte) string {
+	return from + "/" + url.PathEscape(k.Account) + "/" + url.PathEscape(k.Project) + "/" + url.PathEscape(string(k.Doc)) + "/" +
+		base64.RawURLEncoding.EncodeToString(update)
+}
+
+// studioAwareHeard reads a studioAware key back; ok is false for anything else.
+func studioAwareHeard(key string) (from string, k studio.Key, update []byte, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 5 {
+		return "", studio.Key{}, nil, false
+	}
+	var err error
+	var p [3]string
+	for i := range p {
+		if p[i], err = url.PathUnescape(parts[i+1]); err != nil {
+			return "", studio.Key{}, nil, false
+		}
+	}
+	if update, err = base64.RawURLEncoding.DecodeString(parts[4]); err != nil {
+		return "", studio.Key{}, nil, false
+	}
+	return parts[0], studio.Key{Account: p[0], Project: p[1], Doc: studio.Name(p[2])}, update, true
+}
+
+// studioFanOut carries the studio edits and awareness of every process to the live peers of
+// every other, through the notifier: what a process stores is told (the Changed of its studio
+// service), and what any process told brings this one's rooms up to date (Heard); what a peer
+// announces is told (Aware) and relayed by the others (HeardAwareness), not by its own.
+func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger) (changed func(studio.Key, int64), aware func(studio.Key, []byte), listen func(context.Context) error) {
+	self := rand.Text()
 	changed = func(k studio.Key, rev int64) { n.Notify(jobs.Notice{Kind: studioChanged, Key: studioNotice(k, rev)}) }
+	aware = func(k studio.Key, u []byte) {
+		n.Notify(jobs.Notice{Kind: studioAware, Key: studioAwareNotice(self, k, u)})
+	}
 	heard := func(ctx context.Context) func(jobs.Notice) {
 		return func(x jobs.Notice) {
-			k, rev, ok := studioHeard(x.Key)
-			if x.Kind != studioChanged || !ok {
-				return
-			}
-			if err := svc().Heard(ctx, k, rev); err != nil {
-				log.Warn("studio: a change on another process did not reach this one's live peers", "project", k.Project, "doc", k.Doc, "err", err)
+			switch x.Kind {
+			case studioChanged:
+				k, rev, ok := studioHeard(x.Key)
+				if !ok {
+					return
+				}
+				if err := svc().Heard(ctx, k, rev); err != nil {
+					log.Warn("studio: a change on another process did not reach this one's live peers", "project", k.Project, "doc", k.Doc, "err", err)
+				}
+			case studioAware:
+				if from, k, u, ok := studioAwareHeard(x.Key); ok && from != self {
+					svc().HeardAwareness(k, u)
+				}
 			}
 		}
 	}
@@ -110,5 +156,5 @@ func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger)
 			}
 		}
 	}
-	return changed, listen
+	return changed, aware, listen
 }

@@ -24,3 +24,19 @@ func TestStudioNoticeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// An awareness notice names its sender, its document whatever the names hold, and the update
+// byte for byte; anything else is not read as one.
+func TestStudioAwareNoticeRoundTrip(t *testing.T) {
+	k := studio.Key{Account: "acct_b", Project: "a project/with slashes and\nbreaks", Doc: "brief"}
+	update := []byte{1, 200, 1, 3, 2, '{', '}', 0xff}
+	from, got, u, ok := studioAwareHeard(studioAwareNotice("proc1", k, update))
+	if !ok || from != "proc1" || got != k || string(u) != string(update) {
+		t.Fatalf("read back %q %+v %v %v", from, got, u, ok)
+	}
+	for _, bad := range []string{"", "p/a/b/c", "p/a/b/c/x/y", "p/a/%zz/c/AQ", "p/a/b/c/%%%"} {
+		if _, _, _, ok := studioAwareHeard(bad); ok {
+			t.Errorf("%q read as an awareness notice", bad)
+		}
+	}
+}

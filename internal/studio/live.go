@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 )
 
 // The y-websocket protocol (y-protocols sync and awareness): every message starts with a
@@ -37,6 +38,10 @@ type Peer interface {
 type room struct {
 	peers   map[Peer]*peerState
 	clients map[uint64]awarenessState // awareness client id → last state
+	// remote holds the clients of clients whose state another process's peer announced, and
+	// when it was last heard: a process that dies says nothing of its peers leaving, so such a
+	// state is dropped once not renewed for RemoteAwarenessTimeout.
+	remote map[uint64]time.Time
 	// aware counts the changes to clients: a query for the awareness states is answered only
 	// when they changed since the peer's last answer.
 	aware uint64
@@ -50,6 +55,30 @@ const (
 	MaxAwarenessState   = 16 << 10
 	MaxAwarenessClients = 4
 )
+
+// RemoteAwarenessTimeout is how long a state announced on another process lasts unrenewed:
+// clients renew theirs every 15 s, and forget another's after 30 s (y-protocols' timeout).
+const RemoteAwarenessTimeout = 30 * time.Second
+
+// expireRemote drops the states of other processes' clients not renewed in time and tells the
+// room they left. Under the entry's mu.
+func (r *room) expireRemote(now time.Time) {
+	gone := map[uint64]awarenessState{}
+	for id, heard := range r.remote {
+		if now.Sub(heard) <= RemoteAwarenessTimeout {
+			continue
+		}
+		delete(r.remote, id)
+		if st, ok := r.clients[id]; ok {
+			gone[id] = awarenessState{clock: st.clock + 1, state: "null"}
+			delete(r.clients, id)
+		}
+	}
+	if len(gone) > 0 {
+		r.aware++
+		r.broadcast(awarenessMessage(gone), nil)
+	}
+}
 
 // AwarenessError refuses an awareness update over those bounds; the connection ends.
 type AwarenessError struct{ Reason string }
@@ -101,12 +130,17 @@ func syncUpdateMessage(update []byte) []byte { return syncMessage(syncUpdate, up
 
 // awarenessMessage encodes states as one awareness update message.
 func awarenessMessage(states map[uint64]awarenessState) []byte {
+	return appendBytes([]byte{msgAwareness}, awarenessUpdate(states))
+}
+
+// awarenessUpdate encodes states as the protocol's awareness update.
+func awarenessUpdate(states map[uint64]awarenessState) []byte {
 	u := appendUint(nil, uint64(len(states)))
 	for id, st := range states {
 		u = appendUint(appendUint(u, id), st.clock)
 		u = appendBytes(u, []byte(st.state))
 	}
-	return appendBytes([]byte{msgAwareness}, u)
+	return u
 }
 
 // ErrReadOnly is what a Session reports after refusing a write from a peer whose key may only
@@ -158,6 +192,7 @@ func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 		s.release(p.Key, e)
 		return nil, err
 	}
+	e.room.expireRemote(s.now()) // before the newcomer is in the room: it is sent what is left
 	e.room.peers[p.Peer] = &peerState{clients: map[uint64]bool{}}
 	p.Peer.Send(syncMessage(syncStep1, stateVector(e.doc)))
 	ss := &Session{svc: s, key: p.Key, peer: p.Peer, e: e, canWrite: p.CanWrite, admit: p.Admit,
@@ -172,6 +207,7 @@ func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 // Close takes the peer out of the room and tells the others its awareness clients left.
 func (ss *Session) Close() {
 	e := ss.e
+	var left []byte // the peer's clients leaving, for the other processes
 	e.mu.Lock()
 	if ps, ok := e.room.peers[ss.peer]; ok {
 		delete(e.room.peers, ss.peer)
@@ -184,10 +220,14 @@ func (ss *Session) Close() {
 		}
 		if len(gone) > 0 {
 			e.room.aware++
-			e.room.broadcast(awarenessMessage(gone), nil)
+			left = awarenessUpdate(gone)
+			e.room.broadcast(appendBytes([]byte{msgAwareness}, left), nil)
 		}
 	}
 	e.mu.Unlock()
+	if left != nil && ss.svc.aware != nil {
+		ss.svc.aware(ss.key, left)
+	}
 	ss.svc.release(ss.key, e)
 }
 
@@ -335,36 +375,48 @@ func (ss *Session) write(ctx context.Context, update []byte, firstSync bool) err
 	return err
 }
 
-// awareness records the states in an awareness update and relays it to the other peers.
-func (ss *Session) awareness(u []byte) error {
+// awarenessChange is one client's state in an awareness update.
+type awarenessChange struct {
+	id    uint64
+	state awarenessState
+}
+
+// parseAwareness reads an awareness update: each state JSON of at most MaxAwarenessState bytes.
+func parseAwareness(u []byte) ([]awarenessChange, error) {
 	r := &reader{b: u}
-	type change struct {
-		id    uint64
-		state awarenessState
-	}
-	var changes []change
+	var changes []awarenessChange
 	for n := r.count("awareness size"); n > 0 && r.err == nil; n-- {
 		id, clock := r.uint("awareness client"), r.uint("awareness clock")
 		st := r.string("awareness state")
 		if r.err == nil && len(st) > MaxAwarenessState {
-			return &AwarenessError{Reason: fmt.Sprintf("an awareness state is at most %d bytes, not %d", MaxAwarenessState, len(st))}
+			return nil, &AwarenessError{Reason: fmt.Sprintf("an awareness state is at most %d bytes, not %d", MaxAwarenessState, len(st))}
 		}
 		if r.err == nil && !json.Valid([]byte(st)) {
 			r.fail("awareness state is not JSON")
 		}
-		changes = append(changes, change{id, awarenessState{clock, st}})
+		changes = append(changes, awarenessChange{id, awarenessState{clock, st}})
 	}
 	if r.err == nil && r.pos != len(u) {
 		r.fail("bytes after the awareness update")
 	}
 	if r.err != nil {
-		return r.err
+		return nil, r.err
+	}
+	return changes, nil
+}
+
+// awareness records the states in an awareness update and relays it to the other peers, of
+// this process and (Aware) of the others.
+func (ss *Session) awareness(u []byte) error {
+	changes, err := parseAwareness(u)
+	if err != nil {
+		return err
 	}
 	e := ss.e
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	ps := e.room.peers[ss.peer]
 	if ps == nil {
+		e.mu.Unlock()
 		return nil // replaced while this message was on its way
 	}
 	mine := maps.Clone(ps.clients) // what the peer would announce after the update
@@ -376,9 +428,11 @@ func (ss *Session) awareness(u []byte) error {
 		}
 	}
 	if len(mine) > MaxAwarenessClients {
+		e.mu.Unlock()
 		return &AwarenessError{Reason: fmt.Sprintf("a connection announces at most %d awareness clients", MaxAwarenessClients)}
 	}
 	for _, c := range changes {
+		delete(e.room.remote, c.id) // announced here now
 		if c.state.state == "null" {
 			delete(e.room.clients, c.id)
 			delete(ps.clients, c.id)
@@ -391,5 +445,67 @@ func (ss *Session) awareness(u []byte) error {
 	// Sent back to the sender too, as y-websocket's own server does: a lone client's
 	// provider counts that echo as traffic and keeps its connection.
 	e.room.broadcast(appendBytes([]byte{msgAwareness}, u), nil)
+	e.room.expireRemote(ss.svc.now())
+	e.mu.Unlock()
+	if ss.svc.aware != nil {
+		ss.svc.aware(ss.key, u)
+	}
 	return nil
+}
+
+// HeardAwareness relays to this process's live peers of k an awareness update that a peer of
+// another process sent (Aware told it there) and keeps its states for the peers that join
+// later, until they leave or go unrenewed for RemoteAwarenessTimeout. A client announced by a
+// peer of this process keeps that peer's state. A document without live peers here needs
+// nothing; an update that is not the protocol is dropped.
+func (s *Service) HeardAwareness(k Key, u []byte) {
+	changes, err := parseAwareness(u)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	e := s.entries[k]
+	if e != nil {
+		e.refs++
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return
+	}
+	defer s.release(k, e)
+	now := s.now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.room.peers) == 0 {
+		return
+	}
+	relayed := map[uint64]awarenessState{}
+	for _, c := range changes {
+		if e.room.announcedHere(c.id) {
+			continue
+		}
+		relayed[c.id] = c.state
+		if c.state.state == "null" {
+			delete(e.room.clients, c.id)
+			delete(e.room.remote, c.id)
+			continue
+		}
+		e.room.clients[c.id] = c.state
+		e.room.remote[c.id] = now
+	}
+	if len(relayed) > 0 {
+		e.room.aware++
+		e.room.broadcast(awarenessMessage(relayed), nil)
+	}
+	e.room.expireRemote(now)
+}
+
+// announcedHere reports whether a peer of this process announces client id.
+func (r *room) announcedHere(id uint64) bool {
+	for _, ps := range r.peers {
+		if ps.clients[id] {
+			return true
+		}
+	}
+	return false
 }

@@ -68,6 +68,11 @@ type Config struct {
 	// once it is stored: it tells the service's other processes, whose live peers then hear the
 	// change (Heard).
 	Changed func(k Key, rev int64)
+	// Aware, when set, is told of every awareness update this process's live peers of k send
+	// (the protocol's update: states, "null" for clients that left), and of the states of a
+	// peer that disconnects, as leaving: it tells the service's other processes, whose live
+	// peers then hear it (HeardAwareness).
+	Aware func(k Key, update []byte)
 }
 
 // Service merges, saves and reads documents and runs live rooms.
@@ -78,6 +83,7 @@ type Service struct {
 	cacheDocs  int
 	cacheBytes int
 	changed    func(Key, int64)
+	aware      func(Key, []byte)
 
 	mu      sync.Mutex
 	entries map[Key]*entry
@@ -113,7 +119,7 @@ func NewService(cfg Config) *Service {
 		cfg.CacheBytes = 4 << 20
 	}
 	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, cacheBytes: cfg.CacheBytes,
-		changed: cfg.Changed, entries: map[Key]*entry{}}
+		changed: cfg.Changed, aware: cfg.Aware, entries: map[Key]*entry{}}
 }
 
 func (s *Service) acquire(k Key) *entry {
@@ -121,7 +127,7 @@ func (s *Service) acquire(k Key) *entry {
 	defer s.mu.Unlock()
 	e := s.entries[k]
 	if e == nil {
-		e = &entry{room: room{peers: map[Peer]*peerState{}, clients: map[uint64]awarenessState{}}}
+		e = &entry{room: room{peers: map[Peer]*peerState{}, clients: map[uint64]awarenessState{}, remote: map[uint64]time.Time{}}}
 		s.entries[k] = e
 	}
 	e.refs++
