@@ -88,8 +88,8 @@ const studioAware jobs.NoticeKind = "studio-aware"
 
 // studioAwareNotice is the key of studioAware: the sending process, the document as in
 // studioNotice, and the update in unpadded base64url. A notice longer than the notifier's
-// payload (PostgreSQL's 8,000 bytes; an update of a few states of about 5 KB) is dropped:
-// its states then reach the peers of the sender's process only.
+// payload (32 KiB through Redis, 7,000 bytes through PostgreSQL: an update of about 24 KB or
+// 5 KB) is dropped: its states then reach the peers of the sender's process only.
 func studioAwareNotice(from string, k studio.Key, update []byte) string {
 	return from + "/" + url.PathEscape(k.Account) + "/" + url.PathEscape(k.Project) + "/" + url.PathEscape(string(k.Doc)) + "/" +
 		base64.RawURLEncoding.EncodeToString(update)
