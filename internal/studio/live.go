@@ -38,7 +38,7 @@ type Peer interface {
 type room struct {
 	peers   map[Peer]*peerState
 	clients map[uint64]awarenessState // awareness client id → last state
-	// remote holds the clients of clients whose state another process's peer announced, and
+	// remote holds the awareness clients whose state a peer of another process announced, and
 	// when it was last heard: a process that dies says nothing of its peers leaving, so such a
 	// state is dropped once not renewed for RemoteAwarenessTimeout.
 	remote map[uint64]time.Time
