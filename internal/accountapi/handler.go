@@ -99,9 +99,13 @@ func (h *Handler) openapi() http.Handler {
 	})
 }
 
+// ReadyDraining is the name /readyz gives a process that is stopping: expected, not a fault.
+const ReadyDraining = "draining"
+
 // readyz answers 200 when every dependency answers, and 503 with a Retry-After naming the first
 // that does not (a Pinger names itself with ReadyName; "dependency" otherwise), so a load
-// balancer stops sending work to a process whose database or storage cannot take it.
+// balancer stops sending work to a process whose database or storage cannot take it, or that
+// is stopping.
 func (h *Handler) readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -112,7 +116,11 @@ func (h *Handler) readyz() http.Handler {
 				if n, ok := p.(interface{ ReadyName() string }); ok {
 					name = n.ReadyName()
 				}
-				h.Log.Warn("not ready", "check", name, "err", err)
+				if name == ReadyDraining {
+					h.Log.Debug("not ready", "check", name) // the drain itself is logged once
+				} else {
+					h.Log.Warn("not ready", "check", name, "err", err)
+				}
 				w.Header().Set("Retry-After", strconv.Itoa(readyRetrySeconds))
 				httpapi.WriteJSON(w, r, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "unavailable": name})
 				return

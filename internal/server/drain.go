@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/accountapi"
 )
 
 // errDraining is /readyz's reason while the process drains.
@@ -21,6 +23,9 @@ func (d *drainer) Ping(context.Context) error {
 	}
 	return nil
 }
+
+// ReadyName names the check in /readyz's answer.
+func (*drainer) ReadyName() string { return accountapi.ReadyDraining }
 
 // drain is the first step of a graceful stop: /readyz answers 503, every answer from now on
 // closes its connection (so the balancer's kept-alive connections do not outlive the
@@ -41,3 +46,11 @@ func (s *Server) drain(servers []*http.Server) {
 	defer t.Stop()
 	<-t.C
 }
+
+// readyCheck gives a dependency the name /readyz answers when it does not answer.
+type readyCheck struct {
+	accountapi.Pinger
+	name string
+}
+
+func (c readyCheck) ReadyName() string { return c.name }

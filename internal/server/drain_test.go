@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,13 +13,23 @@ import (
 // readyz asks the account API's readiness check, and whether the answer closes its
 // connection; a refused connection answers 0.
 func (r *running) readyz(t *testing.T) (int, bool) {
+	code, closes, _ := r.readyzWhy(t)
+	return code, closes
+}
+
+// readyzWhy is readyz with the check its 503 names ("unavailable").
+func (r *running) readyzWhy(t *testing.T) (int, bool, string) {
 	t.Helper()
 	res, err := http.Get(r.apiURL + "/readyz")
 	if err != nil {
-		return 0, false
+		return 0, false, ""
 	}
-	res.Body.Close()
-	return res.StatusCode, res.Close
+	defer res.Body.Close()
+	var body struct {
+		Unavailable string `json:"unavailable"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, res.Close, body.Unavailable
 }
 
 // TestI26_DrainBeforeStop: a process told to stop (SIGTERM ends Run's context) drains first:
@@ -37,10 +48,13 @@ func TestI26_DrainBeforeStop(t *testing.T) {
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, closes := r.readyz(t)
+		code, closes, why := r.readyzWhy(t)
 		if code == http.StatusServiceUnavailable {
 			if !closes {
 				t.Error("an answer while draining keeps its connection open (no Connection: close)")
+			}
+			if why != "draining" {
+				t.Errorf("readyz while draining names %q, want draining", why)
 			}
 			break
 		}
@@ -61,5 +75,21 @@ func TestI26_DrainBeforeStop(t *testing.T) {
 	r.done <- nil // for the cleanup
 	if len(r.logs.lines(t, "draining: /readyz answers 503 before the listeners close")) != 1 {
 		t.Fatalf("drain not logged:\n%s", r.logs)
+	}
+	if n := len(r.logs.lines(t, "not ready")); n != 0 {
+		t.Fatalf("the drain's 503s were logged as faults %d times:\n%s", n, r.logs)
+	}
+}
+
+// /readyz names the database when the database does not answer, so an operator knows where to
+// look ("dependency" named nothing).
+func TestI26_ReadyzNamesTheDatabase(t *testing.T) {
+	r := startServer(t, time.Minute, &holdRunner{started: make(chan struct{}, 1), release: make(chan struct{})})
+	if code, _, _ := r.readyzWhy(t); code != http.StatusOK {
+		t.Fatalf("readyz: %d", code)
+	}
+	r.db.Close()
+	if code, _, why := r.readyzWhy(t); code != http.StatusServiceUnavailable || why != "database" {
+		t.Fatalf("readyz with the database closed: %d %q, want 503 database", code, why)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/server"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
@@ -27,6 +28,7 @@ type running struct {
 	stop    context.CancelFunc
 	done    chan error
 	logs    *syncLog
+	db      *sqlstore.DB
 }
 
 func startServer(t *testing.T, grace time.Duration, rn runners.Runner, edit ...func(*server.Config)) *running {
@@ -59,7 +61,7 @@ func startServer(t *testing.T, grace time.Duration, rn runners.Runner, edit ...f
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{srv: srv, apiURL: srv.URLs().API, syncURL: srv.URLs().Sync, key: m.Key, stop: cancel, done: make(chan error, 1), logs: logs}
+	r := &running{srv: srv, apiURL: srv.URLs().API, syncURL: srv.URLs().Sync, key: m.Key, stop: cancel, done: make(chan error, 1), logs: logs, db: db}
 	go func() { r.done <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
