@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/store"
+	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -27,8 +28,11 @@ func (f StoreFlags) dsn() string {
 	return filepath.Join(f.Data, "modelexec.db")
 }
 
+// open opens the database and applies its migrations (serve and migrate). The data folder is
+// made only when the SQLite file lives in it: a deployment on PostgreSQL and S3 keeps nothing
+// there, and may run where the working folder cannot be written.
 func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
-	if err := os.MkdirAll(f.Data, 0o700); err != nil {
+	if err := f.makeDatabaseFolder(); err != nil {
 		return nil, err
 	}
 	db, err := store.Open(ctx, f.dsn())
@@ -36,6 +40,15 @@ func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	return db, nil
+}
+
+// makeDatabaseFolder makes the folder of a SQLite database file; a PostgreSQL database needs none.
+func (f StoreFlags) makeDatabaseFolder() error {
+	dsn := f.dsn()
+	if postgres.Is(dsn) {
+		return nil
+	}
+	return os.MkdirAll(filepath.Dir(strings.TrimPrefix(dsn, "sqlite:")), 0o700)
 }
 
 // secret returns the deployment secret: the flag (or MODELEXEC_SECRET), else in dev mode the

@@ -158,6 +158,9 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return err
+	}
 	if err := os.WriteFile(marker, []byte(a.ID+"\n"), 0o600); err != nil {
 		return err
 	}
@@ -187,6 +190,9 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 // devJoin records, in this process's data folder, the development account another process
 // made on the shared database, and says how to reach it.
 func (c *ServeCmd) devJoin(e *env, marker, accountID string) error {
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return err
+	}
 	if err := os.WriteFile(marker, []byte(accountID+"\n"), 0o600); err != nil {
 		return err
 	}
