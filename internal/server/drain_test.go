@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,5 +92,28 @@ func TestI26_ReadyzNamesTheDatabase(t *testing.T) {
 	r.db.Close()
 	if code, _, why := r.readyzWhy(t); code != http.StatusServiceUnavailable || why != "database" {
 		t.Fatalf("readyz with the database closed: %d %q, want 503 database", code, why)
+	}
+}
+
+// A surface whose address is in use stops the process before anything else starts: one
+// error naming the surface and the address, no listener left open, no worker run (which
+// would take jobs and deliveries only to be cut off).
+func TestListenerInUseStopsBeforeTheWorkersStart(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	r := startServer(t, time.Minute, &holdRunner{started: make(chan struct{}, 1), release: make(chan struct{})}, func(c *server.Config) {
+		delete(c.Listeners, server.RoleQueue)
+		c.QueueAddr = busy.Addr().String()
+	})
+	err = <-r.done
+	r.done <- nil // for the cleanup
+	if err == nil || !strings.Contains(err.Error(), "queue listener") || !strings.Contains(err.Error(), busy.Addr().String()) {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := r.logs.String(); strings.Contains(got, `"msg":"listening"`) || strings.Contains(got, `"level":"WARN"`) || strings.Contains(got, `"level":"ERROR"`) {
+		t.Fatalf("the process served or worked before it stopped:\n%s", got)
 	}
 }

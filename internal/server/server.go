@@ -502,6 +502,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if grace == 0 {
 		grace = 20 * time.Second
 	}
+	// Every listener is bound before any worker starts: an address in use stops the process
+	// with one line, before it has taken a job or a delivery.
+	listeners, err := s.listen()
+	if err != nil {
+		return err
+	}
 	// Requests are served under held, not ctx: they end when shutdown says so, not the moment
 	// the process is asked to stop. Workers run under work, stopped after the listeners.
 	held, endHeld := context.WithCancel(context.WithoutCancel(ctx))
@@ -522,23 +528,8 @@ func (s *Server) Run(ctx context.Context) error {
 	// Told to stop, the process drains first (drain), then each listener shuts down.
 	drained := make(chan struct{})
 	var servers []*http.Server
-	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
-		h := s.handlers[role]
-		if h == nil {
-			continue
-		}
-		ln := s.cfg.Listeners[role]
-		if ln == nil {
-			var err error
-			if ln, err = net.Listen("tcp", s.cfg.addr(role)); err != nil {
-				stopServing()
-				close(drained)
-				_ = g.Wait()
-				stopWork()
-				<-workers
-				return fmt.Errorf("%s listener: %w", role, err)
-			}
-		}
+	for _, l := range listeners {
+		role, ln, h := l.role, l.ln, s.handlers[l.role]
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 			ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			BaseContext: func(net.Listener) context.Context { return held }}
@@ -561,11 +552,43 @@ func (s *Server) Run(ctx context.Context) error {
 		close(drained)
 		return nil
 	})
-	err := g.Wait()
+	err = g.Wait()
 	stopWork()
 	err = errors.Join(err, <-workers)
 	s.log.Info("stopped", "err", err)
 	return err
+}
+
+// roleListener is one surface's bound listener.
+type roleListener struct {
+	role Role
+	ln   net.Listener
+}
+
+// listen binds the listener of every surface the process serves (those given in
+// Config.Listeners are taken as they are); on a failure it closes those it bound and names
+// the surface and its address.
+func (s *Server) listen() ([]roleListener, error) {
+	var out []roleListener
+	for _, role := range []Role{RoleAPI, RoleQueue, RoleSync, RoleOperator} {
+		if s.handlers[role] == nil {
+			continue
+		}
+		ln := s.cfg.Listeners[role]
+		if ln == nil {
+			var err error
+			if ln, err = net.Listen("tcp", s.cfg.addr(role)); err != nil {
+				for _, l := range out {
+					if s.cfg.Listeners[l.role] == nil {
+						l.ln.Close()
+					}
+				}
+				return nil, fmt.Errorf("%s listener: %w", role, err)
+			}
+		}
+		out = append(out, roleListener{role, ln})
+	}
+	return out, nil
 }
 
 // AnswerTime is how long held requests get to write their answer once shutdown has ended
