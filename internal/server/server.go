@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -249,9 +250,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		gate.Pacer = httpapi.Admission{Adm: adm, Now: d.Now}
 	}
 	gate.Switches.APIDisabled.Store(cfg.APIDisabled)
-	paused := map[string]bool{}
-	for _, p := range cfg.DisableProduct {
-		paused[p] = true
+	paused, err := pausedProducts(cat, cfg.DisableProduct)
+	if err != nil {
+		return nil, err
 	}
 	gate.Switches.DisabledProducts.Store(&paused)
 	if err := s.observe(gate); err != nil {
@@ -557,6 +558,23 @@ func (s *Server) Run(ctx context.Context) error {
 	err = errors.Join(err, <-workers)
 	s.log.Info("stopped", "err", err)
 	return err
+}
+
+// pausedProducts is --disable-product as the gate reads it. A name that is not the product of
+// a model of the catalogue would pause nothing: it is refused, naming those there are.
+func pausedProducts(cat *catalog.Catalog, names []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	for _, m := range cat.Models() {
+		known[m.Product] = true
+	}
+	paused := map[string]bool{}
+	for _, p := range names {
+		if !known[p] {
+			return nil, fmt.Errorf("--disable-product %q: no model of the catalogue is of that product; the products are %s", p, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+		paused[p] = true
+	}
+	return paused, nil
 }
 
 // roleListener is one surface's bound listener.
