@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
 
+	"github.com/modelexec/modelexec/internal/store"
+	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 
 	"github.com/modelexec/modelexec/internal/server"
@@ -82,8 +85,8 @@ func (f StoreFlags) requireDatabase() error {
 		return nil
 	}
 	dsn := f.dsn()
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return nil // a missing PostgreSQL database fails to connect by itself
+	if postgres.Is(dsn) {
+		return nil // a missing PostgreSQL database fails to connect by itself; one without the schema is refused on opening
 	}
 	path := strings.TrimPrefix(dsn, "sqlite:")
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -94,12 +97,38 @@ func (f StoreFlags) requireDatabase() error {
 }
 
 // openExisting opens the store for a console command: the database must exist (or
-// --create be given).
+// --create be given), and its schema be the one this binary needs. A console command never
+// migrates (only migrate and serve do): on a database with no schema it would make one in the
+// wrong place, and on an older one it would upgrade it under the running processes. --create
+// makes the schema of a database that has none.
 func (f StoreFlags) openExisting(ctx context.Context) (*sqlstore.DB, error) {
 	if err := f.requireDatabase(); err != nil {
 		return nil, err
 	}
-	return f.open(ctx)
+	db, err := store.OpenChecked(ctx, f.dsn())
+	var se *sqlstore.SchemaError
+	if errors.As(err, &se) {
+		if se.Have == 0 && f.Create {
+			return f.open(ctx)
+		}
+		return nil, fmt.Errorf("the database at %s: %w", f.where(), se)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return db, nil
+}
+
+// where names the database for a message: a URL without its password, or the file's path.
+func (f StoreFlags) where() string {
+	dsn := f.dsn()
+	if postgres.Is(dsn) {
+		if u, err := url.Parse(dsn); err == nil {
+			return u.Redacted()
+		}
+		return "the --database URL"
+	}
+	return strings.TrimPrefix(dsn, "sqlite:")
 }
 
 // checkListenFree fails when one of addrs cannot be listened on, naming each busy one.

@@ -5,16 +5,22 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"path"
 
 	"github.com/pressly/goose/v3"
 )
 
 // Migrate applies a store's goose migrations (the .sql files of fsys's folder "migrations", in
-// dialect d) to db, up to version (every one when 0).
+// dialect d) to db, up to version (every one when 0). Under a context from CheckOnly it applies
+// nothing and changes nothing: it fails with a *SchemaError unless the schema is at the last
+// version of fsys.
 func Migrate(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS, version int64) error {
 	sub, err := fs.Sub(fsys, "migrations")
 	if err != nil {
 		return err
+	}
+	if ctx.Value(checkOnlyKey{}) != nil {
+		return checkSchema(ctx, db, d, sub)
 	}
 	p, err := goose.NewProvider(d, db, sub)
 	if err != nil {
@@ -27,6 +33,69 @@ func Migrate(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS, versi
 	}
 	if err != nil {
 		return fmt.Errorf("%s: migrate: %w", d, err)
+	}
+	return nil
+}
+
+type checkOnlyKey struct{}
+
+// CheckOnly is ctx for opening a store without migrating it (the console commands: only
+// migrate and serve apply migrations): the store's Migrate then only checks the schema's
+// version, and fails with a *SchemaError when it is not the one this binary was built for.
+func CheckOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, checkOnlyKey{}, true)
+}
+
+// SchemaError says that a database's schema is not the one this binary needs: none at all
+// (Have 0), an older one (migrate it) or a newer one (a newer binary migrated it).
+type SchemaError struct {
+	Have, Want int64
+}
+
+func (e *SchemaError) Error() string {
+	switch {
+	case e.Have == 0:
+		return "it has no modelexec schema (run modelexec migrate first)"
+	case e.Have < e.Want:
+		return fmt.Sprintf("the schema is at version %d and this binary needs %d: run modelexec migrate", e.Have, e.Want)
+	default:
+		return fmt.Sprintf("the schema is at version %d, newer than this binary's %d: use the modelexec release that migrated it", e.Have, e.Want)
+	}
+}
+
+// checkSchema compares the version goose recorded in db (0 when it recorded none) with the
+// last migration of migrations, reading only.
+func checkSchema(ctx context.Context, db *sql.DB, d goose.Dialect, migrations fs.FS) error {
+	var want int64
+	names, err := fs.Glob(migrations, "*.sql")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		v, err := goose.NumericComponent(path.Base(name))
+		if err != nil {
+			return fmt.Errorf("%s migrations: %w", d, err)
+		}
+		want = max(want, v)
+	}
+	exists := `SELECT to_regclass('goose_db_version') IS NOT NULL`
+	if d == goose.DialectSQLite3 {
+		exists = `SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`
+	}
+	var has bool
+	if err := db.QueryRowContext(ctx, exists).Scan(&has); err != nil {
+		return fmt.Errorf("%s: reading the schema version: %w", d, err)
+	}
+	var have int64
+	if has {
+		var v sql.NullInt64
+		if err := db.QueryRowContext(ctx, `SELECT MAX(version_id) FROM goose_db_version`).Scan(&v); err != nil {
+			return fmt.Errorf("%s: reading the schema version: %w", d, err)
+		}
+		have = v.Int64
+	}
+	if have != want {
+		return &SchemaError{Have: have, Want: want}
 	}
 	return nil
 }
