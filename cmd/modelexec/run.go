@@ -80,7 +80,12 @@ func (c *RunCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "completed %s (charged %d credits)\n", final.RequestID, final.CreditsCharged)
+	// The status documents of a settled job carry no charge: the job record says what it cost.
+	if charged, err := c.charged(e.ctx, final.RequestID); err == nil {
+		fmt.Fprintf(e.stderr, "completed %s (charged %d credits)\n", final.RequestID, charged)
+	} else {
+		fmt.Fprintf(e.stderr, "completed %s (its charge could not be read: %v; GET /v1/jobs on the account API lists it)\n", final.RequestID, err)
+	}
 	if c.Out == "" {
 		_, err = fmt.Fprintln(e.stdout, string(result))
 		return err
@@ -99,6 +104,41 @@ func (c *RunCmd) Run(e *env) error {
 		fmt.Fprintln(e.stdout, name)
 	}
 	return nil
+}
+
+// charged reads what a job cost from its job record on the account API (credits_charged,
+// after any refund; 0 when a pass paid or on a replay). The record's id is not the request id
+// (it is <product>_<key>, or minted when an idempotency key was given), so the account's most
+// recent jobs (GET /v1/jobs) are searched for the one with this request id.
+func (c *RunCmd) charged(ctx context.Context, requestID string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.APIURL, "/")+"/v1/jobs?limit=100", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("the account API answered %s", res.Status)
+	}
+	var list struct {
+		Data []struct {
+			RequestID      string `json:"request_id"`
+			CreditsCharged *int64 `json:"credits_charged"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 16<<20)).Decode(&list); err != nil {
+		return 0, err
+	}
+	for _, j := range list.Data {
+		if j.RequestID == requestID && j.CreditsCharged != nil {
+			return *j.CreditsCharged, nil
+		}
+	}
+	return 0, fmt.Errorf("the job is not among the account's 100 most recent")
 }
 
 // parseInputs builds the JSON input from key=value pairs.

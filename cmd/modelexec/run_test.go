@@ -141,3 +141,29 @@ func TestRunCommandEndToEnd(t *testing.T) {
 }
 
 func noEnv(string) string { return "" }
+
+// TestRunReportsTheCharge: `modelexec run` reports what the job cost, as its job record
+// (GET /v1/jobs/{id}) says, not the 0 of a status document that carries no charge.
+func TestRunReportsTheCharge(t *testing.T) {
+	api, queue, key := devService(t)
+	getenv := func(k string) string {
+		if k == "MODELEXEC_KEY" {
+			return key
+		}
+		return ""
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "image-4b", "--input", "positivePrompt=a fox", "--input", "width=512", "--input", "height=512",
+		"--api-url", api, "--queue-url", queue}
+	if err := run(context.Background(), args, getenv, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, stderr.String())
+	}
+	q := regexp.MustCompile(`submitted (\S+) \(quoted (\d+) credits\)`).FindStringSubmatch(stderr.String())
+	c := regexp.MustCompile(`completed (\S+) \(charged (\d+) credits\)`).FindStringSubmatch(stderr.String())
+	if q == nil || c == nil {
+		t.Fatalf("run printed %s", stderr.String())
+	}
+	if q[2] == "0" || c[2] != q[2] {
+		t.Fatalf("quoted %s credits but reported a charge of %s: %s", q[2], c[2], stderr.String())
+	}
+}
