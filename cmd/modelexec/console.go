@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
@@ -157,7 +160,8 @@ type PassesGrantCmd struct {
 	Account     string   `required:"" help:"Account id."`
 	Name        string   `required:"" help:"Name shown in coverage.pass and coverage.miss.pass."`
 	Promotion   bool     `help:"A promotion rather than a pass."`
-	Models      []string `help:"Model slugs it covers (the door); default every model."`
+	Models      []string `help:"Model slugs it covers (the door), e.g. image-4b or svc-serverless/image-4b; default every model."`
+	Catalogue   string   `help:"The catalogue file serve runs with (serve --catalogue), to check --models against; default the built-in one." type:"existingfile"`
 	MaxCredits  int64    `help:"Largest quote it covers (the shape); 0: any."`
 	Uses        int64    `default:"-1" help:"Jobs it pays for, 1 or more; -1: unlimited."`
 	ExpiresDays int      `help:"Days until it ends, up to 3650; 0: never."`
@@ -165,12 +169,16 @@ type PassesGrantCmd struct {
 }
 
 func (c *PassesGrantCmd) Run(e *env) error {
+	models, err := c.modelSlugs()
+	if err != nil {
+		return err
+	}
 	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: c.Account, Name: c.Name, Promotion: c.Promotion, Models: c.Models,
+	p := ledger.Pass{ID: auth.NewID("pass_"), AccountID: c.Account, Name: c.Name, Promotion: c.Promotion, Models: models,
 		MaxCredits: c.MaxCredits, UsesLeft: c.Uses}
 	now := utcNow()
 	if c.ExpiresDays < 0 || c.ExpiresDays > ledger.MaxPassDays {
@@ -188,6 +196,39 @@ func (c *PassesGrantCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "pass %s (%s) granted to %s\n", p.ID, p.Name, p.AccountID)
 	return nil
+}
+
+// modelSlugs checks --models against the catalogue: a slug it does not have would make a pass
+// that covers nothing. The address form (svc-serverless/<slug>) names its slug.
+func (c *PassesGrantCmd) modelSlugs() ([]string, error) {
+	if len(c.Models) == 0 {
+		return nil, nil
+	}
+	cat, err := loadCatalogue(c.Catalogue, catalog.Hosts{})
+	if err != nil {
+		return nil, err
+	}
+	var known []string
+	for _, m := range cat.Models() {
+		known = append(known, m.Slug)
+	}
+	known = append(known, cat.LanguageSlugs("")...)
+	var out, unknown []string
+	for _, m := range c.Models {
+		slug := strings.TrimPrefix(strings.TrimSpace(m), catalog.Namespace+"/")
+		if !slices.Contains(known, slug) {
+			unknown = append(unknown, m)
+			continue
+		}
+		if !slices.Contains(out, slug) {
+			out = append(out, slug)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("--models: the catalogue has no model %s; a pass covers the slugs %s (or leave out --models to cover every model)",
+			strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return out, nil
 }
 
 // CreditsCmd groups credit commands.
