@@ -2,7 +2,7 @@
 // deploy/test.sh with STUDIO_FRONT_URLS (the account API of two front processes, comma
 // separated) and STUDIO_KEY (a key with studio:write): a stock y-websocket provider on each
 // process, one types, the other sees every edit without a reconnect, through the notices the
-// processes tell each other. Skipped without them (interop/run.sh starts one process).
+// processes tell each other, and each sees the other's awareness. Skipped without them (interop/run.sh starts one process).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -56,6 +56,13 @@ test("edits typed on one process reach a live client on another", { skip: FRONTS
     const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))].toFixed(1);
     console.log(`studio across processes: an edit reached the other process's client in p50 ${at(0.5)} ms, p99 ${at(0.99)} ms (${ms.length} edits)`);
     assert.equal(b.getText("body").toString(), a.getText("body").toString());
+
+    // Awareness (cursors, names) crosses the processes too, both ways.
+    pa.awareness.setLocalStateField("user", { name: "ana" });
+    pb.awareness.setLocalStateField("user", { name: "ben" });
+    const names = (p) => [...p.awareness.getStates().values()].map((st) => st.user?.name);
+    await until("b sees a's awareness", () => names(pb).includes("ana"), 5000);
+    await until("a sees b's awareness", () => names(pa).includes("ben"), 5000);
   } finally {
     for (const p of [pa, pb]) {
       p.destroy();
