@@ -45,6 +45,9 @@ func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 // makeDatabaseFolder makes the folder of a SQLite database file; a PostgreSQL database needs none.
 func (f StoreFlags) makeDatabaseFolder() error {
 	dsn := f.dsn()
+	if err := store.CheckDSN(dsn); err != nil {
+		return err
+	}
 	if postgres.Is(dsn) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
@@ -15,8 +16,11 @@ import (
 // and the error main would print (nil: exit 0).
 func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	// A command that should have been refused but serves instead stops after a while.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	var out, errb bytes.Buffer
-	err = run(context.Background(), args, func(k string) string { return env[k] }, &out, &errb)
+	err = run(ctx, args, func(k string) string { return env[k] }, &out, &errb)
 	return out.String(), errb.String(), err
 }
 

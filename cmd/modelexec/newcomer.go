@@ -85,6 +85,9 @@ func (f StoreFlags) requireDatabase() error {
 		return nil
 	}
 	dsn := f.dsn()
+	if err := store.CheckDSN(dsn); err != nil {
+		return err
+	}
 	if postgres.Is(dsn) {
 		return nil // a missing PostgreSQL database fails to connect by itself; one without the schema is refused on opening
 	}

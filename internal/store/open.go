@@ -1,15 +1,32 @@
 // Package store opens the database a data source names: a postgres:// or postgresql:// URL
-// for PostgreSQL (store/postgres), anything else a SQLite file (store/sqlite). Both are
-// sqlstore.DBs: the same statements and ports over each database's own connection.
+// for PostgreSQL (store/postgres), else the path of a SQLite file, optionally written
+// sqlite:PATH (store/sqlite). Both are sqlstore.DBs: the same statements and ports over each
+// database's own connection. Any other URL is refused rather than taken for a file name.
 package store
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlite"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
+
+// CheckDSN refuses a data source that is a URL of another kind than PostgreSQL's (mysql://,
+// sqlite://, http://…): taken for a SQLite path, it would make a file named after it.
+func CheckDSN(dsn string) error {
+	if postgres.Is(dsn) || !strings.Contains(dsn, "://") {
+		return nil
+	}
+	shown := dsn
+	if u, err := url.Parse(dsn); err == nil {
+		shown = u.Redacted()
+	}
+	return fmt.Errorf("database %s is neither a postgres:// (or postgresql://) URL nor the path of a SQLite file (PATH or sqlite:PATH)", shown)
+}
 
 // Open opens the database of dsn and applies its migrations.
 func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) { return OpenAt(ctx, dsn, 0) }
@@ -24,6 +41,9 @@ func OpenChecked(ctx context.Context, dsn string) (*sqlstore.DB, error) {
 // OpenAt opens the database of dsn with its migrations applied up to version only (every one
 // when 0).
 func OpenAt(ctx context.Context, dsn string, version int64) (*sqlstore.DB, error) {
+	if err := CheckDSN(dsn); err != nil {
+		return nil, err
+	}
 	if postgres.Is(dsn) {
 		return postgres.OpenAt(ctx, dsn, version)
 	}
