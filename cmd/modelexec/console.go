@@ -319,6 +319,9 @@ func (c *KeysMintCmd) Run(e *env) error {
 	if errors.Is(err, auth.ErrNotFound) {
 		return accountErr(c.Account, err)
 	}
+	if err != nil && p.Ceiling != nil {
+		return ceilingErr(*p.Ceiling, err)
+	}
 	if err != nil {
 		return consoleErr(err)
 	}
@@ -363,13 +366,13 @@ func (c *KeysListCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
-	keys, err := svc.Keys(e.ctx, c.Account)
-	if err != nil {
-		return err
-	}
 	a, err := ledger.New(db, utcNow).Account(e.ctx, c.Account)
 	if err != nil {
-		return err
+		return accountErr(c.Account, err)
+	}
+	keys, err := svc.Keys(e.ctx, c.Account)
+	if err != nil {
+		return accountErr(c.Account, err)
 	}
 	now := utcNow()
 	type row struct {
@@ -454,13 +457,43 @@ func (c *KeysSetCeilingCmd) Run(e *env) error {
 	r.BySupport = c.BySupport
 	ceil, err := svc.SetCeiling(e.ctx, c.ID, r)
 	if err != nil {
-		return keyErr(c.ID, consoleErr(err))
+		return keyErr(c.ID, ceilingErr(r, err))
+	}
+	// What binds the key: the figure, or the plan's monthly allowance it follows (as keys list
+	// shows it).
+	effective := ceil.Amount
+	if k, err := db.Key(e.ctx, c.ID); err == nil {
+		if a, err := svc.Account(e.ctx, k.AccountID); err == nil {
+			effective = ceil.Effective(a.MonthlyAllowance)
+		}
 	}
 	if c.JSON {
-		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.ID, "ceiling_mode": ceil.Mode, "ceiling": ceil.Amount, "support_ceiling": ceil.Support})
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.ID, "ceiling_mode": ceil.Mode, "ceiling": effective, "support_ceiling": ceil.Support})
 	}
-	fmt.Fprintf(e.stdout, "key %s ceiling %s %d\n", c.ID, ceil.Mode, ceil.Amount)
+	if ceil.Mode == auth.FollowPlan {
+		fmt.Fprintf(e.stdout, "key %s ceiling %d credits a month (follows the plan's allowance)\n", c.ID, effective)
+	} else {
+		fmt.Fprintf(e.stdout, "key %s ceiling %d credits a month\n", c.ID, effective)
+	}
 	return nil
+}
+
+// ceilingErr says in a sentence why a ceiling was refused.
+func ceilingErr(r auth.CeilingRequest, err error) error {
+	e, ok := apierr.As(err)
+	if !ok {
+		return err
+	}
+	limit := e.Fields["ceiling"]
+	switch {
+	case e.Code == apierr.CeilingTooHigh && r.Amount <= 0:
+		return fmt.Errorf("a ceiling is a whole number of credits from 1 to %v on this key's plan, or 'plan' to follow the plan's monthly allowance (a key cannot be set to no cap)", limit)
+	case e.Code == apierr.CeilingTooHigh:
+		return fmt.Errorf("a ceiling of %d is above what this key's plan allows: give at most %v, or 'plan' to follow the plan's monthly allowance", r.Amount, limit)
+	case e.Code == apierr.CeilingHeld:
+		return fmt.Errorf("the support team holds this key's ceiling at %v: it can only be lowered below that (the support team lifts it with --by-support)", limit)
+	}
+	return consoleErr(err)
 }
 
 // console opens the store and the auth service for one console command.

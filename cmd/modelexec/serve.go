@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
+	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -138,7 +140,7 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 	marker := filepath.Join(c.Data, "dev-account")
 	if b, err := os.ReadFile(marker); err == nil {
 		id := strings.TrimSpace(string(b))
-		fmt.Fprintf(e.stdout, "Development account %s (mint another key: go run ./cmd/modelexec keys mint --account %s)\n", id, id)
+		fmt.Fprintf(e.stdout, "Development account %s (mint another key: modelexec keys mint%s --account %s)\n", id, c.storeArgs(), id)
 		return nil
 	}
 	// A second process on a shared database (another data folder, one PostgreSQL) joins the
@@ -169,7 +171,7 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 		base = "http://" + c.APIAddr
 	}
 	fmt.Fprintf(e.stdout, "Development account %s (plan pro, 10000 credits)\nAPI key (shown once): %s\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/me\n", a.ID, m.Key, m.Key, base)
-	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint --data %s --account %s\n", c.Data, a.ID)
+	fmt.Fprintf(e.stdout, "Lost the key? Mint another: modelexec keys mint%s --account %s\n", c.storeArgs(), a.ID)
 	pw := randomPassword()
 	if _, err := consoleSessions(db).CreateUser(ctx, auth.NewUser{AccountID: a.ID, Email: devConsoleEmail, Password: pw}); errors.Is(err, auth.ErrEmailTaken) {
 		// Another process made the development account at the same moment: the key above is
@@ -187,6 +189,32 @@ func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, sv
 	return nil
 }
 
+// storeArgs are the flags a console command needs to reach the store this process runs on (and,
+// in dev mode, the secret kept in its data folder): --data unless the default, --database when
+// given (without its password, which the operator has). Empty when the defaults do.
+func (c *ServeCmd) storeArgs() string {
+	var out string
+	if c.Data != "./data" {
+		out += " --data " + shellQuote(c.Data)
+	}
+	if c.Database != "" {
+		db := c.Database
+		if u, err := url.Parse(db); err == nil && postgres.Is(db) {
+			db = u.Redacted()
+		}
+		out += " --database " + shellQuote(db)
+	}
+	return out
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // devJoin records, in this process's data folder, the development account another process
 // made on the shared database, and says how to reach it.
 func (c *ServeCmd) devJoin(e *env, marker, accountID string) error {
@@ -196,7 +224,7 @@ func (c *ServeCmd) devJoin(e *env, marker, accountID string) error {
 	if err := os.WriteFile(marker, []byte(accountID+"\n"), 0o600); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Development account %s, made by another process on this database (mint a key: go run ./cmd/modelexec keys mint --account %s; the console user is %s)\n",
-		accountID, accountID, devConsoleEmail)
+	fmt.Fprintf(e.stdout, "Development account %s, made by another process on this database (mint a key: modelexec keys mint%s --account %s; the console user is %s)\n",
+		accountID, c.storeArgs(), accountID, devConsoleEmail)
 	return nil
 }

@@ -81,6 +81,9 @@ func (c *UsersListCmd) Run(e *env) error {
 		return err
 	}
 	defer db.Close()
+	if _, err := ledger.New(db, utcNow).Account(e.ctx, c.Account); err != nil {
+		return accountErr(c.Account, err)
+	}
 	us, err := consoleSessions(db).Users(e.ctx, c.Account)
 	if err != nil {
 		return err
