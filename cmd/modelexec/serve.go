@@ -54,6 +54,9 @@ type ServeCmd struct {
 }
 
 func (c *ServeCmd) Run(e *env) error {
+	if err := c.checkDurations(); err != nil {
+		return err
+	}
 	log := c.logger(e.stderr)
 	ctx := e.ctx
 	if err := c.applyMemory(e.getenv); err != nil {
@@ -88,6 +91,21 @@ func (c *ServeCmd) Run(e *env) error {
 		}
 	}
 	return srv.Run(ctx)
+}
+
+// checkDurations refuses a negative duration: --retain-outputs=-1h would keep files for ever
+// and --drain-delay=-5s not drain, each silently.
+func (c *ServeCmd) checkDurations() error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--shutdown-grace", c.ShutdownGrace}, {"--drain-delay", c.DrainDelay},
+		{"--retain-outputs", c.RetainOutputs}, {"--retain-uploads", c.RetainUploads}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s is %s: give a duration of 0 or more (such as 30s, 2h or 720h)", d.flag, d.v)
+		}
+	}
+	return nil
 }
 
 // config maps the flags to the server's configuration.
