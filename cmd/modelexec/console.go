@@ -468,9 +468,12 @@ func (c *KeysSetCeilingCmd) Run(e *env) error {
 		}
 	}
 	if c.JSON {
-		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.ID, "ceiling_mode": ceil.Mode, "ceiling": effective, "support_ceiling": ceil.Support})
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"id": c.ID, "ceiling_mode": ceil.Mode, "ceiling": ceil.Amount, "support_ceiling": ceil.Support,
+			"credit_ceiling": effective})
 	}
-	if ceil.Mode == auth.FollowPlan {
+	if ceil.Mode == auth.FollowPlan && effective == 0 {
+		fmt.Fprintf(e.stdout, "key %s has no ceiling (it follows the plan, which has no monthly allowance)\n", c.ID)
+	} else if ceil.Mode == auth.FollowPlan {
 		fmt.Fprintf(e.stdout, "key %s ceiling %d credits a month (follows the plan's allowance)\n", c.ID, effective)
 	} else {
 		fmt.Fprintf(e.stdout, "key %s ceiling %d credits a month\n", c.ID, effective)

@@ -193,7 +193,7 @@ func TestKEY11_ConsoleNeedsSecret(t *testing.T) {
 }
 
 // TestCEIL_ConsoleSetCeiling proves CEIL-04, CEIL-05, CEIL-06, CEIL-07 through the console:
-// bounds, ceiling_too_high with the most allowed, support holds and ceiling_held.
+// bounds, a refusal above the most allowed naming it, support holds and their refusal.
 func TestCEIL_ConsoleSetCeiling(t *testing.T) {
 	c := newConsole(t)
 	acct := c.account("pro") // 2000 monthly credits
@@ -214,16 +214,17 @@ func TestCEIL_ConsoleSetCeiling(t *testing.T) {
 	if s.Mode != "fixed" || s.Ceiling != 2000 {
 		t.Fatalf("%+v", s)
 	}
-	for figure, want := range map[string]string{"2001": `"ceiling":2000`, "0": `"ceiling":2000`, "-3": `"ceiling":2000`} {
+	for figure, want := range map[string]string{"2001": "above what this key's plan allows: give at most 2000",
+		"0": "a whole number of credits from 1 to 2000", "-3": "a whole number of credits from 1 to 2000"} {
 		_, err := c.run("keys", "set-ceiling", "--json", "--", k.ID, figure)
-		if err == nil || !strings.Contains(err.Error(), "ceiling_too_high") || !strings.Contains(err.Error(), want) {
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("set-ceiling %s: %v", figure, err)
 		}
 	}
 	if _, err := c.run("keys", "set-ceiling", k.ID, "lots"); err == nil {
 		t.Fatal("a non-number accepted")
 	}
-	if _, err := c.run("keys", "mint", "--account", acct, "--ceiling", "2001"); err == nil || !strings.Contains(err.Error(), "ceiling_too_high") {
+	if _, err := c.run("keys", "mint", "--account", acct, "--ceiling", "2001"); err == nil || !strings.Contains(err.Error(), "give at most 2000") {
 		t.Fatalf("mint above the plan: %v", err)
 	}
 	c.ok(&s, "keys", "set-ceiling", k.ID, "plan", "--json")
@@ -242,7 +243,7 @@ func TestCEIL_ConsoleSetCeiling(t *testing.T) {
 	}
 	for _, figure := range []string{"801", "plan"} {
 		_, err := c.run("keys", "set-ceiling", k.ID, figure, "--json")
-		if err == nil || !strings.Contains(err.Error(), "ceiling_held") || !strings.Contains(err.Error(), `"ceiling":800`) {
+		if err == nil || !strings.Contains(err.Error(), "the support team holds this key's ceiling at 800") {
 			t.Fatalf("set-ceiling %s under a hold: %v", figure, err)
 		}
 	}
@@ -250,7 +251,7 @@ func TestCEIL_ConsoleSetCeiling(t *testing.T) {
 	free := c.account("free")
 	fk := c.mint(free)
 	c.ok(&s, "keys", "set-ceiling", fk.ID, "1000000", "--json")
-	if _, err := c.run("keys", "set-ceiling", fk.ID, "1000001"); err == nil || !strings.Contains(err.Error(), `"ceiling":1000000`) {
+	if _, err := c.run("keys", "set-ceiling", fk.ID, "1000001"); err == nil || !strings.Contains(err.Error(), "give at most 1000000") {
 		t.Fatalf("free above 1,000,000: %v", err)
 	}
 	c.ok(&l, "keys", "list", "--account", free, "--json")
