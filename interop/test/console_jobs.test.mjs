@@ -148,3 +148,21 @@ test("jobs list: both runs are listed, filters by model and status narrow it, a 
     await context.close();
   }
 });
+
+test("the model picker from the keyboard: arrow keys move through the models, Enter opens one", { skip }, async () => {
+  const { context, page } = await openPage(browser);
+  try {
+    await signIn(page, user);
+    await page.goto(API_URL + "/console/playground");
+    await page.focus("#model-select");
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("ArrowDown");
+    assert.equal(new URL(page.url()).searchParams.get("model"), null, "an arrow key loads no page");
+    assert.equal(await page.evaluate(() => document.activeElement.id), "model-select", "the focus stays on the picker");
+    assert.equal(await page.locator("#choose-model").isVisible(), true, "the Choose button shows for keyboard users");
+    const picked = await page.locator("#model-select").inputValue();
+    await Promise.all([page.waitForURL((u) => u.searchParams.get("model") === picked), page.keyboard.press("Enter")]);
+  } finally {
+    await context.close();
+  }
+});

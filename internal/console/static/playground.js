@@ -8,14 +8,6 @@
     return Number.isNaN(d.getTime()) ? String(t) : d.toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
   };
 
-  // Picking a model opens its form at once; the Choose button is for pages without script.
-  const pick = document.getElementById('model-select');
-  if (pick) {
-    const choose = document.getElementById('choose-model');
-    if (choose) choose.hidden = true;
-    pick.addEventListener('change', () => { if (pick.value) pick.form.submit(); });
-  }
-
   const form = document.getElementById('run-form');
   if (form && form.dataset.quote) {
     const box = document.getElementById('quote');
