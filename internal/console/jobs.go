@@ -60,6 +60,7 @@ type jobsData struct {
 	Models                 []string
 	States                 []string
 	Model, State, From, To string
+	FromText, ToText       string // the days as typed, shown again in the form when refused
 	Next, Prev, First      string // links to the next (older) page, the previous one and the first
 	Filtered               bool
 	FilterError            string
@@ -99,11 +100,15 @@ func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) er
 		after = ""
 	}
 	trail := parseTrail(q.Get("trail"))
+	d.Total = -1
+	if d.FilterError != "" {
+		h.render(w, status, "jobs", view{Title: "Jobs", Nav: "jobs", V: v, Data: d, Error: d.FilterError})
+		return nil
+	}
 	list, err := h.Jobs.Search(r.Context(), v.Account.ID, s)
 	if err != nil {
 		return err
 	}
-	d.Total = -1
 	if h.JobCount != nil {
 		if d.Total, err = h.JobCount.CountJobs(r.Context(), v.Account.ID, s, maxCounted+1); err != nil {
 			return err
@@ -135,11 +140,16 @@ func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) er
 	return nil
 }
 
-// jobsFilters reads the list's filters; one that does not parse is dropped with a message.
+// jobsFilters reads the list's filters; one that does not parse is dropped with a message (the
+// page then lists nothing: it is the form again, with the reason and what was typed).
 func (h *Handler) jobsFilters(q url.Values) (jobsData, jobs.Search) {
 	d := jobsData{Model: q.Get("model"), State: q.Get("status"), From: q.Get("from"), To: q.Get("to"), PageSize: jobsPage}
+	d.FromText, d.ToText = d.From, d.To
 	for _, m := range h.Catalog.Models() {
 		d.Models = append(d.Models, m.Slug)
+	}
+	if d.Model != "" && !slices.Contains(d.Models, d.Model) {
+		d.FilterError, d.Model = "There is no model "+strconv.Quote(d.Model)+": pick one from the list.", ""
 	}
 	for _, s := range jobs.States {
 		d.States = append(d.States, string(s))

@@ -179,6 +179,18 @@ func TestKEY15_ConsoleJobsAndPlayground(t *testing.T) {
 	if code, _ := p.get("/console/jobs?status=nonsense"); code != http.StatusBadRequest {
 		t.Fatalf("an unknown status filter answered %d", code)
 	}
+	// A refused filter is the form again, with the reason and what was typed, and no list
+	// that looks filtered but is not.
+	for path, want := range map[string]string{
+		"/console/jobs?from=2026-13-45&model=image-4b": `value="2026-13-45"`,
+		"/console/jobs?to=abc":                         `value="abc"`,
+		"/console/jobs?model=nope":                     `There is no model &#34;nope&#34;`,
+	} {
+		code, page := p.get(path)
+		if code != http.StatusBadRequest || !strings.Contains(page, want) || strings.Contains(page, img) || strings.Contains(page, `id="jobs-total"`) {
+			t.Fatalf("%s: %d, want 400 with %s and no list:\n%s", path, code, want, page)
+		}
+	}
 
 	// Another account's person: not found, on the page and on the live view.
 	o := s.signIn(t, "acct_other", 100)
