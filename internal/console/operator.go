@@ -315,9 +315,14 @@ func (h *Handler) opGrantPass(w http.ResponseWriter, r *http.Request, v *viewer)
 				continue
 			}
 			if h.Catalog != nil {
-				if _, ok := h.Catalog.Model(m); !ok {
+				mdl, ok := h.Catalog.Model(m)
+				if !ok {
+					mdl, ok = h.Catalog.ByAddress(m) // svc-serverless/<slug>, as the CLI takes it
+				}
+				if !ok {
 					return "", fmt.Sprintf("%q is not a model of the catalogue.", m), nil
 				}
+				m = mdl.Slug
 			}
 			models = append(models, m)
 		}

@@ -70,9 +70,10 @@ test("an operator creates an account and its user and grants credits; the user s
     assert.equal((await submit(page, "#grant-credits")).status(), 400);
     assert.match(await page.locator('[role="alert"]').innerText(), /other than zero/);
 
-    // A pass for one model, ten uses, a week; a promotion for every model.
+    // A pass for one model (named by its address, as the CLI takes it too), ten uses, a
+    // week; a promotion for every model.
     await page.fill('#grant-pass input[name="name"]', "launch week");
-    await page.fill('#grant-pass input[name="models"]', "image-4b");
+    await page.fill('#grant-pass input[name="models"]', "svc-serverless/image-4b");
     await page.fill('#grant-pass input[name="uses"]', "10");
     await page.fill('#grant-pass input[name="expires_days"]', "7");
     await submit(page, "#grant-pass");
