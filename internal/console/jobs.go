@@ -492,6 +492,8 @@ type liveJob struct {
 	// Warnings are the run's warnings while its page has not shown them (the playground's
 	// script shows them beside the outputs).
 	Warnings []string `json:"warnings,omitempty"`
+	// Balance is the account's balance as this answer was made (the playground shows it).
+	Balance int64 `json:"balance"`
 }
 
 // jobLive answers the job's progress and logs as JSON, and its outputs once settled.
@@ -501,7 +503,7 @@ func (h *Handler) jobLive(w http.ResponseWriter, r *http.Request, v *viewer) err
 		return err
 	}
 	l := liveJob{State: string(jobs.StateOf(j)), Settled: j.Settled(), Progress: j.Progress, Logs: j.Logs, Charged: j.Charged,
-		Outputs: []output{}}
+		Outputs: []output{}, Balance: v.Account.Balance}
 	if l.Logs == nil {
 		l.Logs = []jobs.LogLine{}
 	}

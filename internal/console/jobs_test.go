@@ -325,6 +325,14 @@ func TestKEY15_ConsoleJobLive(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(raw, `"state":"succeeded","settled":true`) {
 		t.Fatalf("live once settled %d: %s", code, raw)
 	}
+	// The playground shows the balance the run left, as /v1/me does, not the one it opened with.
+	var after struct {
+		Charged int64 `json:"credits_charged"`
+		Balance int64 `json:"balance"`
+	}
+	if err := json.Unmarshal([]byte(raw), &after); err != nil || after.Charged == 0 || after.Balance != 1000-after.Charged {
+		t.Fatalf("the live view's balance after a charge of %d: %s", after.Charged, raw)
+	}
 	if _, page := p.get("/console/jobs/" + id); !strings.Contains(page, `data-settled="true"`) || !strings.Contains(page, "halfway through the picture") {
 		t.Fatalf("settled job page: %.3000s", page)
 	}

@@ -45,9 +45,13 @@ async function runFromPlayground(page, model, fields, shot) {
   // resized for the screenshot and restored, can leave a mouse click off its target.
   // The run stays on the playground: the job is followed there and its outputs are shown
   // beside the fields, with a link to the job's page.
+  const balance = async () => Number((await page.locator("#balance").innerText()).replace(/,| credits?$/g, ""));
+  const before = await balance();
   await page.locator("#run").press("Enter");
   await page.locator("#run-output a.job-link").waitFor({ timeout: 60_000 });
   assert.equal(await page.locator("#run-state").innerText(), "succeeded");
+  // The balance beside the form is the one the run left (charged as quoted).
+  assert.equal(await balance(), before - credits, `${model}: the balance shown after the run`);
   const outputs = await page.locator("#run-output figure.output").count();
   assert.ok(outputs > 0, `${model}: the outputs are shown beside the fields`);
   await screenshot(page, `${shot}-playground-output`);

@@ -135,6 +135,10 @@
         state.textContent = j.state;
         state.className = 'badge ' + j.state;
         bar.value = Math.round((j.progress || 0) * 100);
+        const balance = document.getElementById('balance');
+        if (balance && typeof j.balance === 'number') { // as the page writes it: 1,234 credits
+          balance.textContent = `${j.balance.toLocaleString('en-US')} credit${Math.abs(j.balance) === 1 ? '' : 's'}`;
+        }
         if (j.settled) {
           bar.remove();
           showOutputs(out, j, pageURL);
