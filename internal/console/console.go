@@ -28,6 +28,9 @@ import (
 // optional ones leave their pages saying what is not configured.
 type Handler struct {
 	Sessions *auth.Sessions
+	// LastUsed notes the Console key's use by a playground run, as the gate notes an API
+	// key's (nil: not noted).
+	LastUsed *auth.LastUsed
 	Auth     *auth.Service
 	Ledger   *ledger.Service
 	Catalog  *catalog.Catalog

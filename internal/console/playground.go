@@ -151,6 +151,9 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 	if err == nil {
 		res, err = h.Jobs.Submit(r.Context(), jobs.SubmitRequest{Principal: &p, Model: d.Model, Body: body, IdempotencyKey: d.Idem})
 	}
+	if err == nil && h.LastUsed != nil {
+		h.LastUsed.Note(p.Key.ID, h.Now()) // the keys page's "last used" of the Console key
+	}
 	if e, ok := apierr.As(err); ok {
 		status, msg := e.Entry().Status, e.Message
 		if e.Status != 0 {

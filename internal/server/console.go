@@ -22,7 +22,7 @@ func (s *Server) wireConsole(d Deps, cat *catalog.Catalog, signer jobview.Signer
 	}
 	sessions := auth.NewSessions(auth.SessionsConfig{Store: d.DB, APIPrefix: d.Auth.Format().Prefix,
 		Hasher: auth.NewHasher(s.cfg.Secret), Now: d.Now, Cost: s.cfg.PasswordCost})
-	return &console.Handler{Sessions: sessions, Auth: d.Auth, Ledger: s.ledger, Catalog: cat,
+	return &console.Handler{Sessions: sessions, LastUsed: s.lastUsed, Auth: d.Auth, Ledger: s.ledger, Catalog: cat,
 		Secret: []byte("console " + s.cfg.Secret), Secure: strings.HasPrefix(s.urls.API, "https://"), APIBase: s.urls.API,
 		Webhooks: s.account.Webhooks, Directory: d.DB, KeysUsed: d.DB, Usage: s.usage, Now: d.Now, Log: s.log, Jobs: s.jobs, Signer: signer,
 		Deliveries: sqlstore.Webhooks{DB: d.DB}, JobCount: sqlstore.Jobs{DB: d.DB}, SignIns: d.DB,

@@ -416,6 +416,23 @@ func TestConsoleKeysShowLastUsed(t *testing.T) {
 	if m := lastUsed.FindStringSubmatch(cells[idle.Record.ID]); m == nil || !strings.Contains(m[1], "never") {
 		t.Fatalf("idle key's last-used cell %v, want never", m)
 	}
+
+	// A playground run uses the Console key: its row says when, not "never" beside its spend.
+	e.clock.Add(time.Hour)
+	form := url.Values{"csrf": {b.csrf("/console/playground?model=image-4b")}, "model": {"image-4b"}, "idempotency_key": {"console-lastused-1"},
+		"in.positivePrompt": {"a lighthouse"}, "in.width": {"256"}, "in.height": {"256"}}
+	if p := b.do(http.MethodPost, "/console/playground", form); p.status != http.StatusSeeOther && p.status != http.StatusOK {
+		t.Fatalf("playground run: %d %.500s", p.status, p.body)
+	}
+	if err := e.srv.LastUsed().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body = b.get("/console/keys").body
+	want = e.clock.Now().UTC().Format("2006-01-02 15:04:05 UTC")
+	consoleRow := regexp.MustCompile(`(?s)<tr[^>]*data-key="console_acct_a"[^>]*>.*?<td class="last-used">(.*?)</td>`)
+	if m := consoleRow.FindStringSubmatch(body); m == nil || m[1] != want {
+		t.Fatalf("the Console key's last-used cell %v after a playground run, want %s", m, want)
+	}
 }
 
 // The operator's account list pages newest first, 50 a page, without skipping or repeating;
