@@ -114,6 +114,9 @@ func (f StoreFlags) openExisting(ctx context.Context) (*sqlstore.DB, error) {
 		if se.Have == 0 && f.Create {
 			return f.open(ctx)
 		}
+		if se.Have == 0 {
+			return nil, fmt.Errorf("the database at %s has no modelexec schema (run modelexec migrate first)", f.where())
+		}
 		return nil, fmt.Errorf("the database at %s: %w", f.where(), se)
 	}
 	if err != nil {
