@@ -463,12 +463,7 @@ func (s *Service) HeardAwareness(k Key, u []byte) {
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	e := s.entries[k]
-	if e != nil {
-		e.refs++
-	}
-	s.mu.Unlock()
+	e := s.held(k)
 	if e == nil {
 		return
 	}

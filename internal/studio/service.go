@@ -501,6 +501,18 @@ func (s *Service) Save(ctx context.Context, p SaveParams) (Ack, error) {
 	return e.ack(p.Key), nil
 }
 
+// held answers the entry of k, held until release, when this process has one (a document
+// with live peers here always has); nil otherwise.
+func (s *Service) held(k Key) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[k]
+	if e != nil {
+		e.refs++
+	}
+	return e
+}
+
 // tell passes a stored revision to Changed, when set.
 func (s *Service) tell(k Key, rev int64) {
 	if s.changed != nil {
@@ -513,12 +525,7 @@ func (s *Service) tell(k Key, rev int64) {
 // room last had, or, when a whole-document save replaced it, told so (Peer.Replaced). A
 // document without live peers here, or already at rev, needs nothing.
 func (s *Service) Heard(ctx context.Context, k Key, rev int64) error {
-	s.mu.Lock()
-	e := s.entries[k]
-	if e != nil {
-		e.refs++
-	}
-	s.mu.Unlock()
+	e := s.held(k)
 	if e == nil {
 		return nil
 	}
