@@ -35,7 +35,13 @@ func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) { return OpenAt
 // *sqlstore.SchemaError when the schema is absent or at another version than this binary's.
 // The console commands open the database this way; only migrate and serve migrate it.
 func OpenChecked(ctx context.Context, dsn string) (*sqlstore.DB, error) {
-	return OpenAt(sqlstore.CheckOnly(ctx), dsn, 0)
+	if err := CheckDSN(dsn); err != nil {
+		return nil, err
+	}
+	if postgres.Is(dsn) {
+		return postgres.OpenChecked(ctx, dsn)
+	}
+	return sqlite.OpenChecked(ctx, dsn)
 }
 
 // OpenAt opens the database of dsn with its migrations applied up to version only (every one

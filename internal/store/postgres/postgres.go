@@ -53,6 +53,20 @@ func OpenAt(ctx context.Context, dsn string, version int64) (*sqlstore.DB, error
 	return sqlstore.New(c), nil
 }
 
+// OpenChecked connects to the database of dsn without migrating it: its schema must be the one
+// this binary needs (sqlstore.CheckSchema).
+func OpenChecked(ctx context.Context, dsn string) (*sqlstore.DB, error) {
+	c, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlstore.CheckSchema(ctx, c.db, goose.DialectPostgres, migrations); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return sqlstore.New(c), nil
+}
+
 // OpTimeout bounds each statement, read and transaction the service sends to PostgreSQL: a
 // server that stops answering (frozen, overloaded, or cut off without a reset) fails what it
 // holds after that long, and the request is answered, instead of waiting for ever. A live

@@ -38,6 +38,20 @@ func OpenAt(ctx context.Context, path string, version int64) (*sqlstore.DB, erro
 	return sqlstore.New(c), nil
 }
 
+// OpenChecked opens the database file at path (optionally prefixed sqlite:) without migrating
+// it: its schema must be the one this binary needs (sqlstore.CheckSchema).
+func OpenChecked(ctx context.Context, path string) (*sqlstore.DB, error) {
+	c, err := open(strings.TrimPrefix(path, "sqlite:"))
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlstore.CheckSchema(ctx, c.raw, goose.DialectSQLite3, migrations); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return sqlstore.New(c), nil
+}
+
 func open(path string) (*conn, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, err

@@ -11,16 +11,11 @@ import (
 )
 
 // Migrate applies a store's goose migrations (the .sql files of fsys's folder "migrations", in
-// dialect d) to db, up to version (every one when 0). Under a context from CheckOnly it applies
-// nothing and changes nothing: it fails with a *SchemaError unless the schema is at the last
-// version of fsys.
+// dialect d) to db, up to version (every one when 0).
 func Migrate(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS, version int64) error {
 	sub, err := fs.Sub(fsys, "migrations")
 	if err != nil {
 		return err
-	}
-	if ctx.Value(checkOnlyKey{}) != nil {
-		return checkSchema(ctx, db, d, sub)
 	}
 	p, err := goose.NewProvider(d, db, sub)
 	if err != nil {
@@ -37,13 +32,15 @@ func Migrate(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS, versi
 	return nil
 }
 
-type checkOnlyKey struct{}
-
-// CheckOnly is ctx for opening a store without migrating it (the console commands: only
-// migrate and serve apply migrations): the store's Migrate then only checks the schema's
-// version, and fails with a *SchemaError when it is not the one this binary was built for.
-func CheckOnly(ctx context.Context) context.Context {
-	return context.WithValue(ctx, checkOnlyKey{}, true)
+// CheckSchema is what opening a store for a console command does instead of migrating it (only
+// migrate and serve apply migrations): it reads the version goose recorded in db and fails with
+// a *SchemaError unless it is the last of fsys's folder "migrations". It changes nothing.
+func CheckSchema(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS) error {
+	sub, err := fs.Sub(fsys, "migrations")
+	if err != nil {
+		return err
+	}
+	return checkSchema(ctx, db, d, sub)
 }
 
 // SchemaError says that a database's schema is not the one this binary needs: none at all
