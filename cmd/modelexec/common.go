@@ -54,10 +54,18 @@ func (f StoreFlags) makeDatabaseFolder() error {
 	return os.MkdirAll(filepath.Dir(strings.TrimPrefix(dsn, "sqlite:")), 0o700)
 }
 
+// minSecret is the shortest deployment secret taken. The secret keys the HMACs of signed links,
+// studio tickets and console forms: a short one could be found from one signed link, and every
+// link forged after it.
+const minSecret = 16
+
 // secret returns the deployment secret: the flag (or MODELEXEC_SECRET), else in dev mode the
 // one kept in <data>/dev-secret (made on first use). Without either, keys are not configured.
 func (f StoreFlags) secret(dev bool) (string, error) {
 	if f.Secret != "" {
+		if len(f.Secret) < minSecret {
+			return "", fmt.Errorf("the deployment secret (--secret or MODELEXEC_SECRET) is %d characters: give at least %d, random (e.g. openssl rand -hex 32); it signs links, tickets and forms", len(f.Secret), minSecret)
+		}
 		return f.Secret, nil
 	}
 	path := filepath.Join(f.Data, "dev-secret")

@@ -186,9 +186,13 @@ func TestKEY11_ConsoleNeedsSecret(t *testing.T) {
 	}
 	// --secret works as the flag form.
 	var m minted
-	c.ok(&m, "keys", "mint", "--account", acct, "--json", "--secret", "flag-secret")
+	c.ok(&m, "keys", "mint", "--account", acct, "--json", "--secret", "flag-secret-0123456789")
 	if m.Key == "" {
 		t.Fatal("no key")
+	}
+	// A short secret would let one signed link give it away: refused, saying how long.
+	if _, err := c.run("keys", "mint", "--account", acct, "--json", "--secret", "x"); err == nil || !strings.Contains(err.Error(), "is 1 characters: give at least 16") {
+		t.Fatalf("mint with a one-character secret: %v", err)
 	}
 }
 
