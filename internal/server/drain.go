@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/modelexec/modelexec/internal/accountapi"
 )
 
@@ -54,3 +56,17 @@ type readyCheck struct {
 }
 
 func (c readyCheck) ReadyName() string { return c.name }
+
+// readiness is /readyz's checks in order: the drain, the database, the storage, and Redis when
+// the process uses it (its rate limits and seats: without it every keyed request is refused).
+func readiness(draining *drainer, db readyCheck, storage accountapi.Pinger, rdb *redis.Client) []accountapi.Pinger {
+	checks := []accountapi.Pinger{draining, db, storage}
+	if rdb != nil {
+		checks = append(checks, readyCheck{redisPing{rdb}, "redis"})
+	}
+	return checks
+}
+
+type redisPing struct{ rdb *redis.Client }
+
+func (p redisPing) Ping(ctx context.Context) error { return p.rdb.Ping(ctx).Err() }

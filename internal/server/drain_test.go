@@ -117,3 +117,20 @@ func TestListenerInUseStopsBeforeTheWorkersStart(t *testing.T) {
 		t.Fatalf("the process served or worked before it stopped:\n%s", got)
 	}
 }
+
+// A process whose Redis does not answer refuses every keyed request (limiter_unavailable):
+// /readyz says so, naming redis, so the balancer sends the work elsewhere.
+func TestI26_ReadyzNamesRedis(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := dead.Addr().String()
+	dead.Close() // nothing listens there now
+	r := startServer(t, time.Minute, &holdRunner{started: make(chan struct{}, 1), release: make(chan struct{})}, func(c *server.Config) {
+		c.Redis = "redis://" + addr + "/0"
+	})
+	if code, _, why := r.readyzWhy(t); code != http.StatusServiceUnavailable || why != "redis" {
+		t.Fatalf("readyz with Redis away: %d %q, want 503 redis", code, why)
+	}
+}

@@ -268,7 +268,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	acct := &accountapi.Handler{Gate: gate, Auth: d.Auth, Jobs: s.jobs, Catalog: cat, URLs: urls, Signer: signer,
 		Files: blobhttp.New(s.bucket, signer, d.Now, s.images), Uploads: uploads, Usage: s.usage,
-		Ready: []accountapi.Pinger{&s.draining, readyCheck{d.DB, "database"}, blobs.WriteProbe{Store: s.bucket}}, Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
+		Ready: readiness(&s.draining, readyCheck{d.DB, "database"}, blobs.WriteProbe{Store: s.bucket}, rdb), Now: d.Now, Log: d.Log, RetainOutputs: cfg.Retain.Outputs}
 	acct.OpenAPI = accountapi.Document(cat, accountapi.WithServer(s.urls.API))
 	mountChat(acct, chatSvc, gate, d.Now, d.Log)
 	// Every process merging into a studio document compares and swaps on its revision, so any
