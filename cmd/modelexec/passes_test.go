@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/store"
-	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
 // TestPassesGrantModelsFromTheCatalogue: passes grant --models refuses a slug the catalogue does
@@ -31,17 +31,11 @@ func TestPassesGrantModelsFromTheCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.InTx(context.Background(), func(tx *sqlstore.Tx) error {
-		ps, err := tx.LedgerPasses(context.Background(), a.ID)
-		if err != nil {
-			return err
-		}
-		if len(ps) != 1 || !slices.Equal(ps[0].Models, []string{"image-turbo", "image-4b"}) {
-			t.Fatalf("passes %+v, want one covering image-turbo and image-4b", ps)
-		}
-		return nil
-	})
+	ps, err := ledger.New(db, utcNow).Passes(context.Background(), a.ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(ps) != 1 || !slices.Equal(ps[0].Models, []string{"image-turbo", "image-4b"}) {
+		t.Fatalf("passes %+v, want one covering image-turbo and image-4b", ps)
 	}
 }
