@@ -605,7 +605,7 @@ func TestCHAT03_ConversationsAndTurns(t *testing.T) {
 	// A resend of a settled key: key_settled naming the message, nothing charged.
 	r = turn(key(), `,"message":"Hello there","idempotency_key":"turn-1"`)
 	expect("resend", r, 409, "key_settled")
-	if r.body["message_id"] != msgID || r.body["charged"] != "stands" || w.balance(acct) != after {
+	if r.body["message_id"] != msgID || r.body["job_id"] != turnJob || r.body["charged"] != "stands" || w.balance(acct) != after {
 		t.Fatalf("key_settled %s, balance %d → %d", r.raw, after, w.balance(acct))
 	}
 	// The turn is a job; it sent no event.
@@ -624,8 +624,8 @@ func TestCHAT03_ConversationsAndTurns(t *testing.T) {
 	<-w.upstream.started
 	r = turn(key(), `,"message":"please block","model":"kimi","idempotency_key":"turn-2"`)
 	expect("in flight", r, 409, "in_flight")
-	if r.body["message_id"] == nil {
-		t.Fatalf("in_flight without message_id: %s", r.raw)
+	if r.body["message_id"] == nil || r.body["job_id"] == nil {
+		t.Fatalf("in_flight without message_id or job_id: %s", r.raw)
 	}
 	w.upstream.Release()
 	r = <-done

@@ -29,7 +29,8 @@ error catalogue.
 ## Long ` + "`detail`" + ` lists
 
 On the queue and synchronous hosts a refusal of what the request says is 422 with ` + "`detail`" + `, one
-` + "`{loc, msg, type}`" + ` entry per problem found. The list holds at most ` + fmt.Sprint(apierr.MaxDetail) + ` entries. When more problems
+` + "`{loc, msg, type}`" + ` entry per problem found; its ` + "`error_type`" + ` is then ` + "`ValidationError`" + `
+(` + "`ContentPolicyError`" + ` for a content refusal), whatever the table below says. The list holds at most ` + fmt.Sprint(apierr.MaxDetail) + ` entries. When more problems
 were found, it ends with one more entry of type ` + "`" + apierr.DetailTruncatedType + "`" + ` whose ` + "`msg`" + ` says how many
 were left out, and the body carries ` + "`detail_truncated`" + ` with that count. Fix the listed problems and
 send again to see the rest. A model input holding more than 10,000 keys or 10,000 values (at

@@ -241,9 +241,10 @@ func (s *Service) keyUsed(ctx context.Context, prev Message) error {
 	}
 	if prev.Status == StatusInFlight {
 		return apierr.Newf(apierr.InFlight, "The turn with this idempotency key is still running; read it at GET /v1/jobs/%s.", prev.JobID).
-			With("message_id", prev.ID)
+			With("message_id", prev.ID).With("job_id", prev.JobID)
 	}
-	e := apierr.Newf(apierr.KeySettled, "The turn with this idempotency key settled; send the next turn with a new key.").With("message_id", prev.ID)
+	e := apierr.Newf(apierr.KeySettled, "The turn with this idempotency key settled; read it in the thread or at GET /v1/jobs/%s, and send the next turn with a new key.", prev.JobID).
+		With("message_id", prev.ID).With("job_id", prev.JobID)
 	if j, err := s.Jobs.GetByID(ctx, prev.AccountID, prev.JobID); err == nil && j.Settled() {
 		e = e.WithCharged(j.ChargedState())
 	}
