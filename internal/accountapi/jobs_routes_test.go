@@ -734,7 +734,9 @@ func TestACC14_UsageWindowMalformed(t *testing.T) {
 					t.Fatalf("window %q: message %q does not name %s", w, msg, name)
 				}
 			}
-			if allowed, _ := a.body["allowed"].([]any); len(allowed) != 6 {
+			// allowed lists every window taken, 2m and 7m as well: a client builds its choices from it.
+			if allowed, _ := a.body["allowed"].([]any); len(allowed) != 14 || allowed[0] != "month" || allowed[1] != "last_month" ||
+				allowed[3] != "2m" || allowed[13] != "12m" {
 				t.Fatalf("window %q: allowed = %v", w, a.body["allowed"])
 			}
 		}

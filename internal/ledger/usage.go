@@ -50,8 +50,15 @@ type UsageLine struct {
 // MaxUsageMonths is the longest window usage is read over: twelve calendar months.
 const MaxUsageMonths = 12
 
-// UsageWindows lists the window names accepted (the refusal's `allowed`).
-var UsageWindows = []string{"month", "last_month", "1m", "3m", "6m", "12m"}
+// UsageWindows lists every window name accepted (the refusal's `allowed`): month, last_month,
+// and 1m to 12m.
+var UsageWindows = func() []string {
+	out := []string{"month", "last_month"}
+	for n := 1; n <= MaxUsageMonths; n++ {
+		out = append(out, strconv.Itoa(n)+"m")
+	}
+	return out
+}()
 
 // Window is a named span of whole calendar months, [From, To) in UTC.
 type Window struct {
