@@ -26,8 +26,9 @@ const (
 // event (the paying request answers the turn).
 const ProductChat = "chat"
 
-// AllowedProducts is the `allowed` list of `invalid_products`.
-var AllowedProducts = []string{"photo", "music", "threed", "video", "external", ProductChat}
+// AllowedProducts is the `allowed` list of `invalid_products`: the products of the spec, chat,
+// and embeddings (whose calls are jobs that send their event like any other product's).
+var AllowedProducts = []string{"photo", "music", "threed", "video", "external", ProductChat, "embeddings"}
 
 // ProductsError is returned for an unknown product name; handlers answer 400
 // invalid_products carrying Allowed.

@@ -177,7 +177,7 @@ func TestWH03_WH06_RegisterRefusals(t *testing.T) {
 	}
 	var pe *ProductsError
 	_, err := h.svc.Register(h.ctx, RegisterParams{Account: "a", URL: h.rcv.URL(), Products: []string{"photo", "images"}})
-	if !errors.As(err, &pe) || pe.Product != "images" || strings.Join(pe.Allowed, ",") != "photo,music,threed,video,external,chat" {
+	if !errors.As(err, &pe) || pe.Product != "images" || strings.Join(pe.Allowed, ",") != "photo,music,threed,video,external,chat,embeddings" {
 		t.Fatalf("products: %v", err)
 	}
 	reg, err := h.svc.Register(h.ctx, RegisterParams{Account: "a", URL: h.rcv.URL(), Products: []string{}})
@@ -324,5 +324,20 @@ func TestWH16_NonceDeepInHTMLPage(t *testing.T) {
 	ans := h.sender.Post(h.ctx, h.rcv.URL(), http.Header{}, []byte(`{}`))
 	if len(ans.Body) != MaxAnswerRead {
 		t.Fatalf("a delivery read %d bytes, want %d", len(ans.Body), MaxAnswerRead)
+	}
+}
+
+// Embeddings calls are jobs that send their event like any other product's (docs/chat.md): an
+// endpoint may take them by name (it was refused invalid_products), and one that takes only
+// photo does not get them.
+func TestWH03_EmbeddingsEventsByProduct(t *testing.T) {
+	h := newHarness(t)
+	h.register("acc_1", "embeddings")
+	h.register("acc_1", "photo")
+	ids := h.notify(jobEvent("acc_1", "embeddings_k1", "embeddings", JobSucceeded))
+	h.sweep(t0)
+	evs := h.rcv.events()
+	if len(ids) != 1 || len(evs) != 1 || !strings.Contains(string(evs[0].Body), `"product":"embeddings"`) {
+		t.Fatalf("an embeddings event made deliveries %v and reached the receiver %d times, want once, for the embeddings endpoint", ids, len(evs))
 	}
 }
