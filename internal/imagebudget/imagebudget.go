@@ -213,15 +213,23 @@ const (
 func Default() *Budget { return New(DefaultTotal, DefaultPerImage) }
 
 // Budget is the memory the images decoded at once in this process may take together.
+//
+// Decodes wait for room in the order they asked, so a small image must not queue behind large
+// ones (another account's, say) that wait for room it does not need: a sixteenth of the budget
+// is kept for small decodes (each at most an eighth of that share), which wait only for each
+// other; the rest takes every larger one.
 type Budget struct {
-	sem      *semaphore.Weighted
-	perImage int64
+	large, small *semaphore.Weighted
+	smallMax     int64 // the largest decode counted as small
+	perImage     int64
 }
 
-// New returns a budget of total bytes of which one image may take at most perImage.
+// New returns a budget of total bytes of which one image may take at most perImage (at most
+// what the large decodes' share holds).
 func New(total, perImage int64) *Budget {
-	perImage = min(perImage, total)
-	return &Budget{sem: semaphore.NewWeighted(total), perImage: perImage}
+	small := total / 16
+	return &Budget{large: semaphore.NewWeighted(total - small), small: semaphore.NewWeighted(max(small, 1)),
+		smallMax: small / 8, perImage: min(perImage, total-small)}
 }
 
 // PerImage is the most one image may take.
@@ -247,9 +255,12 @@ func (b *Budget) Acquire(ctx context.Context, e Estimate) (release func(), err e
 	if e.Bytes > b.perImage {
 		return nil, &TooCostlyError{Estimate: e, Max: b.perImage}
 	}
-	n := max(e.Bytes, 1)
-	if err := b.sem.Acquire(ctx, n); err != nil {
+	n, sem := max(e.Bytes, 1), b.large
+	if n <= b.smallMax {
+		sem = b.small
+	}
+	if err := sem.Acquire(ctx, n); err != nil {
 		return nil, err
 	}
-	return func() { b.sem.Release(n) }, nil
+	return func() { sem.Release(n) }, nil
 }

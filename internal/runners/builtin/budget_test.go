@@ -51,16 +51,17 @@ func TestERR73_ImageTooCostlyToReadIsRefused(t *testing.T) {
 }
 
 // The runs' decodes share the process's image budget with the uploads': a run whose image
-// does not fit beside the decodes under way waits for room, then runs.
+// does not fit beside the decodes under way waits for room, then runs. (Its image, 2000 × 2000,
+// is not one of the small ones, which have a share of their own.)
 func TestRunsDecodeWithinTheProcessBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := imagebudget.New(64<<20, 32<<20)
+		budget := imagebudget.New(64<<20, 32<<20) // 60 MiB for large decodes
 		h := newHarness(t)
 		h.reg = Images(Options{Now: func() time.Time { return time.Unix(0, 0) }, Images: budget})
-		h.in["https://x/in.png"] = pngBytes(t, solid(64, 64, color.NRGBA{9, 99, 199, 255}))
+		h.in["https://x/in.png"] = pngBytes(t, solid(2000, 2000, color.NRGBA{9, 99, 199, 255}))
 		var held []func() // two uploads' decodes, say, that fill the budget
-		for range 2 {
-			release, err := budget.Acquire(context.Background(), imagebudget.Estimate{Bytes: 32 << 20})
+		for _, mib := range []int64{32, 28} {
+			release, err := budget.Acquire(context.Background(), imagebudget.Estimate{Bytes: mib << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestRunsDecodeWithinTheProcessBudget(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := h.try(context.Background(), SlugUpscale, map[string]any{"upscaleFactor": 2, "outputFormat": "PNG", "inputs": map[string]any{"image": "https://x/in.png"}})
+			_, err := h.try(context.Background(), SlugUpscale, map[string]any{"upscaleFactor": 1, "outputFormat": "PNG", "inputs": map[string]any{"image": "https://x/in.png"}})
 			done <- err
 		}()
 		synctest.Wait()
