@@ -171,6 +171,12 @@ func (e *Engine) Wake() {
 // Run sweeps at once, then when the earliest delivery it knows of falls due (dueAt), at
 // most SweepInterval after a sweep, or on Wake, and again as soon as a sweep that claimed
 // deliveries ends (more may be due), until ctx ends. The attempt recorder runs under it.
+//
+// A sweep does not wait for the one before it: a receiver that hangs holds its own attempts
+// (and the sweep that sent them) for up to its timeout, while the deliveries that fall due
+// meanwhile, other accounts' among them, go out in the next sweep at once. What a sweep
+// claimed is leased, so sweeps under way never send one delivery twice. At most MaxSweeps run
+// at once; a wake while they all run is taken when one ends.
 func (e *Engine) Run(ctx context.Context) error {
 	recorder := make(chan error, 1)
 	go func() { recorder <- e.recorder.Run(ctx) }()
@@ -180,26 +186,49 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.dueAt(e.cfg.Clock.Now().Add(e.cfg.Lease))
 	t := time.NewTimer(e.cfg.SweepInterval)
 	defer t.Stop()
+	type swept struct {
+		at      time.Time
+		claimed int
+		err     error
+	}
+	ended := make(chan swept, MaxSweeps)
+	running, again := 0, true // again: a sweep is owed (at start, on a wake, after one that claimed)
 	for {
-		sweptAt := e.cfg.Clock.Now()
-		stats, err := e.RunOnce(ctx, sweptAt)
-		if err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Error("webhooks: sweep failed", "err", err)
-			// What it claimed and did not record stays leased until then.
-			e.dueAt(sweptAt.Add(e.cfg.Lease))
+		if again && running < MaxSweeps && ctx.Err() == nil {
+			again, running = false, running+1
+			go func(at time.Time) {
+				stats, err := e.RunOnce(ctx, at)
+				ended <- swept{at, stats.Claimed, err}
+			}(e.cfg.Clock.Now())
 		}
-		if err == nil && stats.Claimed > 0 && ctx.Err() == nil {
-			continue
-		}
-		t.Reset(e.untilDue(sweptAt, e.cfg.Clock.Now()))
 		select {
 		case <-ctx.Done():
+			for ; running > 0; running-- {
+				<-ended
+			}
 			return nil
+		case r := <-ended:
+			running--
+			if r.err != nil && ctx.Err() == nil {
+				e.cfg.Logger.Error("webhooks: sweep failed", "err", r.err)
+				// What it claimed and did not record stays leased until then.
+				e.dueAt(r.at.Add(e.cfg.Lease))
+			}
+			if r.err == nil && r.claimed > 0 {
+				again = true
+			}
+			t.Reset(e.untilDue(r.at, e.cfg.Clock.Now()))
 		case <-t.C:
+			again = true
 		case <-e.wake:
+			again = true
 		}
 	}
 }
+
+// MaxSweeps bounds the sweeps an engine runs at once (each sends on at most Workers
+// connections).
+const MaxSweeps = 4
 
 // dueAt notes that a delivery falls due at at: a lease runs out, a retry's gap or a host's
 // pause ends. Run sweeps then when it comes before the next interval. Only the earliest

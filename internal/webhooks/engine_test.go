@@ -914,3 +914,71 @@ func TestWH48_RestartSendsLeasedDeliveriesWhenTheLeaseEnds(t *testing.T) {
 		}
 	})
 }
+
+// A slow receiver delays only its own deliveries (docs/webhooks.md): while one account's
+// receiver hangs on an attempt, another account's delivery queued a second later goes out at
+// once, not when the hanging attempt times out. Proves WH-47's timing for the other account.
+func TestWH47_AHangingReceiverHoldsUpNoOneElse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ring, err := NewKeyRing(KeyRingConfig{Store: NewMemKeyStore(), Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var mu sync.Mutex
+		goodAt := map[string]time.Time{}
+		sender := NewSender(SenderConfig{})
+		sender.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == "hang.example.com" {
+				select { // a receiver that never answers, until the test lets it
+				case <-release:
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			} else {
+				mu.Lock()
+				goodAt[r.Header.Get(HeaderDelivery)] = time.Now()
+				mu.Unlock()
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+		})
+		cfg := Config{Store: NewMemStore(), Keys: ring, Sender: sender, Secret: testSecret, PublicBaseURL: "https://api.example.com",
+			Jitter: func() float64 { return 0 }}
+		svc, err := NewService(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- svc.Engine().Run(ctx) }()
+		notify := func(account, job, url string) {
+			ev := jobEvent(account, job, "photo", JobSucceeded)
+			ev.CallbackURL = url
+			if ids, err := svc.Notify(ctx, ev); err != nil || len(ids) != 1 {
+				t.Fatalf("notify: %v %v", ids, err)
+			}
+		}
+		notify("acc_noisy", "photo_hang", "https://hang.example.com/hook")
+		synctest.Wait() // its attempt is under way, and hangs
+		time.Sleep(time.Second)
+		queued := time.Now()
+		notify("acc_good", "photo_good", "https://good.example.com/hook")
+		synctest.Wait()
+		mu.Lock()
+		got := len(goodAt)
+		var at time.Time
+		for _, a := range goodAt {
+			at = a
+		}
+		mu.Unlock()
+		if got != 1 || !at.Equal(queued) {
+			t.Fatalf("the other account's delivery: %d sent, %s after it was queued, while another receiver hangs", got, at.Sub(queued))
+		}
+		close(release)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
