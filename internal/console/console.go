@@ -165,11 +165,23 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *vi
 		v, err := h.viewerOf(r)
 		if errors.Is(err, auth.ErrSessionEnded) {
 			clearCookie(w, sessionCookie, h.Secure)
-			next := ""
-			if r.Method == http.MethodGet {
-				next = r.URL.RequestURI()
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, signInURL(r.URL.RequestURI()), http.StatusSeeOther)
+				return
 			}
-			http.Redirect(w, r, signInURL(next), http.StatusSeeOther)
+			// A form sent after the session ended (signed out in another tab, say) was not
+			// acted on: the sign-in says so, and leads back to the page the form was on.
+			next := ""
+			if ref, err := url.Parse(r.Referer()); err == nil && ref.Host == r.Host {
+				next = ref.RequestURI()
+			}
+			u := signInURL(next)
+			if strings.Contains(u, "?") {
+				u += "&unsent=1"
+			} else {
+				u += "?unsent=1"
+			}
+			http.Redirect(w, r, u, http.StatusSeeOther)
 			return
 		}
 		if err != nil {

@@ -212,3 +212,37 @@ func TestConsoleKeyNames(t *testing.T) {
 		t.Fatalf("the keys page does not show the key's name:\n%.3000s", page)
 	}
 }
+
+// A form sent after the session ended (signed out in another tab) is not acted on, and the
+// person is told so: the sign-in page says the form was not sent and leads back to the page
+// the form was on, instead of a bare sign-in.
+func TestConsoleFormAfterTheSessionEndedSaysItWasNotSent(t *testing.T) {
+	s := newSite(t)
+	p := s.signIn(t, "acct_gone", 100)
+	u, _ := url.Parse(s.url + "/console/")
+	cookies := p.c.Jar.Cookies(u)
+	if res := p.post("/console/sign-out", url.Values{"csrf": {p.csrf}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out answered %d", res.StatusCode)
+	}
+	// The other tab still holds the old cookie and sends the keys form.
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/console/keys", strings.NewReader(url.Values{"csrf": {p.csrf}, "name": {"ci deploy"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.url)
+	req.Header.Set("Referer", s.url+"/console/keys")
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || loc != "/console/sign-in?next=%2Fconsole%2Fkeys&unsent=1" {
+		t.Fatalf("a form after the session ended: %d to %q", res.StatusCode, loc)
+	}
+	code, page := p.get(loc)
+	if code != http.StatusOK || !strings.Contains(page, "the form was sent, so it was not") || !strings.Contains(page, `name="next" value="/console/keys"`) {
+		t.Fatalf("the sign-in page after an unsent form: %d %.2000s", code, page)
+	}
+}

@@ -22,7 +22,11 @@ func (h *Handler) signInForm(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return nil
 	}
-	h.renderSignIn(w, r, http.StatusOK, "", "")
+	msg := ""
+	if r.URL.Query().Get("unsent") != "" {
+		msg = "Your session ended before the form was sent, so it was not: sign in, then send it again."
+	}
+	h.renderSignIn(w, r, http.StatusOK, "", msg)
 	return nil
 }
 
