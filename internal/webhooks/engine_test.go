@@ -842,26 +842,15 @@ func TestWH48_RestartSendsLeasedDeliveriesWhenTheLeaseEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		ring, err := NewKeyRing(KeyRingConfig{Store: NewMemKeyStore(), Secret: testSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var mu sync.Mutex
 		var sent []time.Time
-		sender := NewSender(SenderConfig{})
-		sender.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		svc, cfg := serviceAnswering(t, func(r *http.Request) (*http.Response, error) {
 			mu.Lock()
 			sent = append(sent, time.Now())
 			mu.Unlock()
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
 		})
-		store := NewMemStore()
-		cfg := Config{Store: store, Keys: ring, Sender: sender, Secret: testSecret, PublicBaseURL: "https://api.example.com",
-			Jitter: func() float64 { return 0 }}
-		svc, err := NewService(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := cfg.Store
 		const n = 5
 		for i := range n {
 			ev := jobEvent("acc_1", fmt.Sprintf("photo_k%d", i), "photo", JobSucceeded)
@@ -922,15 +911,10 @@ func TestWH47_AHangingReceiverHoldsUpNoOneElse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		ring, err := NewKeyRing(KeyRingConfig{Store: NewMemKeyStore(), Secret: testSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
 		release := make(chan struct{})
 		var mu sync.Mutex
 		goodAt := map[string]time.Time{}
-		sender := NewSender(SenderConfig{})
-		sender.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		svc, _ := serviceAnswering(t, func(r *http.Request) (*http.Response, error) {
 			if r.URL.Host == "hang.example.com" {
 				select { // a receiver that never answers, until the test lets it
 				case <-release:
@@ -944,12 +928,6 @@ func TestWH47_AHangingReceiverHoldsUpNoOneElse(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
 		})
-		cfg := Config{Store: NewMemStore(), Keys: ring, Sender: sender, Secret: testSecret, PublicBaseURL: "https://api.example.com",
-			Jitter: func() float64 { return 0 }}
-		svc, err := NewService(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
 		done := make(chan error, 1)
 		go func() { done <- svc.Engine().Run(ctx) }()
 		notify := func(account, job, url string) {
@@ -981,4 +959,23 @@ func TestWH47_AHangingReceiverHoldsUpNoOneElse(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// serviceAnswering is a webhooks service on a memory store whose sender's requests are answered
+// by rt, with no jitter: for tests in a synctest bubble, where no real connection is made.
+func serviceAnswering(t *testing.T, rt roundTripFunc) (*Service, Config) {
+	t.Helper()
+	ring, err := NewKeyRing(KeyRingConfig{Store: NewMemKeyStore(), Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender := NewSender(SenderConfig{})
+	sender.client.Transport = rt
+	cfg := Config{Store: NewMemStore(), Keys: ring, Sender: sender, Secret: testSecret, PublicBaseURL: "https://api.example.com",
+		Jitter: func() float64 { return 0 }}
+	svc, err := NewService(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, cfg
 }
