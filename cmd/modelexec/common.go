@@ -17,7 +17,6 @@ import (
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/store"
-	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -48,10 +47,11 @@ func (f StoreFlags) makeDatabaseFolder() error {
 	if err := store.CheckDSN(dsn); err != nil {
 		return err
 	}
-	if postgres.Is(dsn) {
+	path, ok := store.SQLitePath(dsn)
+	if !ok {
 		return nil
 	}
-	return os.MkdirAll(filepath.Dir(strings.TrimPrefix(dsn, "sqlite:")), 0o700)
+	return os.MkdirAll(filepath.Dir(path), 0o700)
 }
 
 // minSecret is the shortest deployment secret taken. The secret keys the HMACs of signed links,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -14,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/modelexec/modelexec/internal/store"
-	"github.com/modelexec/modelexec/internal/store/postgres"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 
 	"github.com/modelexec/modelexec/internal/server"
@@ -88,10 +86,10 @@ func (f StoreFlags) requireDatabase() error {
 	if err := store.CheckDSN(dsn); err != nil {
 		return err
 	}
-	if postgres.Is(dsn) {
+	path, ok := store.SQLitePath(dsn)
+	if !ok {
 		return nil // a missing PostgreSQL database fails to connect by itself; one without the schema is refused on opening
 	}
-	path := strings.TrimPrefix(dsn, "sqlite:")
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no database at %s: run from the folder that holds it, point --data or --database at it, "+
 			"or add --create to make a new empty one (modelexec migrate and serve make it too)", path)
@@ -127,14 +125,10 @@ func (f StoreFlags) openExisting(ctx context.Context) (*sqlstore.DB, error) {
 
 // where names the database for a message: a URL without its password, or the file's path.
 func (f StoreFlags) where() string {
-	dsn := f.dsn()
-	if postgres.Is(dsn) {
-		if u, err := url.Parse(dsn); err == nil {
-			return u.Redacted()
-		}
-		return "the --database URL"
+	if path, ok := store.SQLitePath(f.dsn()); ok {
+		return path
 	}
-	return strings.TrimPrefix(dsn, "sqlite:")
+	return store.Redacted(f.dsn())
 }
 
 // checkListenFree fails when one of addrs cannot be listened on, naming each busy one.

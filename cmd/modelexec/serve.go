@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
-	"github.com/modelexec/modelexec/internal/store/postgres"
+	"github.com/modelexec/modelexec/internal/store"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
@@ -216,11 +215,7 @@ func (c *ServeCmd) storeArgs() string {
 		out += " --data " + shellQuote(c.Data)
 	}
 	if c.Database != "" {
-		db := c.Database
-		if u, err := url.Parse(db); err == nil && postgres.Is(db) {
-			db = u.Redacted()
-		}
-		out += " --database " + shellQuote(db)
+		out += " --database " + shellQuote(store.Redacted(c.Database))
 	}
 	return out
 }

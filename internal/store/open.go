@@ -21,11 +21,26 @@ func CheckDSN(dsn string) error {
 	if postgres.Is(dsn) || !strings.Contains(dsn, "://") {
 		return nil
 	}
-	shown := dsn
-	if u, err := url.Parse(dsn); err == nil {
-		shown = u.Redacted()
+	return fmt.Errorf("database %s is neither a postgres:// (or postgresql://) URL nor the path of a SQLite file (PATH or sqlite:PATH)", Redacted(dsn))
+}
+
+// Redacted is dsn as a message may show it: a URL without its password, a path as given.
+func Redacted(dsn string) string {
+	if strings.Contains(dsn, "://") {
+		if u, err := url.Parse(dsn); err == nil {
+			return u.Redacted()
+		}
 	}
-	return fmt.Errorf("database %s is neither a postgres:// (or postgresql://) URL nor the path of a SQLite file (PATH or sqlite:PATH)", shown)
+	return dsn
+}
+
+// SQLitePath is the file a SQLite data source names (PATH or sqlite:PATH); ok is false for a
+// PostgreSQL URL.
+func SQLitePath(dsn string) (path string, ok bool) {
+	if postgres.Is(dsn) {
+		return "", false
+	}
+	return strings.TrimPrefix(dsn, "sqlite:"), true
 }
 
 // Open opens the database of dsn and applies its migrations.

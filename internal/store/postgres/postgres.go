@@ -46,11 +46,7 @@ func OpenAt(ctx context.Context, dsn string, version int64) (*sqlstore.DB, error
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Migrate(ctx, version); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return sqlstore.New(c), nil
+	return sqlstore.Ready(c, func() error { return c.Migrate(ctx, version) })
 }
 
 // OpenChecked connects to the database of dsn without migrating it: its schema must be the one
@@ -60,11 +56,7 @@ func OpenChecked(ctx context.Context, dsn string) (*sqlstore.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sqlstore.CheckSchema(ctx, c.db, goose.DialectPostgres, migrations); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return sqlstore.New(c), nil
+	return sqlstore.Ready(c, func() error { return sqlstore.CheckSchema(ctx, c.db, goose.DialectPostgres, migrations) })
 }
 
 // OpTimeout bounds each statement, read and transaction the service sends to PostgreSQL: a

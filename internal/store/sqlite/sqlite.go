@@ -31,11 +31,7 @@ func OpenAt(ctx context.Context, path string, version int64) (*sqlstore.DB, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Migrate(ctx, version); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return sqlstore.New(c), nil
+	return sqlstore.Ready(c, func() error { return c.Migrate(ctx, version) })
 }
 
 // OpenChecked opens the database file at path (optionally prefixed sqlite:) without migrating
@@ -45,11 +41,7 @@ func OpenChecked(ctx context.Context, path string) (*sqlstore.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sqlstore.CheckSchema(ctx, c.raw, goose.DialectSQLite3, migrations); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return sqlstore.New(c), nil
+	return sqlstore.Ready(c, func() error { return sqlstore.CheckSchema(ctx, c.raw, goose.DialectSQLite3, migrations) })
 }
 
 func open(path string) (*conn, error) {

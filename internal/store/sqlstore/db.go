@@ -57,6 +57,16 @@ type DB struct {
 // New is the store over c.
 func New(c Conn) *DB { return &DB{sql: c, d: dialects[c.Dialect()]} }
 
+// Ready is the store over c once step (its migrations, or a check of its schema) succeeded on
+// it; c is closed when step failed.
+func Ready(c Conn, step func() error) (*DB, error) {
+	if err := step(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return New(c), nil
+}
+
 // Migrate applies every migration not applied yet.
 func (db *DB) Migrate(ctx context.Context) error { return db.sql.Migrate(ctx, 0) }
 
