@@ -104,6 +104,9 @@ psql -q "$pg_admin" -c "CREATE DATABASE $db_name" >/dev/null
 database="$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString())' "$pg_admin" "$db_name")"
 
 read -r lb_api lb_queue lb_sync f1_api f1_queue f1_sync f2_api f2_queue f2_sync < <(free_ports 9)
+# HAProxy connects to the processes (and checks them) from an address of its own, the one the
+# processes trust for X-Forwarded-For; the test's clients connect from 127.0.0.1.
+lb_source=127.0.0.2
 secret="$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')"
 # Every process and every console command reads these (MODELEXEC_<FLAG>).
 export MODELEXEC_SECRET="$secret" MODELEXEC_DATABASE="$database" MODELEXEC_REDIS="$redis_url" MODELEXEC_BLOBS="$blobs"
@@ -122,7 +125,7 @@ export INTEROP_TLS_KEY="$tmp/receiver-key.pem" INTEROP_TLS_CERT="$tmp/receiver-c
 start() {
   local name="$1"; shift
   SSL_CERT_FILE="$tmp/receiver-cert.pem" "$bin" serve --data "$tmp/$name" --webhook-allow-private 127.0.0.1 \
-    --reference-models "$@" >"$tmp/$name.log" 2>&1 &
+    --reference-models --trusted-proxies "$lb_source" "$@" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
   printf -v "pid_$name" '%s' "$!"
 }
@@ -131,7 +134,7 @@ start front2 --roles api,queue,sync --api-addr "127.0.0.1:$f2_api" --queue-addr 
 start worker1 --roles worker,webhooks
 start worker2 --roles worker,webhooks
 
-sed -e "s/@LB_API@/127.0.0.1:$lb_api/; s/@LB_QUEUE@/127.0.0.1:$lb_queue/; s/@LB_SYNC@/127.0.0.1:$lb_sync/" \
+sed -e "s/@LB_SOURCE@/$lb_source/" -e "s/@LB_API@/127.0.0.1:$lb_api/; s/@LB_QUEUE@/127.0.0.1:$lb_queue/; s/@LB_SYNC@/127.0.0.1:$lb_sync/" \
   -e "s/@F1_API@/127.0.0.1:$f1_api/; s/@F1_QUEUE@/127.0.0.1:$f1_queue/; s/@F1_SYNC@/127.0.0.1:$f1_sync/; s/@F1_API_PORT@/$f1_api/" \
   -e "s/@F2_API@/127.0.0.1:$f2_api/; s/@F2_QUEUE@/127.0.0.1:$f2_queue/; s/@F2_SYNC@/127.0.0.1:$f2_sync/; s/@F2_API_PORT@/$f2_api/" \
   "$here/haproxy.cfg.in" >"$tmp/haproxy.cfg"
@@ -146,6 +149,11 @@ for u in "$MODELEXEC_PUBLIC_URL_API" "$MODELEXEC_PUBLIC_URL_QUEUE" "$MODELEXEC_P
   wait_for "the balancer at $u" 30 curl -sf -o /dev/null "$u/healthz"
 done
 echo "deploy: 2 fronts, 2 workers and haproxy up after $((SECONDS - started))s (api $MODELEXEC_PUBLIC_URL_API)"
+
+# The balancer's health checks (15 a second) spend its own keyless read bucket, not its
+# clients': a client's first keyless answer through it has tokens left.
+left="$(curl -s -D - -o /dev/null "$MODELEXEC_PUBLIC_URL_API/healthz" | tr -d '\r' | sed -n 's/^[Rr]ate[Ll]imit-[Rr]emaining: //p')"
+[ -n "$left" ] && [ "$left" -gt 0 ] || { echo "deploy: a client's keyless answer through the balancer says RateLimit-Remaining '$left': its bucket is the balancer's" >&2; exit 1; }
 
 created_at="$(date -u -d '48 hours ago' +%Y-%m-%dT%H:%M:%SZ)"
 # new_account PLAN: an account made two days ago (the new-account limits do not apply).

@@ -28,3 +28,23 @@ func TestServeRefusesNegativeDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesATrustedProxyThatIsNotAnAddress: a --trusted-proxies entry (flag or
+// environment) that is neither an address nor a CIDR range stops serve before it listens,
+// naming the entry, instead of quietly trusting nothing.
+func TestServeRefusesATrustedProxyThatIsNotAnAddress(t *testing.T) {
+	data := t.TempDir()
+	base := []string{"serve", "--data", data, "--api-addr", freePort(t), "--queue-addr", freePort(t), "--sync-addr", freePort(t)}
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--trusted-proxies", "10.0.0.0/8,haproxy.internal"}, nil},
+		{nil, map[string]string{"MODELEXEC_TRUSTED_PROXIES": "haproxy.internal"}},
+	} {
+		_, _, err := runCLI(t, tc.env, append(append([]string{}, base...), tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), `trusted proxy "haproxy.internal" is neither an address nor a CIDR range`) {
+			t.Fatalf("serve %v %v: modelexec: %v", tc.args, tc.env, err)
+		}
+	}
+}

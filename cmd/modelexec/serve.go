@@ -34,6 +34,7 @@ type ServeCmd struct {
 	PublicURLQueue   string            `help:"Public base URL of the queue host (default http://<queue-addr>)."`
 	PublicURLSync    string            `help:"Public base URL of the synchronous host (default http://<sync-addr>)."`
 	Redis            string            `help:"redis:// URL: rate limits shared by every process through Redis (default: in process)."`
+	TrustedProxies   []string          `help:"Load balancers in front of this process (addresses or CIDR ranges, e.g. --trusted-proxies 10.0.0.0/8): from them, the client's address is read from X-Forwarded-For. Empty: the connection's peer is the client." placeholder:"CIDR"`
 	Blobs            string            `help:"Blob storage: a directory (default <data>/blobs) or s3://bucket?endpoint=...&region=..."`
 	Roles            string            `default:"api,queue,sync,worker,webhooks" help:"Comma-separated roles this process runs."`
 	ShutdownGrace    time.Duration     `default:"20s" help:"How long shutdown waits for in-flight requests."`
@@ -130,7 +131,7 @@ func (c *ServeCmd) config() (server.Config, error) {
 		Secret: secret, Redis: c.Redis, Blobs: blobLoc, ShutdownGrace: c.ShutdownGrace, WebhookScheme: scheme,
 		APIDisabled: c.APIDisabled, DisableProduct: c.DisableProduct, NoUploads: c.NoUploads, Cog: c.Cog, CogNoCancel: c.CogNoCancel, ModelConcurrency: c.ModelConcurrency,
 		MetricsAddr: c.MetricsAddr, OpenAIUpstream: c.OpenAIUpstream, ReferenceModels: c.ReferenceModels || c.Dev, WebhookAllowPrivate: c.WebhookAllowPrivate,
-		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}, StudioOrigins: c.StudioOrigins,
+		UsageExportRows: c.UsageExportRows, Retain: blobs.Retention{Outputs: c.RetainOutputs, Uploads: c.RetainUploads}, StudioOrigins: c.StudioOrigins, TrustedProxies: c.TrustedProxies,
 		DrainDelay: c.DrainDelay}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,6 +61,9 @@ type Gate struct {
 	Log      *slog.Logger
 	Metrics  RateRecorder   // nil: refusals are not counted
 	LastUsed *auth.LastUsed // nil: keys' last use is not noted
+	// Proxies are the load balancers whose X-Forwarded-For names the client of a keyless
+	// answer's per-address bucket (nil: the connection's peer is the client).
+	Proxies Proxies
 }
 
 // Principal returns the authenticated caller of r (nil on public routes).
@@ -320,11 +322,7 @@ func (g *Gate) anonymousHeaders(w http.ResponseWriter, r *http.Request, now time
 	if g.Pacer == nil {
 		return
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: "addr:" + host, Plan: string(auth.Free), Bucket: ratelimit.Read, Cost: 1})
+	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: "addr:" + g.Proxies.ClientAddr(r), Plan: string(auth.Free), Bucket: ratelimit.Read, Cost: 1})
 	if err == nil {
 		setRateHeaders(w.Header(), d, now)
 	}

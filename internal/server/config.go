@@ -125,6 +125,10 @@ type Config struct {
 	// WebhookAllowPrivate is the operator's comma-separated list of private ranges webhooks
 	// may reach (serve --webhook-allow-private); empty, as shipped: public hosts only.
 	WebhookAllowPrivate string
+	// TrustedProxies are the load balancers in front of the process (serve --trusted-proxies:
+	// addresses or CIDR ranges): from them, X-Forwarded-For names the client whose address
+	// keys a keyless answer's rate bucket. Empty: the connection's peer is the client.
+	TrustedProxies []string
 	// StudioOrigins are the origins whose pages may open the studio live route with a ticket
 	// (serve --studio-origins); empty: none.
 	StudioOrigins []string

@@ -235,6 +235,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 
 	gate := &httpapi.Gate{Auth: d.Auth, Switches: &httpapi.Switches{}, Now: d.Now, Log: d.Log,
 		LastUsed: &auth.LastUsed{Store: d.DB}}
+	if gate.Proxies, err = httpapi.ParseProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	s.lastUsed = gate.LastUsed
 	switch {
 	case d.Pacer != nil:
