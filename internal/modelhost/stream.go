@@ -13,7 +13,9 @@ import (
 // stream serves the status document as server-sent events: one event per change, closed after
 // COMPLETED or after StreamLimit (five minutes); with logs, each event carries the lines new
 // since the last. It holds a seat; with none free it answers
-// 503 stream_declined.
+// 503 stream_declined. A HEAD (the GET route serves it) gets the stream's headers after the
+// same checks and nothing more: it holds no seat and does not wait on the job, so a monitor
+// probing the address keeps neither a seat of the account nor its connection.
 func (h *Queue) stream() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
 		logs, err := wantLogs(r)
@@ -23,6 +25,11 @@ func (h *Queue) stream() http.Handler {
 		j, err := h.job(r)
 		if err != nil {
 			return err
+		}
+		if r.Method == http.MethodHead {
+			streamHeaders(w)
+			w.WriteHeader(http.StatusOK)
+			return nil
 		}
 		p := httpapi.Principal(r)
 		release, declined := h.Jobs.Seats().Acquire(p.Account.ID, j.Product)
@@ -37,9 +44,7 @@ func (h *Queue) stream() http.Handler {
 		rc := http.NewResponseController(w) // a client that stops reading is cut off by Wrap's write stall
 		changes, stop := h.Jobs.Changes(j.RequestID)
 		defer stop()
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Accel-Buffering", "no")
+		streamHeaders(w)
 		w.WriteHeader(http.StatusOK)
 		end := time.NewTimer(limit)
 		defer end.Stop()
@@ -88,4 +93,11 @@ func (h *Queue) stream() http.Handler {
 			}
 		}
 	})
+}
+
+// streamHeaders sets the headers of a status stream's answer.
+func streamHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
 }
