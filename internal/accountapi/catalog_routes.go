@@ -16,8 +16,11 @@ import (
 const (
 	// ExpandLimitDefault is how many rows ?expand=openapi answers without a limit.
 	ExpandLimitDefault = 10
-	// ModelsLimitMax is the largest limit GET /v1/models takes.
+	// ModelsLimitMax is the largest limit GET /v1/models takes with expand=openapi (each row
+	// carries a whole OpenAPI document); without it, limit is 1 to ListLimitMax like any list.
 	ModelsLimitMax = 25
+	// ListLimitMax is the largest limit of a list (spec 02: invalid_limit, limit 1 to 100).
+	ListLimitMax = 100
 )
 
 // openapiSuffix ends the path of a model's own document.
@@ -104,9 +107,14 @@ func parseExpand(vals []string) (bool, error) {
 	return expand, nil
 }
 
-// parseModelsLimit reads ?limit=: an integer 1 to 25 (invalid_limit carrying max 25
-// otherwise). Absent, it is 10 with expand=openapi and every row without; 0 means no limit.
+// parseModelsLimit reads ?limit=: an integer 1 to 25 with expand=openapi, 1 to 100 without
+// (invalid_limit carrying that max otherwise). Absent, it is 10 with expand=openapi and every
+// row without; 0 means no limit.
 func parseModelsLimit(vals []string, expand bool) (int, error) {
+	most := ListLimitMax
+	if expand {
+		most = ModelsLimitMax
+	}
 	if len(vals) == 0 {
 		if expand {
 			return ExpandLimitDefault, nil
@@ -114,8 +122,8 @@ func parseModelsLimit(vals []string, expand bool) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(vals[len(vals)-1]))
-	if err != nil || n < 1 || n > ModelsLimitMax || len(vals) > 1 {
-		return 0, apierr.New(apierr.InvalidLimit, "max", ModelsLimitMax)
+	if err != nil || n < 1 || n > most || len(vals) > 1 {
+		return 0, apierr.New(apierr.InvalidLimit, "max", most)
 	}
 	return n, nil
 }

@@ -163,6 +163,20 @@ func TestCAT13_ExpandLimit(t *testing.T) {
 			t.Errorf("%s: max = %v", path, body["max"])
 		}
 	}
+	// Without expand=openapi the 25 does not apply: a list takes 1 to 100 (spec 02, invalid_limit).
+	for path, want := range map[string]int{"/v1/models?limit=26": n, "/v1/models?limit=100": n} {
+		if got := count(path); got != want {
+			t.Errorf("%s: %d rows, want %d", path, got, want)
+		}
+	}
+	for _, l := range []string{"101", "0", "ten"} {
+		path := "/v1/models?limit=" + l
+		status, body := f.getJSON(t, path, true)
+		catWantError(t, path, status, body, http.StatusBadRequest, "invalid_limit", "max")
+		if body["max"] != float64(ListLimitMax) {
+			t.Errorf("%s: max = %v, want %d", path, body["max"], ListLimitMax)
+		}
+	}
 }
 
 // TestCAT13_LimitRule proves the limit rule itself (the default catalogue has fewer than ten

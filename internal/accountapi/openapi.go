@@ -181,8 +181,8 @@ func oaAccountPaths(cat *catalog.Catalog) map[string]any {
 	getModels := oaOperation("listModels", "catalogue", "Model rows; any valid key, no scope.", oaBearer, []any{
 		oaQueryParam("category", "Only the models of this task; an unknown one is 400 invalid_category (carrying category and categories).", oaEnum(cat.Categories()...)),
 		oaQueryParam("expand", "Only openapi: fill each row's openapi_document; anything else is 400 invalid_expand (carrying expand).", oaEnum("openapi")),
-		oaQueryParam("limit", "At most this many rows, 1 to 25 (above: 400 invalid_limit carrying max 25). Default 10 with expand=openapi, every row without.",
-			map[string]any{"type": "integer", "minimum": 1, "maximum": ModelsLimitMax}),
+		oaQueryParam("limit", "At most this many rows: 1 to 25 with expand=openapi (default 10), 1 to 100 without (default every row); past that 400 invalid_limit carrying max.",
+			map[string]any{"type": "integer", "minimum": 1, "maximum": ListLimitMax}),
 	}, map[string]any{"200": oaOk("The model rows in catalogue order.", "ModelList")}, oaKeyed...)
 
 	return map[string]any{
@@ -333,7 +333,8 @@ func oaAccountSchemas(cat *catalog.Catalog) map[string]any {
 			"error_code": oaNullable("string"), "credits_charged": oaDescribed(oaInteger(), "After any refund."),
 			"credits_reserved": oaDescribed(oaInteger(), "Taken at charge."), "credits_quoted": oaInteger(),
 			"model":              oaDescribed(oaStr(), "The address that ran it."),
-			"request_id":         oaDescribed(oaStr(), "The queue request id of the job (on a list item) or of this HTTP request."),
+			"queue_request_id":   oaDescribed(oaStr(), "The job's queue request id, minted at submit: the {request_id} of its queue URLs and the request_id of its status documents and per-request webhook."),
+			"request_id":         oaDescribed(oaStr(), "On GET /v1/jobs/{id}: this HTTP request's id, the same as X-Request-Id (absent on a list item)."),
 			"idempotency_key":    oaStr(),
 			"created_at":         dateTime,
 			"started_at":         nullableTime,

@@ -158,7 +158,7 @@ func TestCAT19_VER02_04_WholeDocument(t *testing.T) {
 	params := map[string]bool{}
 	for _, p := range d.Paths.Find("/v1/models").Get.Parameters {
 		params[p.Value.Name] = true
-		if p.Value.Name == "limit" && (p.Value.Schema.Value.Max == nil || *p.Value.Schema.Value.Max != ModelsLimitMax) {
+		if p.Value.Name == "limit" && (p.Value.Schema.Value.Max == nil || *p.Value.Schema.Value.Max != ListLimitMax) {
 			t.Error("limit maximum is not 25")
 		}
 	}
