@@ -7,8 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -189,9 +191,8 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *vi
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			r.Body = http.MaxBytesReader(w, r.Body, formLimit)
-			if err := r.ParseMultipartForm(formLimit); err != nil && !errors.Is(err, http.ErrNotMultipart) {
-				h.fail(w, r, v, refuse(http.StatusRequestEntityTooLarge, "The form was too large or malformed."))
+			if err := readForm(w, r); err != nil {
+				h.fail(w, r, v, err)
 				return
 			}
 			if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.CSRF)) {
@@ -203,6 +204,28 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *vi
 			h.fail(w, r, v, err)
 		}
 	})
+}
+
+// readForm reads a form of at most formLimit bytes, multipart or URL-encoded, with the
+// address's query. A form over the limit is 413; one that cannot be read (a stray `%` or a
+// semicolon, a broken multipart body) is 400: sending less would not help it.
+func readForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, formLimit)
+	var err error
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		err = r.ParseMultipartForm(formLimit)
+	} else {
+		err = r.ParseForm()
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooBig):
+		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("The form was larger than the console takes (%d KiB), so nothing was sent. Send it with less in it.", formLimit>>10))
+	default:
+		return refuse(http.StatusBadRequest, "The form could not be read, so nothing was done: its address or its fields were garbled on the way. Reload the page and send it again.")
+	}
 }
 
 // account serves a page of an account's own (operators have none: they see the operator pages).

@@ -42,9 +42,8 @@ func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status in
 }
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
-	r.Body = http.MaxBytesReader(w, r.Body, formLimit)
-	if err := r.ParseForm(); err != nil {
-		return refuse(http.StatusRequestEntityTooLarge, "The form was too large or malformed.")
+	if err := readForm(w, r); err != nil {
+		return err
 	}
 	seed, err := r.Cookie(preCSRFCookie)
 	if err != nil || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(h.csrfToken("signin:"+seed.Value))) {
