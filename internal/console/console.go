@@ -130,6 +130,12 @@ func (h *Handler) Routes() http.Handler {
 	h.studioRoutes(mux)
 
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
+		// Every other pattern names its method, so this one also answers a method a page
+		// does not take: that is 405 with the methods it does, not a page that is not there.
+		if allow := allowedMethods(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			return refuse(http.StatusMethodNotAllowed, fmt.Sprintf("This page does not take %s requests; it takes %s.", r.Method, allow))
+		}
 		return errNotFound
 	}))
 	cop := http.NewCrossOriginProtection()
@@ -137,6 +143,23 @@ func (h *Handler) Routes() http.Handler {
 		h.renderError(w, r, nil, http.StatusForbidden, "This form was sent from another site, so it was refused. Open the console and try again.")
 	}))
 	return secureHeaders(cop.Handler(mux))
+}
+
+// allowedMethods lists the methods a console pattern other than the catch-all serves at r's
+// path ("" for none).
+func allowedMethods(mux *http.ServeMux, r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/console/" {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
 }
 
 // errNotFound renders the console's 404 page.

@@ -79,3 +79,29 @@ func TestConsoleGarbledFormIs400AndOnlyTooLargeIs413(t *testing.T) {
 		t.Errorf("broken multipart form: %d\n%.2000s", code, page)
 	}
 }
+
+// A method a console page does not take is 405 with the methods it does in Allow; an address
+// with no page under any method stays 404.
+func TestConsoleWrongMethodIs405WithAllow(t *testing.T) {
+	s := newSite(t)
+	p := s.signIn(t, "acct_method", 1000)
+	for _, c := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{http.MethodPut, "/console/keys", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodDelete, "/console/keys/key_1/revoke", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/console/usage", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodPut, "/console/no-such-page", http.StatusNotFound, ""},
+		{http.MethodGet, "/console/no-such-page", http.StatusNotFound, ""},
+	} {
+		code, hd, page := p.send(c.method, c.path, "", nil)
+		if code != c.code || hd.Get("Allow") != c.allow || !strings.Contains(page, "<html") {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q\n%.1000s", c.method, c.path, code, hd.Get("Allow"), c.code, c.allow, page)
+		}
+		if c.code == http.StatusMethodNotAllowed && !strings.Contains(page, "does not take "+c.method) {
+			t.Errorf("%s %s: the page does not say which method it does not take\n%.2000s", c.method, c.path, page)
+		}
+	}
+}
