@@ -300,15 +300,20 @@ type MintParams struct {
 const MaxKeyName = 64
 
 // KeyName checks and tidies a key's name: spaces around it dropped, at most MaxKeyName
-// characters, no control characters.
+// characters, no control characters, and none of the invisible characters that make a name
+// read as another on the keys page: direction overrides and marks (U+202E turns "evil" into
+// "live") and zero-width spaces. Joiners stay: emoji and several scripts need them.
 func KeyName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if utf8.RuneCountInString(name) > MaxKeyName || !utf8.ValidString(name) {
 		return "", fmt.Errorf("a key's name is at most %d characters", MaxKeyName)
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) {
-			return "", errors.New("a key's name holds no control characters (line breaks, tabs, NUL)")
+		switch {
+		case unicode.IsControl(r):
+			return "", errors.New("a key's name is on one line: it holds no control characters (line breaks, tabs, NUL)")
+		case unicode.Is(unicode.Bidi_Control, r), r == '\u200b', r == '\u2060', r == '\ufeff':
+			return "", fmt.Errorf("a key's name holds no invisible direction marks or zero-width spaces (it holds U+%04X): they make a name read as another", r)
 		}
 	}
 	return name, nil

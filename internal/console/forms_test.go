@@ -200,7 +200,7 @@ func TestConsoleKeyNames(t *testing.T) {
 	bad.Set("name", "billing\nworker")
 	res := p.post("/console/keys", bad)
 	page := body(res)
-	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, "at most 64 characters, on one line") || p.liveKeys("acct_names") != 0 {
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, "A key&#39;s name is on one line") || p.liveKeys("acct_names") != 0 {
 		t.Fatalf("a name with a line break: %d, %d keys", res.StatusCode, p.liveKeys("acct_names"))
 	}
 	form := p.keysForm()

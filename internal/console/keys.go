@@ -158,7 +158,7 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	}
 	name, err := auth.KeyName(r.PostFormValue("name"))
 	if err != nil {
-		return again(http.StatusBadRequest, fmt.Sprintf("The name is at most %d characters, on one line.", auth.MaxKeyName))
+		return again(http.StatusBadRequest, sentenceCase(err.Error())+".")
 	}
 	p := auth.MintParams{AccountID: v.Account.ID, Scopes: scopes, LifetimeDays: days, Name: name}
 	if r.PostFormValue("ceiling_mode") == "fixed" {
