@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
@@ -142,7 +143,21 @@ func (h *Handler) Routes() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, nil, http.StatusForbidden, "This form was sent from another site, so it was refused. Open the console and try again.")
 	}))
-	return secureHeaders(cop.Handler(mux))
+	return secureHeaders(cop.Handler(textPaths(h, mux)))
+}
+
+// textPaths answers the 404 page for a path that is not UTF-8 (percent-encoded bytes such as
+// %FF): it names no key, job or endpoint, and PostgreSQL refuses such bytes in a query, so no
+// page looks it up.
+func textPaths(h *Handler, next http.Handler) http.Handler {
+	notFound := h.public(func(http.ResponseWriter, *http.Request) error { return errNotFound })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !utf8.ValidString(r.URL.Path) {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // allowedMethods lists the methods a console pattern other than the catch-all serves at r's

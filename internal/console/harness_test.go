@@ -34,7 +34,12 @@ type site struct {
 
 func newSite(t testing.TB, edit ...func(*server.Config, *server.Deps)) *site {
 	t.Helper()
-	db := storetest.OpenSQLite(t)
+	return newSiteOn(t, storetest.OpenSQLite(t), edit...)
+}
+
+// newSiteOn is newSite over db (PostgreSQL, say).
+func newSiteOn(t testing.TB, db *sqlstore.DB, edit ...func(*server.Config, *server.Deps)) *site {
+	t.Helper()
 	now := func() time.Time { return time.Now().UTC() }
 	as := auth.NewService(db, auth.Format{Prefix: auth.DefaultPrefix}, auth.NewHasher(secret), now, slog.New(slog.DiscardHandler))
 	var h http.Handler

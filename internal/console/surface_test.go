@@ -9,6 +9,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
 // This file sends the console what a browser would not: garbled forms, methods its pages do not
@@ -104,4 +107,25 @@ func TestConsoleWrongMethodIs405WithAllow(t *testing.T) {
 			t.Errorf("%s %s: the page does not say which method it does not take\n%.2000s", c.method, c.path, page)
 		}
 	}
+}
+
+// An address whose path is not text (percent-encoded bytes that are not UTF-8) names no page:
+// the 404 page, before any lookup, on SQLite and on PostgreSQL, which refuses such bytes.
+func TestConsolePathNotUTF8Is404(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		s := newSiteOn(t, db)
+		p := s.signIn(t, "acct_bytes", 1000)
+		form := "csrf=" + url.QueryEscape(html.UnescapeString(p.csrf))
+		for _, c := range []struct{ method, path string }{
+			{http.MethodGet, "/console/jobs/%FF"},
+			{http.MethodGet, "/console/jobs/job_%C3%28"},
+			{http.MethodPost, "/console/webhooks/%FF/delete"},
+			{http.MethodPost, "/console/keys/%FF/revoke"},
+		} {
+			code, _, page := p.send(c.method, c.path, "application/x-www-form-urlencoded", []byte(form))
+			if code != http.StatusNotFound || !strings.Contains(page, "There is no such page.") {
+				t.Errorf("%s %s: %d\n%.2000s", c.method, c.path, code, page)
+			}
+		}
+	})
 }
