@@ -2,6 +2,7 @@ package accountapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -92,6 +93,9 @@ func (h *Handler) liveByTicket(w http.ResponseWriter, r *http.Request, token str
 	case tk.Project != r.PathValue("project"):
 		return apierr.Newf(apierr.NotFound, "This ticket opens the studio project %q only.", tk.Project)
 	}
+	if err := liveHandshake(r); err != nil {
+		return err // before the ticket is spent: fixed, the handshake may use it
+	}
 	if err := h.TicketClaims.ClaimTicket(r.Context(), tk.Nonce, tk.Expires, h.Now()); errors.Is(err, studio.ErrTicketUsed) {
 		return apierr.Newf(apierr.InvalidAPIKey, "This studio ticket was already used: a ticket opens one connection; mint a fresh one for every connection, reconnects included.")
 	} else if err != nil {
@@ -133,8 +137,8 @@ func (h *Handler) upgradeLive(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	if !httpapi.IsWebSocketUpgrade(r) {
-		return apierr.Newf(apierr.InvalidBody, "This route speaks the y-websocket protocol: connect with a WebSocket client (Upgrade: websocket).")
+	if err := liveHandshake(r); err != nil {
+		return err
 	}
 	// The origin was checked above (a ticket's against the allow-list; a key's never gets here
 	// with one), so the library's same-origin check has nothing to add.
@@ -144,6 +148,30 @@ func (h *Handler) upgradeLive(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	}
 	conn.SetReadLimit(studio.MaxBytes + 64<<10) // a first sync carries up to a whole document
 	h.serveLive(r, conn, liveParams{key: k, principal: p, generation: gen, hasGeneration: hasGen})
+	return nil
+}
+
+// liveHandshake checks the WebSocket handshake (RFC 6455 §4.2.1) before the library answers
+// it: the library refuses in a line of plain text, and the service's refusals carry its error
+// body. A HEAD (the GET route serves it) opens no connection and holds nothing.
+func liveHandshake(r *http.Request) error {
+	if !httpapi.IsWebSocketUpgrade(r) {
+		return apierr.Newf(apierr.InvalidBody, "This route speaks the y-websocket protocol: connect with a WebSocket client (Upgrade: websocket).")
+	}
+	if r.Method != http.MethodGet {
+		return apierr.Newf(apierr.InvalidBody, "A WebSocket handshake is a GET request; a %s opens no connection.", r.Method)
+	}
+	if v := r.Header.Get("Sec-WebSocket-Version"); v != "13" {
+		return apierr.Newf(apierr.InvalidBody, "Sec-WebSocket-Version must be 13, the version of RFC 6455 this route speaks; got %q.", v).
+			WithHeader("Sec-WebSocket-Version", "13")
+	}
+	keys := r.Header.Values("Sec-WebSocket-Key")
+	if len(keys) != 1 {
+		return apierr.Newf(apierr.InvalidBody, "A WebSocket handshake sends one Sec-WebSocket-Key header (16 random bytes in base64); this one sent %d.", len(keys))
+	}
+	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(keys[0])); err != nil || len(b) != 16 {
+		return apierr.Newf(apierr.InvalidBody, "Sec-WebSocket-Key must be 16 random bytes in base64 (24 characters).")
+	}
 	return nil
 }
 
