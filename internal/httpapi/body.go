@@ -32,6 +32,20 @@ func refuseOversized(b []byte) error {
 	return nil
 }
 
+// refuseUnparsed answers invalid_json when b is not JSON; nil otherwise. encoding/json judges
+// no text nested deeper than its own cap (10,000 levels) and calls it invalid, so a text it
+// refuses is measured first: one nesting deeper than MaxDepth is refused invalid_body carrying
+// limit, as it is at any depth it parses at, whether or not the rest of it would parse.
+func refuseUnparsed(b []byte) error {
+	if json.Valid(b) {
+		return nil
+	}
+	if e := apierr.OverBounds(0, jsonscan.Measure(b).Depth, MaxValues, MaxDepth); e != nil {
+		return e
+	}
+	return apierr.New(apierr.InvalidJSON)
+}
+
 func bodyTooLarge() *apierr.Error { return apierr.New(apierr.BodyTooLarge, "limit_bytes", MaxBody) }
 
 // ReadBody reads the request body within MaxBody, checked on Content-Length first and again
@@ -59,8 +73,8 @@ func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
-	if !json.Valid(b) {
-		return nil, apierr.New(apierr.InvalidJSON)
+	if err := refuseUnparsed(b); err != nil {
+		return nil, err
 	}
 	if err := refuseOversized(b); err != nil {
 		return nil, err
@@ -91,8 +105,8 @@ func checkSyntax(b []byte) error {
 	if len(t) == 0 {
 		return nil
 	}
-	if !json.Valid(t) {
-		return apierr.New(apierr.InvalidJSON)
+	if err := refuseUnparsed(t); err != nil {
+		return err
 	}
 	if t[0] != '{' {
 		return apierr.New(apierr.InvalidBody)
@@ -101,7 +115,8 @@ func checkSyntax(b []byte) error {
 }
 
 // ObjectMember checks that b is a JSON object (as CheckObject does, leaving the bounds on values
-// and depth to the decoder of the whole body: a model input is judged by its contract) and
+// and depth to the decoder of the whole body: a model input is judged by its contract; only a
+// text that does not parse is refused for its depth, see refuseUnparsed) and
 // returns the value of its top-level member name (the last one when sent twice, as decoding
 // into a map reads it). It walks the members in place (jsonscan), so its memory does not grow
 // with how many there are.
