@@ -19,6 +19,7 @@ import (
 func (h *Handler) chatRoutes(mux *http.ServeMux) {
 	if h.Compat != nil {
 		mux.Handle("/compat/v1/", h.Compat)
+		mux.Handle("/compat/v1", h.Compat) // its checks and 404, not ServeMux's redirect to the slash form
 	}
 	if h.Chat == nil {
 		return

@@ -6,6 +6,7 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
@@ -96,25 +97,40 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	return confirmed
 }
 
-// fallback answers unknown paths 404 and known paths with another method 405, in the
-// protocol's envelope, with the rate-limit headers every response carries.
+// fallback answers what no route claims after checks 1 and 2, like every route (spec 02 order
+// of checks: api_disabled, then the Origin refusal, whatever the path and method): 405 with
+// an Allow header naming every method served on a path served under others, 404 otherwise, in
+// the protocol's envelope, with the rate-limit headers every response carries.
 func (h *Handler) fallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.Gate.AnonymousHeaders(w, r)
-		for _, m := range []string{http.MethodGet, http.MethodPost} {
-			if m == r.Method {
-				continue
-			}
-			probe := r.Clone(r.Context())
-			probe.Method = m
-			if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
-				w.Header().Set("Allow", m)
-				writeEnvelope(w, r, http.StatusMethodNotAllowed, "This method is not allowed on "+apierr.Excerpt(r.URL.Path)+".", "invalid_request_error", "", "method_not_allowed", false)
-				return
-			}
+		if _, err := h.Gate.Check(w, r, httpapi.Route{Public: true}); err != nil {
+			writeError(w, r, h.Log, err)
+			return
+		}
+		if allow := allowed(mux, r); len(allow) > 0 {
+			list := strings.Join(allow, ", ")
+			w.Header().Set("Allow", list)
+			writeEnvelope(w, r, http.StatusMethodNotAllowed, apierr.Excerpt(r.Method)+" is not allowed on "+apierr.Excerpt(r.URL.Path)+"; use "+list+".", "invalid_request_error", "", "method_not_allowed", false)
+			return
 		}
 		writeEnvelope(w, r, http.StatusNotFound, "Unknown path "+apierr.Excerpt(r.URL.Path)+" on the compatibility surface.", "not_found_error", "", "not_found", false)
 	})
+}
+
+// allowed lists the methods mux serves r's path under (a GET route serves HEAD too).
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // idempotencyKey reads the Idempotency-Key header. A key outside [A-Za-z0-9._-]{1,64} is

@@ -159,6 +159,39 @@ func TestERR60_CompatBodyCutShort(t *testing.T) {
 	}
 }
 
+// TestORD01_ORD02_CompatFallback proves ORD-01, ORD-02 and KEY-16 on what no /compat/v1 route
+// claims: api_disabled, then the Origin refusal, come before its 404 and 405, in the protocol's
+// envelope; a 405's Allow header names every method served there, HEAD with GET.
+func TestORD01_ORD02_CompatFallback(t *testing.T) {
+	e := newCompatEnv(t, httpapi.DefaultLimits())
+	origin := []string{"Origin", "https://app.example"}
+	key := []string{"Authorization", "Bearer " + e.key}
+	for _, c := range []struct{ method, path string }{
+		{"OPTIONS", "/chat/completions"}, {"OPTIONS", "/nope"}, {"GET", "/nope"}, {"PUT", "/models"}, {"GET", ""},
+	} {
+		what := c.method + " " + compatapi.Prefix + c.path
+		refused(t, what+" with Origin", e.do(c.method, compatapi.Prefix+c.path, "", append(origin, key...)...), http.StatusForbidden, "browser_origin_refused")
+		e.switches.APIDisabled.Store(true)
+		refused(t, what+" with the API disabled", e.do(c.method, compatapi.Prefix+c.path, "", origin...), http.StatusServiceUnavailable, "api_disabled")
+		e.switches.APIDisabled.Store(false)
+	}
+	refused(t, "unknown path", e.do("GET", compatapi.Prefix+"/nope", ""), http.StatusNotFound, "not_found")
+
+	a := e.do("PUT", compatapi.Prefix+"/models", "", key...)
+	refused(t, "PUT /models", a, http.StatusMethodNotAllowed, "method_not_allowed")
+	if got := a.header.Get("Allow"); got != "GET, HEAD" {
+		t.Fatalf("Allow %q on /models, want GET, HEAD", got)
+	}
+	if a := e.do("HEAD", compatapi.Prefix+"/models", "", key...); a.status != http.StatusOK {
+		t.Fatalf("HEAD /models: %d, yet Allow names it", a.status)
+	}
+	a = e.do("GET", compatapi.Prefix+"/chat/completions", "", key...)
+	refused(t, "GET /chat/completions", a, http.StatusMethodNotAllowed, "method_not_allowed")
+	if got := a.header.Get("Allow"); got != "POST" {
+		t.Fatalf("Allow %q on /chat/completions, want POST", got)
+	}
+}
+
 // TestERR60_CompatDeepJSON proves the depth bound of docs/errors.md on /compat/v1: a body
 // nesting past MaxDepth is invalid_body at any depth, past encoding/json's own cap (10,000
 // levels) included, never invalid_json.
