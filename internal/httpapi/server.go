@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 )
@@ -186,22 +187,37 @@ func (g *Gate) Fallback(mux *http.ServeMux) http.Handler {
 	}))
 }
 
-// Serve registers g's fallback on mux ("/") and answers mux's routes, except that a path mux
-// would answer with a redirect to its clean form (a doubled slash, a "." or ".." segment) goes
-// to the fallback too: the checks every route runs (the Origin refusal, the key, the buckets),
-// then 404 not_found, not a 307 that no check has seen. Clients build paths from the URLs this
-// service gives, which are clean. (ServeMux still redirects a subtree's bare name to its slash
-// form, /console to /console/, which carries nothing.)
+// Serve registers g's fallback on mux ("/") and answers mux's routes, except that these go to
+// the fallback too, which runs the checks every route runs (the Origin refusal, the key, the
+// buckets) and answers in the error body:
+//   - a path mux would answer with a redirect to its clean form (a doubled slash, a "." or
+//     ".." segment): 404 not_found, not a 307 that no check has seen. Clients build paths from
+//     the URLs this service gives, which are clean. (ServeMux still redirects a subtree's bare
+//     name to its slash form, /console to /console/, which carries nothing.)
+//   - a path whose decoded bytes are not UTF-8 (%FF): 404 not_found. Every id the service
+//     mints is ASCII, so such a path names nothing, and its value must never reach a query
+//     (PostgreSQL refuses the bytes, which would answer 500).
+//   - CONNECT, which no route takes: 405 method_not_allowed on a path served under other
+//     methods, as any other method no route takes, 404 otherwise (its usual host:port target
+//     is no path). ServeMux matches CONNECT by rules of its own and answers a miss with a
+//     plain-text 404.
 func (g *Gate) Serve(mux *http.ServeMux) http.Handler {
 	fallback := g.Fallback(mux)
 	mux.Handle("/", fallback)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && cleanPath(p) != p {
+		if r.Method == http.MethodConnect || !routable(r) {
 			fallback.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// routable says a route may serve r's path: it is in its clean form and its decoded bytes
+// are UTF-8.
+func routable(r *http.Request) bool {
+	p := r.URL.EscapedPath()
+	return cleanPath(p) == p && utf8.ValidString(r.URL.Path)
 }
 
 // cleanPath is the form ServeMux redirects a path to: rooted, without "." and ".." segments or
@@ -226,7 +242,7 @@ func cleanPath(p string) string {
 // allowedMethods lists the methods under which mux routes r's path to a route other than the
 // catch-all "/".
 func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
-	if p := r.URL.EscapedPath(); cleanPath(p) != p {
+	if !routable(r) {
 		return nil // no route serves a path in this form, whatever the method
 	}
 	var out []string
