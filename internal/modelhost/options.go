@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/catalog"
@@ -148,11 +149,18 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 			return o, err
 		}
 	}
-	hook, _, ok, err := spelled(r, query, "query", sameText, "webhook", "alt_webhook", "fal_webhook")
+	hook, hookName, ok, err := spelled(r, query, "query", sameText, "webhook", "alt_webhook", "fal_webhook")
 	if err != nil {
 		return o, err
 	}
 	if ok {
+		if !utf8.ValidString(hook) {
+			// A %-escape decoded to bytes that are no text (%FF, an encoded surrogate): no
+			// address to call, and a value the job's record cannot hold (PostgreSQL refuses it).
+			msg := "The webhook URL is not UTF-8 text once its query value is decoded: send it percent-encoded as a query value (% as %25), so that an escape in it such as %FF stays as written."
+			return o, apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", "not_utf8").
+				WithDetail(apierr.Violation{Loc: []any{"query", hookName}, Msg: msg, Type: "invalid_url"})
+		}
 		if err := policy.Validate(hook); err != nil {
 			reason, msg := "invalid", "The webhook URL is not an acceptable webhook address."
 			var ue *webhooks.URLError
@@ -160,7 +168,7 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 				reason, msg = string(ue.Reason), ue.Message() // words for the caller, not the error chain
 			}
 			return o, apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", reason).
-				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: msg, Type: "invalid_url"})
+				WithDetail(apierr.Violation{Loc: []any{"query", hookName}, Msg: msg, Type: "invalid_url"})
 		}
 		o.Webhook = hook
 	}
