@@ -190,11 +190,15 @@ func (h *Queue) balance(r *http.Request, p *auth.Principal) int64 {
 }
 
 func wantLogs(r *http.Request) (bool, error) {
-	v, ok := r.URL.Query()["logs"]
+	query, err := queryOf(r, "logs")
+	if err != nil {
+		return false, err
+	}
+	v, ok := query(r, "logs")
 	if !ok {
 		return false, nil
 	}
-	return logsOption(v[0])
+	return logsOption(v)
 }
 
 // job reads the job of the path for the caller; a job of another model's path is not found.

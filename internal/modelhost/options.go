@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -90,16 +91,66 @@ func sameInteger(x, y string) bool {
 const falPriorityHeader = "X-Fal-Queue-Priority"
 
 // queryOf answers a reader of r's query string, which it parses once (each parse of the
-// string allocates all of its values afresh).
-func queryOf(r *http.Request) func(*http.Request, string) (string, bool) {
-	q := r.URL.Query()
+// string allocates all of its values afresh). It refuses a query it cannot read whole (a
+// malformed %-escape, a ';'), whose pairs URL.Query would drop without a word, and one of the
+// single-valued options named given again with another value; a repeat that agrees is the
+// same request.
+func queryOf(r *http.Request, single ...string) (func(*http.Request, string) (string, bool), error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, unreadableQuery(r.URL.RawQuery)
+	}
+	for _, name := range single {
+		for _, v := range q[name][min(1, len(q[name])):] {
+			if v != q[name][0] {
+				msg := name + " is given more than once with different values; send it once"
+				return nil, apierr.Newf(apierr.ConflictingOptions, "%s.", msg).With("options", []string{name, name}).With("option", name).
+					WithDetail(apierr.Violation{Loc: []any{"query", name}, Msg: msg, Type: "conflicting_options"})
+			}
+		}
+	}
 	return func(_ *http.Request, name string) (string, bool) {
 		v, ok := q[name]
 		if !ok || len(v) == 0 {
 			return "", false
 		}
 		return v[0], true
+	}, nil
+}
+
+// unreadableQuery is the refusal of a query url.ParseQuery cannot read, naming its first
+// parameter that does not parse (as sent when its name is unreadable too), under that
+// parameter's code: invalid_url for a webhook, invalid_wait for wait, invalid_input otherwise.
+func unreadableQuery(raw string) *apierr.Error {
+	name := "query"
+	for pair := range strings.SplitSeq(raw, "&") {
+		if _, err := url.ParseQuery(pair); err == nil {
+			continue
+		}
+		key, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if len(key) > 64 {
+			key = key[:64]
+		}
+		name = strings.ToValidUTF8(key, "\uFFFD")
+		break
 	}
+	const how = " could not be read from the query: a % starts a two-digit hex escape (send % itself as %25) and parameters are separated by & alone (send ; as %3B)."
+	loc := []any{"query", name}
+	switch name {
+	case "webhook", "alt_webhook", "fal_webhook":
+		msg := "The webhook URL" + how
+		return apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", "unreadable").
+			WithDetail(apierr.Violation{Loc: loc, Msg: msg, Type: "invalid_url"})
+	case "wait":
+		msg := "wait" + how
+		return apierr.Newf(apierr.InvalidWait, "%s", msg).With("max", 300).
+			WithDetail(apierr.Violation{Loc: loc, Msg: msg, Type: "invalid_wait"})
+	}
+	msg := name + how
+	return apierr.Newf(apierr.InvalidInput, "%s", msg).WithDetail(apierr.Violation{Loc: loc, Msg: msg, Type: "unreadable"})
 }
 
 func header(r *http.Request, name string) (string, bool) {
@@ -135,7 +186,10 @@ func ParseOptions(r *http.Request, m *catalog.Model) (Options, error) {
 // ParseOptionsUnder is ParseOptions with the webhook URL checked under policy.
 func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPolicy) (Options, error) {
 	var o Options
-	query := queryOf(r)
+	query, err := queryOf(r, "wait", "logs", "webhook", "alt_webhook", "fal_webhook", "max_queue_length", "alt_max_queue_length")
+	if err != nil {
+		return o, err
+	}
 	if v, ok := query(r, "wait"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 300 {
