@@ -31,10 +31,18 @@ const SlugMusicTurbo = "music-turbo"
 // slicing.
 //
 // Output (outputFormat, default MP3), at audioSettings.channels (1 or 2, default 2) and
-// audioSettings.sampleRate (defaults: MP3 44100, OGG 48000, WAV and FLAC 44100):
+// audioSettings.sampleRate (defaults: MP3 44100, OGG 48000, WAV and FLAC 44100). A value the
+// encoder cannot produce reaches the runner only while its cross-field rule (spec 01 "Input of
+// M5" rules 1 to 3) is warned, not enforced (spec 02 "Versioning" #3): such a request was
+// accepted and charged, so it is served, never refused for that reason. The runner takes the
+// nearest value its encoder produces (an MP3 or OGG sampleRate off the format's list: the
+// nearest rate on it, the higher of two equally near; a WAV or FLAC sampleRate outside 8000 to
+// 192000 Hz: the nearest bound, which also bounds the PCM it holds; a bitrate: as below),
+// logs the change at "warn", and the result reports the values the file has.
 //   - MP3: audio/mpeg, CBR at audioSettings.bitrate rounded down to a bitrate MPEG audio
-//     defines for the sample rate (defaults 128 kbps at 32-48 kHz, 64 at 16-24 kHz, 32 at
-//     8-12 kHz), encoded by github.com/braheezy/shine-mp3 (a Go port of the shine encoder).
+//     defines for the sample rate (the lowest when asked is below all; defaults 128 kbps at
+//     32-48 kHz, 64 at 16-24 kHz, 32 at 8-12 kHz), encoded by github.com/braheezy/shine-mp3
+//     (a Go port of the shine encoder).
 //     shine-mp3 is LGPL-2.0: it is linked unmodified from its own module, so a distributor
 //     of the binary must let users relink against a modified copy (ship the source of this
 //     module or the object files); the rest of modelexec keeps its own licence.
@@ -115,9 +123,12 @@ func (m *musicRunner) Run(ctx context.Context, job runners.Job, env runners.Env)
 	if in.Inputs.Audio != "" {
 		return runners.Result{}, musicRefusal("inputs.audio has no price on this model", "inputs", "audio")
 	}
-	spec, err := resolveAudioSpec(in)
+	spec, notes, err := resolveAudioSpec(in)
 	if err != nil {
 		return runners.Result{}, err
+	}
+	for _, n := range notes {
+		rep.Log("warn", "music-turbo: "+n)
 	}
 	duration := in.Duration
 	if duration == 0 {
@@ -170,6 +181,10 @@ func (m *musicRunner) Run(ctx context.Context, job runners.Job, env runners.Env)
 		}
 		return runners.Result{}, runners.OutputNotStored(err)
 	}
+	if spec.bitrate != 0 && enc.bitrate != spec.bitrate && (spec.format == "MP3" || spec.format == "OGG") {
+		rep.Log("warn", fmt.Sprintf("music-turbo: audioSettings.bitrate %d kbps is not produced for %s at %d Hz, %d ch; served at %d kbps",
+			spec.bitrate, spec.format, spec.sampleRate, spec.channels, enc.bitrate))
+	}
 	met := metrics(encodeSeconds)
 	rep.Log("info", fmt.Sprintf("stored %s (%d bytes, %d kbps) in %.3fs", enc.contentType, len(enc.data), enc.bitrate, met["inference_seconds"]))
 	doc := map[string]any{
@@ -198,8 +213,23 @@ func (m *musicRunner) Run(ctx context.Context, job runners.Job, env runners.Env)
 	}, nil
 }
 
-func resolveAudioSpec(in musicInput) (audioSpec, error) {
-	s := audioSpec{format: strings.ToUpper(in.OutputFormat), channels: in.AudioSettings.Channels,
+// Sample rates each encoder produces: the lists of spec 01 "Input of M5" rules 2 and 3 for
+// MP3 and OGG, a range for WAV and FLAC (8 kHz to 192 kHz; it also bounds the PCM a run holds).
+var (
+	mp3SampleRates = []int{8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000}
+	oggSampleRates = []int{8000, 12000, 16000, 24000, 48000}
+)
+
+const (
+	pcmMinSampleRate = 8000
+	pcmMaxSampleRate = 192000
+)
+
+// resolveAudioSpec reads the output's shape from the input. A sample rate the format's
+// encoder does not produce is served at the nearest one it does (see Music); notes says what
+// was changed, for the job's log.
+func resolveAudioSpec(in musicInput) (s audioSpec, notes []string, err error) {
+	s = audioSpec{format: strings.ToUpper(in.OutputFormat), channels: in.AudioSettings.Channels,
 		sampleRate: in.AudioSettings.SampleRate, bitrate: in.AudioSettings.Bitrate}
 	if s.format == "" {
 		s.format = "MP3"
@@ -208,43 +238,53 @@ func resolveAudioSpec(in musicInput) (audioSpec, error) {
 		s.channels = 2
 	}
 	if s.channels != 1 && s.channels != 2 {
-		return s, musicRefusal("channels must be 1 or 2", "audioSettings", "channels")
+		return s, nil, musicRefusal("channels must be 1 or 2", "audioSettings", "channels")
 	}
-	var rates []int
+	asked := s.sampleRate
 	switch s.format {
 	case "MP3":
-		rates = []int{8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000}
 		if s.sampleRate == 0 {
 			s.sampleRate = 44100
 		}
+		s.sampleRate = nearestRate(mp3SampleRates, s.sampleRate)
 	case "OGG":
-		rates = []int{8000, 12000, 16000, 24000, 48000}
 		if s.sampleRate == 0 {
 			s.sampleRate = 48000
 		}
+		s.sampleRate = nearestRate(oggSampleRates, s.sampleRate)
 	case "WAV", "FLAC":
 		if s.sampleRate == 0 {
 			s.sampleRate = 44100
 		}
-		if s.sampleRate < 8000 || s.sampleRate > 192000 {
-			return s, musicRefusal("sampleRate must be 8000 to 192000 Hz", "audioSettings", "sampleRate")
-		}
+		s.sampleRate = max(pcmMinSampleRate, min(pcmMaxSampleRate, s.sampleRate))
 	default:
-		return s, musicRefusal("outputFormat must be MP3, WAV, FLAC or OGG", "outputFormat")
+		return s, nil, musicRefusal("outputFormat must be MP3, WAV, FLAC or OGG", "outputFormat")
 	}
-	if rates != nil {
-		ok := false
-		for _, r := range rates {
-			ok = ok || r == s.sampleRate
-		}
-		if !ok {
-			return s, musicRefusal(fmt.Sprintf("sampleRate %d is not offered for %s", s.sampleRate, s.format), "audioSettings", "sampleRate")
-		}
+	if asked != 0 && asked != s.sampleRate {
+		notes = append(notes, fmt.Sprintf("audioSettings.sampleRate %d Hz is not produced for %s; served at %d Hz", asked, s.format, s.sampleRate))
 	}
 	if s.bitrate < 0 {
-		return s, musicRefusal("bitrate must be 8 kbps or more", "audioSettings", "bitrate")
+		return s, nil, musicRefusal("bitrate must be 8 kbps or more", "audioSettings", "bitrate")
 	}
-	return s, nil
+	return s, notes, nil
+}
+
+// nearestRate is the rate of rates (ascending) nearest to asked, the higher of two equally near.
+func nearestRate(rates []int, asked int) int {
+	best := rates[0]
+	for _, r := range rates[1:] {
+		if distance(r, asked) <= distance(best, asked) {
+			best = r
+		}
+	}
+	return best
+}
+
+func distance(a, b int) int {
+	if a < b {
+		return b - a
+	}
+	return a - b
 }
 
 // ---- composition ----

@@ -42,10 +42,11 @@ func (o *musicOutputs) Put(_ context.Context, name, ct string, data []byte) (str
 
 type musicReporter struct {
 	progress []float64
+	logs     []string // "level: message"
 	cancel   func(fraction float64)
 }
 
-func (r *musicReporter) Log(string, string) {}
+func (r *musicReporter) Log(level, msg string) { r.logs = append(r.logs, level+": "+msg) }
 func (r *musicReporter) Progress(f float64) {
 	r.progress = append(r.progress, f)
 	if r.cancel != nil {
