@@ -14,7 +14,8 @@ import (
 // music-turbo request breaking an output rule of M5 (OGG sampleRate 44100, rule 3) is answered
 // 200 with the Deprecation signal and a warning, runs to COMPLETED at the nearest rate Opus
 // produces (48000 Hz, the file's OpusHead says so), and is charged once; its idempotency key
-// then replays that job, uncharged, whatever body comes with it. Proves IN-SHARED-43 (spec
+// then replays that job, uncharged, whatever body comes with it. An OGG bitrate past what Opus
+// carries (100000 kbps) is served at 510 kbps and the result says 510. Proves IN-SHARED-43 (spec
 // 02 "Versioning" #3) for M5 over HTTP, on both databases.
 func TestINSHARED43_MusicWarnedRequestIsServed(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
@@ -60,5 +61,12 @@ func TestINSHARED43_MusicWarnedRequestIsServed(t *testing.T) {
 			t.Fatalf("the key resent: %d %s (balance %d→%d)", again.Code, again.Raw, before, m.balance())
 		}
 
+		_, a = serve(`{"positivePrompt":"calm piano","duration":30,"outputFormat":"OGG","audioSettings":{"bitrate":100000}}`, "music-100000", "audio_bitrate")
+		if a["bitrate"] != float64(510) || a["sample_rate"] != float64(48000) {
+			t.Fatalf("result %v: want 510 kbps at 48000 Hz", a)
+		}
+		if size, _ := a["file_size"].(float64); size*8/30/1000 > 520 {
+			t.Fatalf("the file is %.0f kbps; the result says %v", size*8/30/1000, a["bitrate"])
+		}
 	})
 }

@@ -212,6 +212,23 @@ func opusDefaultBitrate(channels int) int {
 	return 128
 }
 
+// opusBitrate is the bitrate (kbps) the Opus encoder produces for asked (0: the default) at
+// channels. Opus carries 6 to 510 kbps (RFC 6716 2.1.1): an encoder packet holds at most 1275
+// bytes, 510 kbps at 20 ms frames. libopus's own per-channel bound (750 kbps a channel) lies
+// above that at either channel count, so the packet bound is the one that holds; a larger
+// target would be taken silently and the file still be at 510.
+func opusBitrate(asked, channels int) int {
+	if asked == 0 {
+		return opusDefaultBitrate(channels)
+	}
+	return max(opusMinKbps, min(opusMaxKbps, asked))
+}
+
+const (
+	opusMinKbps = 6
+	opusMaxKbps = 1275 * 8 * (1000 / opusFrameMs) / 1000
+)
+
 // encodeOggOpus encodes Opus with gopus and wraps it in Ogg per RFC 7845: page 0 (BOS)
 // holds OpusHead, page 1 OpusTags, then audio pages; granule positions count 48 kHz
 // samples including the pre-skip, and the last page's granule position trims the padding
@@ -221,10 +238,7 @@ func encodeOggOpus(ctx context.Context, pcm []float32, frames int, spec audioSpe
 	if err != nil {
 		return encodedAudio{}, err
 	}
-	kbps := spec.bitrate
-	if kbps == 0 {
-		kbps = opusDefaultBitrate(spec.channels)
-	}
+	kbps := opusBitrate(spec.bitrate, spec.channels)
 	if err := enc.SetBitrate(kbps * 1000); err != nil {
 		return encodedAudio{}, err
 	}

@@ -49,7 +49,8 @@ const SlugMusicTurbo = "music-turbo"
 //   - WAV: audio/wav, 16-bit PCM (our own RIFF writer).
 //   - FLAC: audio/flac, 16-bit, by github.com/mewkiz/flac's encoder.
 //   - OGG: audio/ogg, Ogg Opus (DESIGN decision 8) by github.com/thesyncim/gopus at
-//     audioSettings.bitrate (default 128 kbps stereo, 64 mono), 20 ms frames, in an Ogg
+//     audioSettings.bitrate (default 128 kbps stereo, 64 mono) held to the 6 to 510 kbps an
+//     Opus stream of 20 ms packets carries at either channel count, 20 ms frames, in an Ogg
 //     stream written per RFC 7845: OpusHead (pre-skip = encoder lookahead) and OpusTags
 //     header pages, then audio pages whose last granule position trims the stream to the
 //     exact duration.

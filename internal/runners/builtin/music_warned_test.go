@@ -42,7 +42,8 @@ func opusPayloadKbps(t *testing.T, data []byte, seconds float64) float64 {
 // accepted with a warning (spec 02 "Versioning" #3), so the runner serves it: it takes the
 // nearest sample rate and bitrate its encoder produces instead of failing the charged job,
 // logs the change, and the result reports what the file has (its header decoded back; for
-// OGG, the Opus packets' bitrate). Proves IN-SHARED-43 for M5.
+// OGG, the Opus packets' bitrate). Proves IN-SHARED-43 for M5 and IN-M5-22 (the OGG bitrate
+// reported is the encoder's).
 func TestINSHARED43_MusicWarnedRequestIsServed(t *testing.T) {
 	cat, err := catalog.Default()
 	if err != nil {
@@ -67,6 +68,8 @@ func TestINSHARED43_MusicWarnedRequestIsServed(t *testing.T) {
 		{"MP3_bitrate_1000", `{"audioSettings":{"bitrate":1000}}`, "audio_bitrate", 44100, 2, 320, "bitrate 1000 kbps is not produced for MP3 at 44100 Hz, 2 ch; served at 320 kbps"},
 		{"WAV_1000000", `{"outputFormat":"WAV","audioSettings":{"sampleRate":1000000,"channels":1}}`, "audio_settings_format", 192000, 1, 0, "sampleRate 1000000 Hz is not produced for WAV; served at 192000 Hz"},
 		{"FLAC_1000", `{"outputFormat":"FLAC","audioSettings":{"sampleRate":1000}}`, "audio_settings_format", 8000, 2, 0, "served at 8000 Hz"},
+		{"OGG_bitrate_100000", `{"outputFormat":"OGG","audioSettings":{"bitrate":100000}}`, "audio_bitrate", 48000, 2, 510, "bitrate 100000 kbps is not produced for OGG at 48000 Hz, 2 ch; served at 510 kbps"},
+		{"OGG_mono_bitrate_300", `{"outputFormat":"OGG","audioSettings":{"channels":1,"sampleRate":16000,"bitrate":300}}`, "audio_bitrate", 16000, 1, 300, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
