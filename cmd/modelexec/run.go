@@ -109,7 +109,7 @@ func (c *RunCmd) Run(e *env) error {
 // charged reads what a job cost from its job record on the account API (credits_charged,
 // after any refund; 0 when a pass paid or on a replay). The record's id is not the request id
 // (it is <product>_<key>, or minted when an idempotency key was given), so the account's most
-// recent jobs (GET /v1/jobs) are searched for the one with this request id.
+// recent jobs (GET /v1/jobs) are searched for the one whose queue_request_id is this request id.
 func (c *RunCmd) charged(ctx context.Context, requestID string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.APIURL, "/")+"/v1/jobs?limit=100", nil)
 	if err != nil {
@@ -126,7 +126,7 @@ func (c *RunCmd) charged(ctx context.Context, requestID string) (int64, error) {
 	}
 	var list struct {
 		Data []struct {
-			RequestID      string `json:"request_id"`
+			QueueRequestID string `json:"queue_request_id"`
 			CreditsCharged *int64 `json:"credits_charged"`
 		} `json:"data"`
 	}
@@ -134,7 +134,7 @@ func (c *RunCmd) charged(ctx context.Context, requestID string) (int64, error) {
 		return 0, err
 	}
 	for _, j := range list.Data {
-		if j.RequestID == requestID && j.CreditsCharged != nil {
+		if j.QueueRequestID == requestID && j.CreditsCharged != nil {
 			return *j.CreditsCharged, nil
 		}
 	}

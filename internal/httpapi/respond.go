@@ -86,9 +86,11 @@ func logger(r *http.Request) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// WriteJSON writes v as JSON with request_id added to the top-level object, unless the
-// document carries its own (a job's documents name the job's request id). That is decided on
-// the value, before encoding: the body is never parsed again.
+// WriteJSON writes v as JSON with request_id, the HTTP request's id, added to the top-level
+// object, unless the document carries its own: only the queue protocol's submit, status and
+// cancel documents do, naming the job's request id (an account-API document never does; a job
+// record names the job's in queue_request_id). That is decided on the value, before
+// encoding: the body is never parsed again.
 func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

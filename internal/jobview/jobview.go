@@ -182,11 +182,13 @@ func logs(j jobs.Job) []jobs.LogLine {
 	return j.Logs
 }
 
-// Record is the job record of the account API and events: id, object, product, status
-// (queued and running jobs read queued / running), error_code, credits_charged,
-// credits_reserved, and for reads poll_after_seconds and coverage. The job's queue-host
-// links (status_url, response_url) are left out for a language model's job: the model has no
-// address on the queue host, where they would answer 404.
+// Record is the job record of the account API: id, object, product, status (queued and
+// running jobs read queued / running), error_code, credits_charged, credits_reserved, and for
+// reads poll_after_seconds and coverage. The job's queue request id (the id in its queue URLs)
+// is queue_request_id: request_id on an account-API answer is that HTTP request's id
+// (X-Request-Id), which the writer adds. The job's queue-host links (status_url, response_url)
+// are left out for a language model's job: the model has no address on the queue host, where
+// they would answer 404.
 func Record(j jobs.Job, u URLs) map[string]any {
 	status := string(j.Outcome)
 	poll := 0
@@ -206,7 +208,7 @@ func Record(j jobs.Job, u URLs) map[string]any {
 		"credits_reserved":   j.Reserved,
 		"credits_quoted":     j.Quoted,
 		"model":              "svc-serverless/" + j.Model,
-		"request_id":         j.RequestID,
+		"queue_request_id":   j.RequestID,
 		"idempotency_key":    j.IdempotencyKey,
 		"created_at":         j.CreatedAt.UTC().Format(time.RFC3339),
 		"started_at":         timeOrNil(j.StartedAt),
