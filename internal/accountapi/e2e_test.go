@@ -50,6 +50,8 @@ type fakePacer struct {
 
 func (p *fakePacer) set(f func(p *fakePacer)) { p.mu.Lock(); f(p); p.mu.Unlock() }
 
+func (*fakePacer) NoCapacity(string, ratelimit.Bucket) bool { return false }
+
 func (p *fakePacer) Fuse(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

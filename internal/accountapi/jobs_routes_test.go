@@ -60,6 +60,8 @@ type recPacer struct {
 	refuse ratelimit.Bucket
 }
 
+func (*recPacer) NoCapacity(string, ratelimit.Bucket) bool { return false }
+
 func (p *recPacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
 	return ratelimit.Decision{}, true
 }

@@ -19,7 +19,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("GET /v1/openapi.json", g.Protect(public, h.openapi()))
 	mux.Handle("GET /v1/me", g.Protect(read, h.me()))
 	if h.Files != nil {
-		mux.Handle("/files/", g.Keyless(h.Files)) // signed links: the signature is the credential
+		mux.Handle("/files/", g.Signed(h.Files)) // signed links: the signature is the credential
 	}
 	h.catalogRoutes(mux)
 	h.jobRoutes(mux)

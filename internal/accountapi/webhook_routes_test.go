@@ -43,6 +43,8 @@ func (c *whClock) Add(d time.Duration) {
 // whPacer admits everything: rate limits are not under test here.
 type whPacer struct{}
 
+func (whPacer) NoCapacity(string, ratelimit.Bucket) bool { return false }
+
 func (whPacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
 	return ratelimit.Decision{}, true
 }

@@ -245,6 +245,10 @@ func accountStanding(a Account, readOnly bool) error {
 	return nil
 }
 
+// Cached answers the principal cached for pk, without reading the store: a check that must not
+// cost a read (a request the fuse refused) learns the key's plan from it when it is there.
+func (s *Service) Cached(pk ParsedKey) (Principal, bool) { return s.cached(pk, s.now()) }
+
 // cached answers the principal cached for pk when it is younger than cacheTTL and pk's secret
 // matches it.
 func (s *Service) cached(pk ParsedKey, now time.Time) (Principal, bool) {

@@ -91,6 +91,8 @@ type pacer struct {
 	fuseShut bool
 }
 
+func (pacer) NoCapacity(string, ratelimit.Bucket) bool { return false }
+
 func (p pacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
 	return ratelimit.Decision{Limit: 5, ResetAfter: time.Second}, !p.fuseShut
 }

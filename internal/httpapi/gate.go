@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,10 +20,12 @@ import (
 // Pacer is the rate-limit seam of the check order: the per-instance fuse (step 5, before the
 // key is looked up) and the shared limiter (step 6). Fuse answers whether the request passes
 // and the fuse's own figures for a refusal's rate headers. An Admit error means the limiter
-// could not be reached (503 limiter_unavailable).
+// could not be reached (503 limiter_unavailable). NoCapacity reports a plan's bucket that
+// holds nothing, which no fuse turns into a 429.
 type Pacer interface {
 	Fuse(key string, b ratelimit.Bucket, now time.Time) (ratelimit.Decision, bool)
 	Admit(ctx context.Context, req ratelimit.Request) (ratelimit.Decision, error)
+	NoCapacity(plan string, b ratelimit.Bucket) bool
 }
 
 // Switches are the operator's kill switches (order of checks step 1).
@@ -158,8 +162,15 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 	}
 	noteKeyID(r, pk.ID) // the public id, never the key, goes to the access log (KEY-13)
 	bucket := route.Bucket
-	// 5. Per-instance fuse, before the key is looked up.
-	if g.Pacer != nil && !g.fuse(w, pk.ID, bucket, now) {
+	// 5. Per-instance fuse, before the key is looked up: counted on the whole key as presented
+	// (its digest), not its public id, so requests with a forged secret spend a counter of their
+	// own, never the real key's.
+	if g.Pacer != nil && !g.fuse(w, fuseKey(raw), bucket, now) {
+		// A bucket the plan does not have is refused as such, never 429 (spec 02, rate-limit
+		// buckets #3), when the key is known from the last second.
+		if p, ok := g.Auth.Cached(pk); ok && g.Pacer.NoCapacity(string(p.Account.Plan), bucket) {
+			return nil, g.Admit(w, r, &p, bucket, 1)
+		}
 		g.limited(bucket)
 		return nil, apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
 	}
@@ -201,6 +212,13 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 		}
 	}
 	return &p, nil
+}
+
+// fuseKey is the fuse's counter for a presented key: a digest of the whole of it, so the
+// process holds no key's secret in its counters.
+func fuseKey(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(sum[:12])
 }
 
 // fuse is check step 5 for key and bucket. A refusal's rate headers are the fuse's own
@@ -298,9 +316,27 @@ func newAccountUntil(p *auth.Principal, now time.Time) (time.Time, bool) {
 
 // Keyless serves h with the rate headers of a keyless answer (the per-client-address read
 // bucket, DESIGN.md decision 23) and none of the key checks: liveness and readiness probes and
-// the signed /files/ links (whose signature is the credential) carry the six headers every
-// response carries (RL-15).
+// the error pages carry the six headers every response carries (RL-15). A browser call is
+// refused there as on every route (spec 02, key format and transport #4).
 func (g *Gate) Keyless(h http.Handler) http.Handler {
+	signed := g.Signed(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["Origin"]; ok {
+			if g != nil {
+				g.anonymousHeaders(w, r, g.Now())
+			}
+			WriteError(w, r, apierr.New(apierr.BrowserOriginRefused))
+			return
+		}
+		signed.ServeHTTP(w, r)
+	})
+}
+
+// Signed serves a signed /files/ link with the keyless answers' rate headers. The signature is
+// the credential, and a link is made to be opened from a page: an <audio> or <img> of another
+// origin, the console's own upload (a PUT, which browsers send with Origin). So Origin is not
+// refused here; no Access-Control-* header is sent, so no other origin's script reads the bytes.
+func (g *Gate) Signed(h http.Handler) http.Handler {
 	if g == nil || g.Pacer == nil {
 		return h
 	}

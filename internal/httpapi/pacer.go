@@ -21,6 +21,9 @@ func (a Admission) Fuse(key string, b ratelimit.Bucket, now time.Time) (ratelimi
 	return d, o == ratelimit.OutcomeAdmitted
 }
 
+// NoCapacity reports whether plan's bucket b holds nothing (a zero-capacity bucket).
+func (a Admission) NoCapacity(plan string, b ratelimit.Bucket) bool { return a.Adm.NoCapacity(plan, b) }
+
 // Admit is the rate part of check step 6. A refusal comes back in the Decision; an error
 // means the limiter is unreachable.
 func (a Admission) Admit(ctx context.Context, r ratelimit.Request) (ratelimit.Decision, error) {

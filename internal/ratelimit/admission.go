@@ -102,6 +102,14 @@ func NewAdmission(l Limiter, opts AdmissionOptions) *Admission {
 	}
 }
 
+// NoCapacity reports whether plan's bucket b holds nothing (free's generate): a request for it
+// is refused plan_has_no_api_generate at step 6 whatever the fuse says, never 429 (spec 02,
+// rate-limit buckets #3).
+func (a *Admission) NoCapacity(plan string, b Bucket) bool {
+	r, ok := a.Guard.plans.or()[plan][b]
+	return ok && r.Zero()
+}
+
 // CheckFuse is check step 5: the per-instance fuse for the key's public id and the route's bucket,
 // before the key is looked up. It returns OutcomeAdmitted or OutcomeInstanceFuse; when refused,
 // the Decision carries the fuse's figures for the rate headers (limit per second, nothing left,

@@ -39,6 +39,8 @@ func (flakyRunner) Run(_ context.Context, j runners.Job, _ runners.Env) (runners
 // bucket_spent; every other bucket is admitted.
 type spendPacer struct{ left atomic.Int64 }
 
+func (*spendPacer) NoCapacity(string, ratelimit.Bucket) bool { return false }
+
 func (p *spendPacer) Fuse(string, ratelimit.Bucket, time.Time) (ratelimit.Decision, bool) {
 	return ratelimit.Decision{}, true
 }

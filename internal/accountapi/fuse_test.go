@@ -1,0 +1,141 @@
+package accountapi_test
+
+import (
+	"hash/crc32"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/accountapi"
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/ratelimit"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
+	"github.com/modelexec/modelexec/internal/store/storetest"
+)
+
+// newFusedEnv is newEnv with the real rate limiting of serve (the per-instance fuse and an
+// in-process limiter) instead of the fake pacer.
+func newFusedEnv(t *testing.T, db *sqlstore.DB) *env {
+	e := newEnv(t, db, "deployment-secret")
+	log := slog.New(slog.DiscardHandler)
+	adm := ratelimit.NewAdmission(ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: e.clock.Now}), ratelimit.AdmissionOptions{})
+	gate := &httpapi.Gate{Auth: e.svc, Pacer: httpapi.Admission{Adm: adm, Now: e.clock.Now}, Switches: e.switches, Now: e.clock.Now, Log: log}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &accountapi.Handler{Gate: gate, Auth: e.svc, Catalog: cat, Ready: []accountapi.Pinger{db}, Now: e.clock.Now, Log: log, OpenAPI: accountapi.Document(cat)}
+	ok := httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
+		httpapi.WriteJSON(w, r, 200, map[string]any{"ok": true})
+		return nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /probe/generate", httpapi.Wrap(httpapi.QueueSurface, log,
+		gate.Protect(httpapi.Route{Bucket: ratelimit.Generate, Product: func(*http.Request) string { return "photo" }}, ok)))
+	mux.Handle("/", h.Routes())
+	e.srv.Close()
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// forged is key with its secret replaced and a checksum that holds: a key anyone can write who
+// read the public id (in a log, on a key list), without the secret.
+func forged(key string) string {
+	head := key[:len(key)-6]
+	i := strings.LastIndexByte(head, '_')
+	head = head[:i+1] + strings.Repeat("A", len(head)-i-1)
+	v := uint64(crc32.ChecksumIEEE([]byte(head)))
+	const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	sum := make([]byte, 6)
+	for j := 5; j >= 0; j-- {
+		sum[j] = base62[v%62]
+		v /= 62
+	}
+	return head + string(sum)
+}
+
+// TestORD05_ForgedSecretsSpendNoFuseOfTheRealKey: the fuse (check 5) counts per key before the
+// key is looked up, and a key's public id is public. Requests with the id and a made-up secret
+// (each answered invalid_api_key) spend a counter of their own: the key's owner is not locked
+// out, on the generate bucket (3 a second) or the read bucket (30).
+func TestORD05_ForgedSecretsSpendNoFuseOfTheRealKey(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newFusedEnv(t, db)
+		storetest.NewAccount(t, db, "acct_victim", auth.Pro, 5000)
+		key := e.mint(auth.MintParams{AccountID: "acct_victim"}).Key
+		fake := forged(key)
+		if fake == key || fake[:len(auth.DefaultPrefix)+12] != key[:len(auth.DefaultPrefix)+12] {
+			t.Fatalf("forged %q from %q", fake, key)
+		}
+		forgedTries := func(path, method string, n int) {
+			t.Helper()
+			for i := range n {
+				a := e.do(method, path, bearer(fake)...)
+				// The first ones are looked up and refused; past the fuse's figure the forged key's own
+				// counter refuses it before any lookup.
+				if a.status != 401 && !(a.status == 429 && a.body["reason"] == "instance_fuse") {
+					t.Fatalf("forged key, try %d: %d %s", i, a.status, a.raw)
+				}
+			}
+		}
+		forgedTries("/probe/generate", "POST", 5)
+		if a := e.do("POST", "/probe/generate", bearer(key)...); a.status != 200 {
+			t.Fatalf("the owner's submit after forged ones: %d %s", a.status, a.raw)
+		}
+		forgedTries("/v1/me", "GET", 31)
+		if a := e.do("GET", "/v1/me", bearer(key)...); a.status != 200 {
+			t.Fatalf("the owner's read after forged ones: %d %s", a.status, a.raw)
+		}
+		// The fuse still holds the real key to its figures.
+		var last answer
+		for range 4 {
+			last = e.do("POST", "/probe/generate", bearer(key)...)
+		}
+		e.refused(last, 429, "rate_limited")
+		if last.body["reason"] != "instance_fuse" {
+			t.Fatalf("fourth submit in a second: %s", last.raw)
+		}
+	})
+}
+
+// TestRL11_FreePlanGenerateIsNeverRefused429: a free key has no generate bucket (capacity 0):
+// every submit, however many a second, is 403 plan_has_no_api_generate, never the fuse's 429
+// (whose retry_after would say the refusal clears in a second).
+func TestRL11_FreePlanGenerateIsNeverRefused429(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newFusedEnv(t, db)
+		storetest.NewAccount(t, db, "acct_free", auth.Free, 0)
+		key := e.mint(auth.MintParams{AccountID: "acct_free"}).Key
+		for i := range 8 {
+			a := e.do("POST", "/probe/generate", bearer(key)...)
+			e.refused(a, 403, "plan_has_no_api_generate")
+			if a.header.Get("Retry-After") != "" {
+				t.Fatalf("submit %d: Retry-After %q on a refusal that never clears", i, a.header.Get("Retry-After"))
+			}
+		}
+	})
+}
+
+// TestKEY16_KeylessRoutesRefuseBrowserCalls: the routes that take no key (probes, error pages)
+// refuse a request carrying Origin like every other route (spec 02, key format and transport
+// #4; DESIGN 23), with the error body and no Access-Control-* header.
+func TestKEY16_KeylessRoutesRefuseBrowserCalls(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newFusedEnv(t, db)
+		for _, p := range []string{"/healthz", "/readyz", "/docs/errors", "/docs/errors/rate_limited"} {
+			if a := e.do("GET", p); a.status != 200 {
+				t.Fatalf("%s without Origin: %d", p, a.status)
+			}
+			a := e.do("GET", p, "Origin", "https://evil.example")
+			e.refused(a, 403, "browser_origin_refused")
+			if a.header.Get("RateLimit-Limit") == "" {
+				t.Errorf("%s: a refusal without rate headers", p)
+			}
+		}
+	})
+}
