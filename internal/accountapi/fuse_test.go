@@ -1,11 +1,9 @@
 package accountapi_test
 
 import (
-	"hash/crc32"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/accountapi"
@@ -43,22 +41,6 @@ func newFusedEnv(t *testing.T, db *sqlstore.DB) *env {
 	return e
 }
 
-// forged is key with its secret replaced and a checksum that holds: a key anyone can write who
-// read the public id (in a log, on a key list), without the secret.
-func forged(key string) string {
-	head := key[:len(key)-6]
-	i := strings.LastIndexByte(head, '_')
-	head = head[:i+1] + strings.Repeat("A", len(head)-i-1)
-	v := uint64(crc32.ChecksumIEEE([]byte(head)))
-	const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	sum := make([]byte, 6)
-	for j := 5; j >= 0; j-- {
-		sum[j] = base62[v%62]
-		v /= 62
-	}
-	return head + string(sum)
-}
-
 // TestORD05_ForgedSecretsSpendNoFuseOfTheRealKey: the fuse (check 5) counts per key before the
 // key is looked up, and a key's public id is public. Requests with the id and a made-up secret
 // (each answered invalid_api_key) spend a counter of their own: the key's owner is not locked
@@ -68,7 +50,7 @@ func TestORD05_ForgedSecretsSpendNoFuseOfTheRealKey(t *testing.T) {
 		e := newFusedEnv(t, db)
 		storetest.NewAccount(t, db, "acct_victim", auth.Pro, 5000)
 		key := e.mint(auth.MintParams{AccountID: "acct_victim"}).Key
-		fake := forged(key)
+		fake := storetest.ForgedSecret(key)
 		if fake == key || fake[:len(auth.DefaultPrefix)+12] != key[:len(auth.DefaultPrefix)+12] {
 			t.Fatalf("forged %q from %q", fake, key)
 		}

@@ -176,8 +176,9 @@ func TestERR07_MethodNotAllowed(t *testing.T) {
 }
 
 // TestKEY13_AccessLogNamesKeyID proves KEY-13 for logs: once a presented key is well formed, the
-// access line of the request names its public id (key_id), also when the request is refused
-// later in the check order; the key itself and its secret never appear.
+// access line of the request names its public id, also when the request is refused later in
+// the check order: as claimed_key_id until its secret was checked (key_id after, see
+// TestKEY13_AccessLogSaysWhichKeyIDsWereChecked); the key itself and its secret never appear.
 func TestKEY13_AccessLogNamesKeyID(t *testing.T) {
 	f := auth.Format{Prefix: auth.DefaultPrefix}
 	key, id, err := f.Mint()
@@ -197,12 +198,14 @@ func TestKEY13_AccessLogNamesKeyID(t *testing.T) {
 	if w.Code != 429 {
 		t.Fatalf("want the fuse refusal, got %d %s", w.Code, w.Body)
 	}
+	// Refused before its secret was checked, the key is only claimed: anyone can write its id.
 	var line struct {
-		Msg   string `json:"msg"`
-		KeyID string `json:"key_id"`
+		Msg     string `json:"msg"`
+		KeyID   string `json:"key_id"`
+		Claimed string `json:"claimed_key_id"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line); err != nil || line.Msg != "request" || line.KeyID != id {
-		t.Fatalf("access line %s (%v), want key_id %s", buf.String(), err, id)
+	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line); err != nil || line.Msg != "request" || line.Claimed != id || line.KeyID != "" {
+		t.Fatalf("access line %s (%v), want claimed_key_id %s and no key_id", buf.String(), err, id)
 	}
 	if strings.Contains(buf.String(), key[len(auth.DefaultPrefix)+13:]) {
 		t.Fatal("the secret reached the log")

@@ -186,9 +186,13 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 		p, err = g.Auth.Authenticate(r.Context(), pk, bucket == ratelimit.Read)
 	}
 	if err != nil {
+		if e, ok := apierr.As(err); ok && e.Code != apierr.InvalidAPIKey {
+			noteKeyVerified(r) // the secret held; the key or its account stands refused
+		}
 		g.anonymousHeaders(w, r, now)
 		return nil, authFailure(err, bucket)
 	}
+	noteKeyVerified(r)
 	if g.LastUsed != nil {
 		g.LastUsed.Note(p.Key.ID, now) // the key list's "last used"
 	}

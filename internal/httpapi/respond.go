@@ -37,13 +37,33 @@ const (
 )
 
 // keyIDSlot is filled by the gate once a presented key's public id is known, so the access
-// log line written by Wrap names it (KEY-13), refusals after step 4 included.
-type keyIDSlot struct{ id string }
+// log line written by Wrap names it (KEY-13), refusals after step 4 included. Until the key's
+// secret was checked the id is only claimed: anyone may write a key with a public id and a
+// made-up secret, and the log must not put that request on the real key.
+type keyIDSlot struct {
+	id       string
+	verified bool
+}
 
 func noteKeyID(r *http.Request, id string) {
 	if s, ok := r.Context().Value(keyIDKey).(*keyIDSlot); ok {
 		s.id = id
 	}
+}
+
+// noteKeyVerified marks the noted key id as the request's own: its secret was checked.
+func noteKeyVerified(r *http.Request) {
+	if s, ok := r.Context().Value(keyIDKey).(*keyIDSlot); ok {
+		s.verified = true
+	}
+}
+
+// logAttr is the access log's field for the key: key_id once verified, claimed_key_id before.
+func (s *keyIDSlot) logAttr() string {
+	if s.verified {
+		return "key_id"
+	}
+	return "claimed_key_id"
 }
 
 // RequestID returns the id of the HTTP request (X-Request-Id).
@@ -148,9 +168,13 @@ func withRequestID(b []byte, id string) []byte {
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if c, ok := r.Context().Value(confirmKey).(confirmer); ok && r.Context().Err() == nil {
 		// The caller's principal came from the gate's cache and no charge confirmed it: a
-		// revoked key or a closed account is refused as such, before any later refusal.
+		// revoked key or a closed account is refused as such, before any later refusal. A
+		// confirmation that could not be read (the request's context ended while it ran) leaves
+		// the refusal as it was: an answer is still owed.
 		if e := c(w, r); e != nil {
-			err = e
+			if _, ok := apierr.As(e); ok {
+				err = e
+			}
 		}
 	}
 	e, ok := apierr.As(err)

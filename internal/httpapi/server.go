@@ -57,7 +57,7 @@ func WrapLimits(s Surface, log *slog.Logger, lim Limits, h http.Handler) http.Ha
 			attrs := []any{"surface", s.name(), "method", r.Method, "route", routeOf(r), "path", loggedPath(r.URL.Path), "status", status,
 				"ms", time.Since(start).Milliseconds(), "request_id", id}
 			if slot.id != "" {
-				attrs = append(attrs, "key_id", slot.id) // the public id, never the key
+				attrs = append(attrs, slot.logAttr(), slot.id) // the public id, never the key
 			}
 			log.Info("request", attrs...)
 		}()
