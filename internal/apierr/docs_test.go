@@ -41,6 +41,8 @@ type ` + "`too_long`" + ` says which bound the body is over.
 Every other JSON body (webhooks, uploads, chat, embeddings, studio, the compatibility surface, and
 the input of a chat or embeddings model) may hold at most 50,000 values and nest at most 64
 levels deep; beyond that it is refused ` + "`invalid_body`" + ` carrying ` + "`limit`" + `, before it is decoded.
+A body is sent uncompressed: one with a ` + "`Content-Encoding`" + ` (other than ` + "`identity`" + `) is refused
+` + "`invalid_body`" + ` naming it (422 on the model hosts), and is never inflated.
 
 ## The advice on a failed job
 

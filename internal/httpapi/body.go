@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/jsonscan"
@@ -53,6 +54,11 @@ func bodyTooLarge() *apierr.Error { return apierr.New(apierr.BodyTooLarge, "limi
 func ReadBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxBody {
 		return nil, bodyTooLarge()
+	}
+	// A compressed body is refused by name rather than read as broken JSON. It is not
+	// inflated: a few bytes sent would hold the server to a whole body's memory.
+	if ce := strings.TrimSpace(r.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil, apierr.Newf(apierr.InvalidBody, "The body was sent with Content-Encoding %q, which this API does not take: send it uncompressed, with no Content-Encoding header.", ce)
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if errors.Is(err, errBodyTimeout) {
