@@ -402,9 +402,16 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	} else {
 		h.peek(r, v, "/console/jobs/"+j.ID, &d.Warnings)
 	}
-	h.render(w, http.StatusOK, "job", view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d})
+	page := view{Title: "Job " + j.ID, Nav: "jobs", V: v, Data: d}
+	if r.URL.Query().Has("replayed") {
+		page.Flash = replayedText
+	}
+	h.render(w, http.StatusOK, "job", page)
 	return nil
 }
+
+// replayedText says that a playground form sent again answered the run it first started.
+const replayedText = "This form was already sent: showing the run it started. Nothing was run or charged again."
 
 // jobError says why j failed, for a person: its code, the catalogue's sentence and each input
 // problem by the field's label.

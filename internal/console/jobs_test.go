@@ -45,11 +45,18 @@ func (p *person) run(model string, fields map[string]string) string {
 	}
 	id := match(p.t, jobLink, res.Header.Get("Location"))
 	p.settle(id)
-	// The same form sent again is the same request: the same job, not a second charge.
+	// The same form sent again is the same request: the same job, not a second charge, and
+	// the page it leads to says so.
 	again := p.post("/console/playground", form)
 	body(again)
-	if again.StatusCode != http.StatusSeeOther || again.Header.Get("Location") != res.Header.Get("Location") {
+	if again.StatusCode != http.StatusSeeOther || again.Header.Get("Location") != res.Header.Get("Location")+"&replayed=1" {
 		p.t.Fatalf("the form sent twice answered %d %s, first %s", again.StatusCode, again.Header.Get("Location"), res.Header.Get("Location"))
+	}
+	if _, page := p.get(again.Header.Get("Location")); !strings.Contains(page, "This form was already sent: showing the run it started.") {
+		p.t.Fatalf("the job page a resent form leads to does not say it was already sent: %.2000s", page)
+	}
+	if _, page := p.get(res.Header.Get("Location")); strings.Contains(page, "This form was already sent") {
+		p.t.Fatal("the job page of a first send says it was already sent")
 	}
 	return id
 }

@@ -122,7 +122,7 @@ func (h *Handler) playgroundQuote(w http.ResponseWriter, r *http.Request, v *vie
 
 // playgroundSubmit runs the model. The form carries an idempotency key minted with the page, so
 // a form sent twice (a double click, a reload of the answer) is the same request: it answers
-// the first job and charges once.
+// the first job and charges once, and the page it leads to says so (replayed=1).
 func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *viewer) error {
 	d := h.playgroundData(r.PostFormValue("model"), v)
 	if d.Model == nil {
@@ -184,7 +184,11 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 			return err
 		}
 	}
-	http.Redirect(w, r, target+"?submitted=1", http.StatusSeeOther)
+	answer := target + "?submitted=1"
+	if res.Replayed { // the form's key named an earlier run: it is shown, nothing ran again
+		answer += "&replayed=1"
+	}
+	http.Redirect(w, r, answer, http.StatusSeeOther)
 	return nil
 }
 

@@ -91,13 +91,16 @@
       run.textContent = 'Running…';
       try {
         const res = await fetch(form.action, { method: 'POST', body: new FormData(form), credentials: 'same-origin' });
-        const m = res.redirected && new URL(res.url).pathname.match(/^\/console\/jobs\/([^/]+)$/);
+        const answer = res.redirected ? new URL(res.url) : null;
+        const m = answer && answer.pathname.match(/^\/console\/jobs\/([^/]+)$/);
         if (!m) {
           form.submit();
           return;
         }
-        await follow(out, decodeURIComponent(m[1]), res.url);
+        // The submit answered with a job: this form's key is spent, whatever becomes of the
+        // following below, so the next Run is a new request.
         form.elements.idempotency_key.value = freshKey();
+        await follow(out, decodeURIComponent(m[1]), res.url, answer.searchParams.has('replayed'));
       } catch (e) {
         out.textContent = 'The run could not be followed here: open the Jobs page to see it.';
       }
@@ -114,9 +117,20 @@
     return 'console-' + btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
   }
 
-  // follow polls a job's live view until it settles, then shows its outputs.
-  async function follow(out, id, pageURL) {
+  // follow polls a job's live view until it settles, then shows its outputs. A lost poll (a
+  // network drop, an error answer) is tried again, as the job page's poller does; only
+  // lostPolls of them in a row give up. replayed says the submit answered an earlier run of
+  // this very form, not a new one.
+  const lostPolls = 10;
+  async function follow(out, id, pageURL, replayed) {
     out.replaceChildren();
+    if (replayed) {
+      const note = document.createElement('p');
+      note.className = 'flash';
+      note.id = 'run-replayed';
+      note.textContent = 'This form was already sent: showing the run it started. Nothing was run or charged again.'; // as the job page says it (replayedText)
+      out.append(note);
+    }
     const head = document.createElement('p');
     const state = document.createElement('span');
     state.id = 'run-state';
@@ -128,10 +142,19 @@
     bar.value = 0;
     bar.setAttribute('aria-label', 'Progress of the run');
     out.append(head, bar);
+    let lost = 0;
     for (let i = 0; i < 5000; i++) {
-      const res = await fetch(`/console/jobs/${encodeURIComponent(id)}/live`, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
-      if (res.ok) {
-        const j = await res.json();
+      let j = null;
+      try {
+        const res = await fetch(`/console/jobs/${encodeURIComponent(id)}/live`, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+        if (res.ok) j = await res.json();
+      } catch (e) {
+        j = null;
+      }
+      if (!j) {
+        if (++lost >= lostPolls) throw new Error('the live view could not be read');
+      } else {
+        lost = 0;
         state.textContent = j.state;
         state.className = 'badge ' + j.state;
         bar.value = Math.round((j.progress || 0) * 100);
