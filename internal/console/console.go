@@ -123,7 +123,7 @@ func (h *Handler) Routes() http.Handler {
 
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
-	mux.Handle("POST /console/keys/{id}/revoke", h.account(h.revokeKey))
+	mux.Handle("POST /console/keys/{id}/revoke", h.change(h.revokeKey))
 	h.webhookRoutes(mux)
 	h.operatorRoutes(mux)
 	h.usageRoutes(mux)
@@ -274,6 +274,38 @@ func (h *Handler) account(fn func(w http.ResponseWriter, r *http.Request, v *vie
 		}
 		return fn(w, r, v)
 	})
+}
+
+// change serves an account's form that changes something (a key, an endpoint, a delivery, a
+// ticket): a banned or suspended account is refused before anything is done (standing). A form
+// with typed fields (mint, add endpoint, run) is served by account and checks standing itself,
+// so its refusal keeps what was typed.
+func (h *Handler) change(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+	return h.account(func(w http.ResponseWriter, r *http.Request, v *viewer) error {
+		if err := standing(v.Account); err != nil {
+			return err
+		}
+		return fn(w, r, v)
+	})
+}
+
+// standing is the one decision on whether an account's console may change anything: not while
+// its status refuses every key (spec 02: account_suspended, account_banned). Sign-out, and the
+// operator's forms acting on other accounts, are not asked. A limited account is refused by
+// the spend itself (the playground's submit), as its keys are on the buckets it may not write.
+func standing(a auth.Account) *pageError {
+	var code apierr.Code
+	switch a.Status {
+	case auth.Banned:
+		code = apierr.AccountBanned
+	case auth.Suspended:
+		code = apierr.AccountSuspended
+	default:
+		return nil
+	}
+	return &pageError{status: apierr.Lookup(code).Status,
+		msg: fmt.Sprintf("%s (%s): nothing was done. The console can still show what the account has.",
+			strings.TrimSuffix(apierr.Lookup(code).Message, "."), code)}
 }
 
 // operator serves a page for operators only; others are told nothing exists there.

@@ -142,6 +142,9 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 		h.render(w, status, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d, Error: msg})
 		return nil
 	}
+	if refused := standing(v.Account); refused != nil {
+		return again(refused.status, refused.msg)
+	}
 	var scopes []auth.Scope
 	for _, s := range r.PostForm["scope"] {
 		if !auth.Mintable(auth.Scope(s)) {

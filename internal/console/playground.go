@@ -137,6 +137,9 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 		h.render(w, status, "playground", view{Title: "Playground", Nav: "playground", V: v, Data: d, Error: msg})
 		return nil
 	}
+	if refused := standing(v.Account); refused != nil {
+		return again(refused.status, refused.msg, nil)
+	}
 	if len(problems) > 0 {
 		return again(http.StatusUnprocessableEntity, "Some fields are not valid.", problems)
 	}

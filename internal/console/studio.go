@@ -14,7 +14,7 @@ func (h *Handler) studioRoutes(mux *http.ServeMux) {
 	if h.Tickets == nil {
 		return
 	}
-	mux.Handle("POST /console/studio/projects/{project}/tickets", h.account(h.studioTicket))
+	mux.Handle("POST /console/studio/projects/{project}/tickets", h.change(h.studioTicket))
 }
 
 // studioTicket mints a ticket for the account's project with the rights of the account's

@@ -32,10 +32,10 @@ var productWords = map[string]string{
 func (h *Handler) webhookRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /console/webhooks", h.account(h.webhooksPage))
 	mux.Handle("POST /console/webhooks", h.account(h.addWebhook))
-	mux.Handle("POST /console/webhooks/{id}/challenge", h.account(h.rechallengeWebhook))
-	mux.Handle("POST /console/webhooks/{id}/test", h.account(h.testWebhook))
-	mux.Handle("POST /console/webhooks/{id}/delete", h.account(h.deleteWebhook))
-	mux.Handle("POST /console/webhooks/deliveries/{id}/resend", h.account(h.resendDelivery))
+	mux.Handle("POST /console/webhooks/{id}/challenge", h.change(h.rechallengeWebhook))
+	mux.Handle("POST /console/webhooks/{id}/test", h.change(h.testWebhook))
+	mux.Handle("POST /console/webhooks/{id}/delete", h.change(h.deleteWebhook))
+	mux.Handle("POST /console/webhooks/deliveries/{id}/resend", h.change(h.resendDelivery))
 }
 
 type webhookRow struct {
@@ -238,6 +238,9 @@ func (h *Handler) addWebhook(w http.ResponseWriter, r *http.Request, v *viewer) 
 		}
 		h.renderWebhooks(w, status, v, d, "", msg)
 		return nil
+	}
+	if refused := standing(v.Account); refused != nil {
+		return again(refused.status, refused.msg)
 	}
 	if url == "" {
 		return again(http.StatusBadRequest, "Give the endpoint's https URL.")

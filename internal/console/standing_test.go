@@ -1,0 +1,86 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/webhooks"
+)
+
+var mintedID = regexp.MustCompile(`Key (\S+) minted`)
+
+// TestConsoleBannedOrSuspendedAccountChangesNothing: once an account is banned or suspended
+// (spec 02: every key refused), its console still signs in and shows the account, but every
+// form that would change something is refused with 403 and the status's code, nothing reaches
+// the receiver, and a form with typed fields is shown again with them.
+func TestConsoleBannedOrSuspendedAccountChangesNothing(t *testing.T) {
+	for _, st := range []auth.Status{auth.Banned, auth.Suspended} {
+		t.Run(string(st), func(t *testing.T) {
+			f := newWHFixture(t)
+			rc := newHookReceiver(t)
+			account := "acct_" + string(st)
+			b := f.signIn(t, account, string(st)+"@example.com")
+
+			// While live: an endpoint, a test event (a delivery to resend), a key.
+			_, page := b.submit("/console/webhooks", url.Values{"url": {rc.URL()}, "product": {"photo"}})
+			ids := whEndpointIDs(page)
+			if len(ids) != 1 {
+				t.Fatalf("endpoints on the page: %v\n%s", ids, page)
+			}
+			hook := ids[0]
+			b.submit("/console/webhooks/"+hook+"/test", nil)
+			evs := rc.events()
+			if len(evs) != 1 {
+				t.Fatalf("the receiver got %d events while live", len(evs))
+			}
+			dlv := evs[0].Header.Get(webhooks.HeaderDelivery)
+			_, page = b.submit("/console/keys", url.Values{"expires_days": {"90"}, "name": {"ci"}})
+			key := match(t, mintedID, page)
+
+			if err := f.db.SetAccountStatus(context.Background(), account, st); err != nil {
+				t.Fatal(err)
+			}
+			code := "account_" + string(st)
+			if status, _ := b.get("/console/webhooks"); status != http.StatusOK {
+				t.Fatalf("the webhooks page of a %s account answered %d", st, status)
+			}
+			refused := func(what, path string, form url.Values, kept ...string) {
+				t.Helper()
+				status, page := b.submit(path, form)
+				if status != http.StatusForbidden || !strings.Contains(page, code) || !strings.Contains(page, "nothing was done") {
+					t.Errorf("%s by a %s account answered %d, want 403 naming %s:\n%.3000s", what, st, status, code, page)
+				}
+				for _, k := range kept {
+					if !strings.Contains(page, k) {
+						t.Errorf("%s refused does not keep %q in the form", what, k)
+					}
+				}
+			}
+			other := newHookReceiver(t)
+			refused("adding an endpoint", "/console/webhooks", url.Values{"url": {other.URL()}, "product": {"photo"}}, `value="`+other.URL()+`"`)
+			refused("a test event", "/console/webhooks/"+hook+"/test", nil)
+			refused("a re-challenge", "/console/webhooks/"+hook+"/challenge", nil)
+			refused("a resend", "/console/webhooks/deliveries/"+dlv+"/resend", nil)
+			refused("deleting an endpoint", "/console/webhooks/"+hook+"/delete", nil)
+			refused("minting a key", "/console/keys", url.Values{"expires_days": {"90"}, "name": {"kept name"}}, `value="kept name"`)
+			refused("revoking a key", "/console/keys/"+key+"/revoke", nil)
+			refused("a playground run", "/console/playground", url.Values{"model": {"image-lite"}, "in.positivePrompt": {"a red bicycle"}}, "a red bicycle")
+			if n := len(rc.events()); n != 1 {
+				t.Errorf("the receiver got %d events, want only the one sent while live", n)
+			}
+			_, page = b.get("/console/webhooks")
+			if got := whEndpointIDs(page); len(got) != 1 || got[0] != hook {
+				t.Errorf("endpoints after the refusals: %v, want only %s", got, hook)
+			}
+			// Signing out is never refused.
+			if status, page := b.submit("/console/sign-out", nil); status != http.StatusOK || !strings.Contains(page, `name="password"`) {
+				t.Errorf("sign-out of a %s account answered %d", st, status)
+			}
+		})
+	}
+}
