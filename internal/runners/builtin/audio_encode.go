@@ -157,45 +157,114 @@ func mp3Bitrate(rate, asked int) (kbps, index int) {
 
 // encodeMP3 encodes CBR MPEG Layer III with shine-mp3, one frame per call so that the
 // encoder never reads past the samples it is given (its Write assumes stereo strides).
+//
+// The frame sizes are worked out here, not by shine, for two faults of shine v0.1.0:
+//   - A granule's part2_3_length is a 12-bit field, so one channel of one granule holds at
+//     most 4095 bits of main data. Mono at a version's top bitrates (44.1 kHz padded frames
+//     at 320 kbps, 32 kHz at 320, 16 kHz at 160, 8 kHz at 64, …) has more room than that;
+//     shine counts the excess as "reservoir drain" and never writes it, so the frame comes
+//     out short and the next header lands inside it. shine is therefore given a frame no
+//     larger than its granules can fill (mp3FrameLayout), and the rest of the frame the
+//     header declares is filled here with zero bytes, ancillary data a decoder skips (the
+//     next frame's main_data_begin is 0: shine keeps no bit reservoir).
+//   - shine writes whole 32-bit words and keeps the last bits of a frame for the next one,
+//     with no call to flush them: the file's last frame lost up to three bytes. One more
+//     frame of silence pushes them out, and is then cut off.
 func encodeMP3(ctx context.Context, pcm []float32, frames int, spec audioSpec) (encodedAudio, error) {
 	enc := mp3.NewEncoder(spec.sampleRate, spec.channels)
 	kbps, idx := mp3Bitrate(spec.sampleRate, spec.bitrate)
 	if mp3.CheckConfig(spec.sampleRate, kbps) < 0 {
 		return encodedAudio{}, fmt.Errorf("mp3: %d Hz at %d kbps not supported", spec.sampleRate, kbps)
 	}
-	// NewEncoder fixes 128 kbps; apply the chosen rate the way it derives its frame sizes.
+	// NewEncoder fixes 128 kbps; the header carries the chosen rate.
 	enc.Mpeg.Bitrate = int64(kbps)
 	enc.Mpeg.BitrateIndex = int64(idx)
-	// Slots per frame in exact integer arithmetic: shine's float computation can land a hair
-	// under a whole number (216 → 215.999…) and then flags padding on frames that have none.
-	num := enc.Mpeg.GranulesPerFrame * mp3.GRANULE_SIZE * int64(kbps) * 1000
-	den := int64(spec.sampleRate) * enc.Mpeg.BitsPerSlot
-	enc.Mpeg.WholeSlotsPerFrame = num / den
-	enc.Mpeg.FracSlotsPerFrame = float64(num%den) / float64(den)
-	enc.Mpeg.Slot_lag = -enc.Mpeg.FracSlotsPerFrame
-	enc.Mpeg.Padding = 0
-	spp := int(enc.Mpeg.GranulesPerFrame) * mp3.GRANULE_SIZE
+	// With no fractional slots shine takes Padding and WholeSlotsPerFrame as set before each
+	// frame instead of deriving them (in floats, which can land a hair under a whole number
+	// and flag padding on frames that have none).
+	enc.Mpeg.FracSlotsPerFrame = 0
+	enc.Mpeg.Slot_lag = 0
+	layout := newMP3FrameLayout(spec.sampleRate, kbps, spec.channels)
+	spp := layout.samples
 	// shine walks the samples with unsafe pointer arithmetic and leaves its cursors one
 	// stride past the last sample it read; slack at the end of the allocation keeps those
 	// cursors inside it (a pointer past an allocation's end confuses the garbage collector).
 	chunk := make([]int16, spp*spec.channels, spp*spec.channels+16)
-	var buf bytes.Buffer
-	for off := 0; off < frames; off += spp {
-		if off%(spp*64) == 0 {
+	nFrames := (frames + spp - 1) / spp
+	var raw bytes.Buffer
+	for n, off := 0, 0; n < nFrames; n, off = n+1, off+spp {
+		if n%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return encodedAudio{}, err
 			}
 		}
 		clear(chunk)
-		n := min(spp, frames-off)
-		for i := 0; i < n*spec.channels; i++ {
+		k := min(spp, frames-off)
+		for i := 0; i < k*spec.channels; i++ {
 			chunk[i] = toInt16(pcm[off*spec.channels+i])
 		}
-		if err := enc.Write(&buf, chunk); err != nil {
+		f := layout.frame(n)
+		enc.Mpeg.Padding = int64(f.padding)
+		enc.Mpeg.WholeSlotsPerFrame = int64(f.encoded - f.padding)
+		if err := enc.Write(&raw, chunk); err != nil {
 			return encodedAudio{}, err
 		}
 	}
-	return encodedAudio{data: buf.Bytes(), contentType: "audio/mpeg", ext: "mp3", bitrate: kbps}, nil
+	if nFrames > 0 { // flush the bits shine still holds
+		clear(chunk)
+		enc.Mpeg.Padding = 0
+		enc.Mpeg.WholeSlotsPerFrame = int64(layout.frame(0).encoded)
+		if err := enc.Write(&raw, chunk); err != nil {
+			return encodedAudio{}, err
+		}
+	}
+	src := raw.Bytes()
+	out := make([]byte, 0, nFrames*(layout.whole+1))
+	for n := range nFrames {
+		f := layout.frame(n)
+		if len(src) < f.encoded {
+			return encodedAudio{}, fmt.Errorf("mp3: encoder wrote %d bytes short of a %d-byte frame", f.encoded-len(src), f.encoded)
+		}
+		out = append(out, src[:f.encoded]...)
+		out = append(out, make([]byte, f.size-f.encoded)...)
+		src = src[f.encoded:]
+	}
+	return encodedAudio{data: out, contentType: "audio/mpeg", ext: "mp3", bitrate: kbps}, nil
+}
+
+// mp3FrameLayout gives the size of each frame of a CBR Layer III stream and how much of it
+// the encoder may fill.
+type mp3FrameLayout struct {
+	samples  int // per channel per frame: 1152 for MPEG-1, 576 for MPEG-2 and 2.5
+	num, den int // bytes per frame as the fraction num/den
+	whole    int // num / den: an unpadded frame
+	maxFill  int // the most bytes one frame's header, side information and main data take
+}
+
+func newMP3FrameLayout(rate, kbps, channels int) mp3FrameLayout {
+	granules, side := 2, map[int]int{1: 17, 2: 32}[channels] // MPEG-1
+	if mp3Version(rate) != "1" {
+		granules, side = 1, map[int]int{1: 9, 2: 17}[channels]
+	}
+	l := mp3FrameLayout{samples: granules * mp3.GRANULE_SIZE, num: granules * mp3.GRANULE_SIZE * kbps * 1000, den: 8 * rate}
+	l.whole = l.num / l.den
+	// part2_3_length is 12 bits: at most 4095 bits of main data per granule and channel.
+	l.maxFill = 4 + side + granules*channels*4095/8
+	return l
+}
+
+// mp3Frame is one frame: size bytes as its header says, the first encoded of them written
+// by the encoder, the rest zero-filled ancillary data.
+type mp3Frame struct {
+	size, padding, encoded int
+}
+
+// frame gives frame n (from 0): its size is what the first n+1 frames of num/den bytes
+// take, in whole bytes, less what the first n take, so padded frames keep the stream's
+// length within a byte of exact.
+func (l mp3FrameLayout) frame(n int) mp3Frame {
+	size := int((int64(n+1)*int64(l.num))/int64(l.den) - (int64(n)*int64(l.num))/int64(l.den))
+	return mp3Frame{size: size, padding: size - l.whole, encoded: min(size, l.maxFill)}
 }
 
 // Opus frames are 20 ms; Ogg pages hold up to this many packets.
