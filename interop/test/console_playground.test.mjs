@@ -71,3 +71,43 @@ test("playground: a lost progress poll is tried again, and the next run is a new
     await context.close();
   }
 });
+
+test("playground: when the session ends, the page stays, says so, and what was typed comes back after signing in again", { skip }, async () => {
+  const { context, page } = await openPage(browser);
+  try {
+    await signIn(page, user);
+    await page.goto(API_URL + "/console/playground?model=image-lite");
+    await page.fill('[name="in.positivePrompt"]', "a green kite over the sea");
+    await page.locator("#quote-credits").waitFor({ timeout: 10_000 });
+    const playground = page.url();
+
+    // The session ends elsewhere: signed out from another tab.
+    const other = await context.newPage();
+    await other.goto(API_URL + "/console/");
+    await Promise.all([other.waitForURL(/\/console\/sign-in/), other.locator("#sign-out").click()]);
+    await other.close();
+
+    // A field changed: the price box says the session ended; the tab does not move.
+    await page.fill('[name="in.negativePrompt"]', "no clouds");
+    await page.locator("#quote .session-ended").waitFor({ timeout: 10_000 });
+    assert.match(await page.locator("#quote .session-ended").innerText(), /Your session ended/);
+    assert.equal(page.url(), playground, "the tab stays on the playground");
+    assert.equal(await page.inputValue('[name="in.positivePrompt"]'), "a green kite over the sea");
+    // Run says the same and sends nothing.
+    await page.locator("#run").press("Enter");
+    await page.locator("#run-output .session-ended").waitFor({ timeout: 10_000 });
+    assert.match(await page.locator("#run-output .session-ended").innerText(), /the run was not sent/);
+    assert.equal(page.url(), playground, "Run does not leave the playground either");
+
+    // Signing in again from the link leads back here with the fields as they were.
+    await Promise.all([page.waitForURL(/\/console\/sign-in/), page.locator("#quote a.sign-in-again").click()]);
+    await page.fill('input[name="email"]', user.email);
+    await page.fill('input[name="password"]', user.password);
+    await Promise.all([page.waitForURL((u) => u.pathname === "/console/playground"), page.click("#sign-in")]);
+    assert.equal(await page.inputValue('[name="in.positivePrompt"]'), "a green kite over the sea");
+    assert.equal(await page.inputValue('[name="in.negativePrompt"]'), "no clouds");
+    await page.locator("#quote-credits").waitFor({ timeout: 10_000 });
+  } finally {
+    await context.close();
+  }
+});

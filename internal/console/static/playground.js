@@ -8,6 +8,61 @@
     return Number.isNaN(d.getTime()) ? String(t) : d.toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
   };
 
+  // A fetch the console answered with its sign-in page: the session ended (expired, or signed
+  // out in another tab). No script here navigates on its own for that: the page stays as it
+  // is, says so, and keeps what was typed (keepForm) for the sign-in link to bring back.
+  const signedOut = (res) => res.redirected && new URL(res.url).pathname === '/console/sign-in';
+  const unsentKey = 'modelexec.playground.unsent';
+
+  // keepForm puts the form's fields in this tab's sessionStorage; restoreForm puts them back
+  // once, on the playground of the same model.
+  function keepForm(form) {
+    const fields = [];
+    for (const el of form.elements) {
+      if (!el.name || !el.name.startsWith('in.') || el.type === 'hidden') continue;
+      fields.push([el.name, el.type === 'checkbox' ? String(el.checked) : el.value]);
+    }
+    try {
+      sessionStorage.setItem(unsentKey, JSON.stringify({ model: form.elements.model.value, fields }));
+    } catch (e) {
+      // Storage refused (private mode, full): the page itself still holds the fields.
+    }
+  }
+  function restoreForm(form) {
+    let saved = null;
+    try {
+      saved = JSON.parse(sessionStorage.getItem(unsentKey) || 'null');
+    } catch (e) {
+      saved = null;
+    }
+    if (!saved || saved.model !== form.elements.model.value) return false;
+    sessionStorage.removeItem(unsentKey);
+    for (const [name, value] of saved.fields || []) {
+      for (const el of form.querySelectorAll(`[name="${CSS.escape(name)}"]`)) {
+        if (el.type === 'checkbox') el.checked = value === 'true';
+        else if (el.type !== 'hidden') el.value = value;
+      }
+    }
+    return true;
+  }
+
+  // sessionEnded says in box that the session ended, with a link to sign in again that leads
+  // back here, where the fields kept come back.
+  function sessionEnded(box, form, what) {
+    keepForm(form);
+    box.replaceChildren();
+    const p = document.createElement('p');
+    p.className = 'error session-ended';
+    p.setAttribute('role', 'alert');
+    p.append(`Your session ended, so ${what}. `);
+    const a = document.createElement('a');
+    a.className = 'sign-in-again';
+    a.href = '/console/sign-in?next=' + encodeURIComponent(window.location.pathname + window.location.search);
+    a.textContent = 'Sign in again';
+    p.append(a, ': what you typed here is kept, and comes back on this page.');
+    box.append(p);
+  }
+
   const form = document.getElementById('run-form');
   if (form && form.dataset.quote) {
     const box = document.getElementById('quote');
@@ -19,8 +74,8 @@
       try {
         const res = await fetch(form.dataset.quote, { method: 'POST', body, credentials: 'same-origin' });
         if (mine !== seq) return;
-        if (res.redirected) { // the session ended: the console asks to sign in again
-          window.location.href = res.url;
+        if (signedOut(res)) {
+          sessionEnded(box, form, 'the price cannot be shown');
           return;
         }
         if (!res.ok) {
@@ -69,6 +124,7 @@
     };
     form.addEventListener('input', later);
     form.addEventListener('change', later);
+    if (restoreForm(form)) refresh(); // back from signing in again: the fields as they were
     runInPlace(form);
   }
 
@@ -91,6 +147,10 @@
       run.textContent = 'Running…';
       try {
         const res = await fetch(form.action, { method: 'POST', body: new FormData(form), credentials: 'same-origin' });
+        if (signedOut(res)) {
+          sessionEnded(out, form, 'the run was not sent');
+          throw new SessionEnded();
+        }
         const answer = res.redirected ? new URL(res.url) : null;
         const m = answer && answer.pathname.match(/^\/console\/jobs\/([^/]+)$/);
         if (!m) {
@@ -100,15 +160,20 @@
         // The submit answered with a job: this form's key is spent, whatever becomes of the
         // following below, so the next Run is a new request.
         form.elements.idempotency_key.value = freshKey();
-        await follow(out, decodeURIComponent(m[1]), res.url, answer.searchParams.has('replayed'));
+        await follow(out, decodeURIComponent(m[1]), res.url, answer.searchParams.has('replayed'), form);
       } catch (e) {
-        out.textContent = 'The run could not be followed here: open the Jobs page to see it.';
+        if (!(e instanceof SessionEnded)) {
+          out.textContent = 'The run could not be followed here: open the Jobs page to see it.';
+        }
       }
       run.disabled = false;
       run.textContent = label;
       busy = false;
     });
   }
+
+  // SessionEnded stops a run's script once the page says the session ended.
+  class SessionEnded extends Error {}
 
   // freshKey names the next run, as the server does for a new page.
   function freshKey() {
@@ -122,7 +187,7 @@
   // lostPolls of them in a row give up. replayed says the submit answered an earlier run of
   // this very form, not a new one.
   const lostPolls = 10;
-  async function follow(out, id, pageURL, replayed) {
+  async function follow(out, id, pageURL, replayed, form) {
     out.replaceChildren();
     if (replayed) {
       const note = document.createElement('p');
@@ -147,8 +212,13 @@
       let j = null;
       try {
         const res = await fetch(`/console/jobs/${encodeURIComponent(id)}/live`, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+        if (signedOut(res)) {
+          sessionEnded(out, form, `job ${id} cannot be followed here (it runs on: the Jobs page shows it)`);
+          throw new SessionEnded();
+        }
         if (res.ok) j = await res.json();
       } catch (e) {
+        if (e instanceof SessionEnded) throw e;
         j = null;
       }
       if (!j) {
@@ -224,8 +294,12 @@
     const poll = async () => {
       try {
         const res = await fetch(job.dataset.live, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
-        if (res.redirected) {
-          window.location.href = res.url;
+        if (signedOut(res)) { // said on the page, which stays: a reload leads to the sign-in
+          const p = document.createElement('p');
+          p.className = 'error session-ended';
+          p.setAttribute('role', 'alert');
+          p.textContent = 'Your session ended, so this job is no longer followed here: reload the page to sign in again.';
+          job.prepend(p);
           return;
         }
         if (res.ok) {
