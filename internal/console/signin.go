@@ -2,6 +2,7 @@ package console
 
 import (
 	"crypto/hmac"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,14 +32,31 @@ func (h *Handler) signInForm(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, email, msg string) {
-	seed := randomToken()
-	h.setCookie(w, preCSRFCookie, seed, 30*time.Minute)
+	// The seed is the browser's, not the page's: a sign-in page opened in a second tab reuses
+	// it, so the first tab's form stays valid. One is minted only when there is none (or it
+	// is not one the console could have made); each render gives it its full life again.
+	seed := ""
+	if c, err := r.Cookie(preCSRFCookie); err == nil && validSeed(c.Value) {
+		seed = c.Value
+	} else {
+		seed = randomToken()
+	}
+	h.setCookie(w, preCSRFCookie, seed, signInSeedLife)
 	next := r.URL.Query().Get("next")
 	if r.Method == http.MethodPost {
 		next = r.PostFormValue("next")
 	}
 	h.render(w, status, "signin", view{Title: "Sign in", Error: msg,
 		Data: signInData{CSRF: h.csrfToken("signin:" + seed), Next: safeNext(next), Email: email}})
+}
+
+// signInSeedLife is how long a sign-in page's form stays good after the last sign-in page.
+const signInSeedLife = 30 * time.Minute
+
+// validSeed reports whether s has the shape randomToken gives (32 bytes, base64url).
+func validSeed(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(b) == 32
 }
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
