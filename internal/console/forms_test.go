@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,52 @@ func TestConsoleFormAfterTheSessionEndedSaysItWasNotSent(t *testing.T) {
 	code, page := p.get(loc)
 	if code != http.StatusOK || !strings.Contains(page, "the form was sent, so it was not") || !strings.Contains(page, `name="next" value="/console/keys"`) {
 		t.Fatalf("the sign-in page after an unsent form: %d %.2000s", code, page)
+	}
+}
+
+var mostCredits = regexp.MustCompile(`at most ([0-9,]+) credits`)
+
+// A ceiling above what the plan allows, or too large to be a number at all, is refused with the
+// most the key may have (spec 02, per-key credit ceilings #3: ceiling_too_high with the most
+// allowed in `ceiling`), and that figure is accepted.
+func TestConsoleCeilingTooHighSaysTheMostAllowed(t *testing.T) {
+	s := newSite(t)
+	p := s.signIn(t, "acct_most", 1000)
+	most := ""
+	for _, tc := range []struct{ ceiling, says string }{
+		{"500000000", "above what the plan allows"},
+		{"99999999999999999999", "far more than a key may have"},
+	} {
+		form := p.keysForm()
+		form.Set("ceiling_mode", "fixed")
+		form.Set("ceiling", tc.ceiling)
+		form.Set("expires_days", "90")
+		res := p.post("/console/keys", form)
+		page := body(res)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, tc.says) || strings.Contains(page, "is a whole number of credits") {
+			t.Fatalf("ceiling %s answered %d:\n%.2000s", tc.ceiling, res.StatusCode, page)
+		}
+		got := match(t, mostCredits, page)
+		if most != "" && got != most {
+			t.Fatalf("ceiling %s says at most %s, the other at most %s", tc.ceiling, got, most)
+		}
+		most = got
+	}
+	n, _ := strconv.ParseInt(strings.ReplaceAll(most, ",", ""), 10, 64)
+	form := p.keysForm()
+	form.Set("ceiling_mode", "fixed")
+	form.Set("ceiling", strconv.FormatInt(n+1, 10))
+	form.Set("expires_days", "90")
+	if res := p.post("/console/keys", form); res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("one above the most (%d) answered %d", n+1, res.StatusCode)
+	}
+	form = p.keysForm()
+	form.Set("ceiling_mode", "fixed")
+	form.Set("ceiling", most)
+	form.Set("expires_days", "90")
+	res := p.post("/console/keys", form)
+	body(res)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the most allowed (%s) answered %d", most, res.StatusCode)
 	}
 }

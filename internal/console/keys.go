@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -166,6 +167,10 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	p := auth.MintParams{AccountID: v.Account.ID, Scopes: scopes, LifetimeDays: days, Name: name}
 	if r.PostFormValue("ceiling_mode") == "fixed" {
 		n, err := strconv.ParseInt(strings.TrimSpace(strings.ReplaceAll(r.PostFormValue("ceiling"), ",", "")), 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return again(http.StatusBadRequest, fmt.Sprintf("The ceiling is a whole number, but far more than a key may have: give at most %s credits.",
+				groupDigits(mostCeiling(v.Account.MonthlyAllowance))))
+		}
 		if err != nil {
 			return again(http.StatusBadRequest, "The ceiling is a whole number of credits.")
 		}
@@ -176,7 +181,7 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 		return again(http.StatusConflict, fmt.Sprintf("Your plan allows %d live keys and they are all in use: revoke one first.", d.Max))
 	}
 	if e, ok := apierr.As(err); ok {
-		return again(e.HTTPStatus(), e.Text())
+		return again(e.HTTPStatus(), ceilingText(e))
 	}
 	if err != nil {
 		return err
@@ -187,6 +192,28 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 	h.redirectFlash(w, r, "/console/keys", fmt.Sprintf("Key %s minted. It is shown below once: copy it now. "+
 		"If you did not copy it, revoke it and mint another.", m.Record.ID))
 	return nil
+}
+
+// ceilingText says a refused mint for a person; a refused ceiling says the most the key may
+// have, from the refusal's `ceiling` (spec 02, per-key credit ceilings #3).
+func ceilingText(e *apierr.Error) string {
+	most, ok := e.Fields["ceiling"].(int64)
+	if !ok || (e.Code != apierr.CeilingTooHigh && e.Code != apierr.CeilingHeld) {
+		return e.Text()
+	}
+	return fmt.Sprintf("%s Give at most %s credits.", e.Text(), groupDigits(most))
+}
+
+// mostCeiling is the highest fixed ceiling a key may have under the account's allowance, as
+// the ceiling rules decide it (auth.Ceiling.Apply).
+func mostCeiling(monthlyAllowance int64) int64 {
+	_, err := auth.Ceiling{}.Apply(auth.CeilingRequest{Amount: math.MaxInt64}, monthlyAllowance)
+	if e, ok := apierr.As(err); ok {
+		if most, ok := e.Fields["ceiling"].(int64); ok {
+			return most
+		}
+	}
+	return math.MaxInt64
 }
 
 // mintedKey is the key a mint leaves for the page it redirects to (reveal.go).
