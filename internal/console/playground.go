@@ -28,14 +28,16 @@ type modelChoice struct {
 }
 
 type playgroundData struct {
-	Models     []modelChoice
-	Model      *catalog.Model
-	Fields     []formField
-	Advanced   int // how many fields are folded
-	Idem       string
-	Quote      quoteAnswer
-	Balance    int64
-	Violations []string
+	Models   []modelChoice
+	Model    *catalog.Model
+	Fields   []formField
+	Advanced int // how many fields are folded
+	// AdvancedOpen unfolds "Advanced options" when a folded field has a problem to fix.
+	AdvancedOpen bool
+	Idem         string
+	Quote        quoteAnswer
+	Balance      int64
+	Violations   []string
 }
 
 // quoteAnswer is the price of the form as it stands, or why it has none yet.
@@ -91,9 +93,14 @@ func (h *Handler) quote(m *catalog.Model, fields []formField, body []byte) quote
 	var np *catalog.NotPricedError
 	switch {
 	case errors.As(err, &inv):
+		// Only missing fields: the form is not filled in yet. Anything else is a value to fix.
 		a := quoteAnswer{Message: "Fill in the form to see the price."}
 		for _, v := range inv.Violations {
-			a.Violations = append(a.Violations, violationText(fields, v.Loc, v.Msg))
+			text := violationText(fields, v.Loc, v.Msg)
+			a.Violations = append(a.Violations, text)
+			if !strings.HasSuffix(text, " is required.") {
+				a.Message = "A field has a problem to fix (said beside it) before the price can be shown."
+			}
 		}
 		return a
 	case errors.As(err, &np):
@@ -134,6 +141,9 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 	body, problems := formBody(d.Fields, r.PostForm)
 	again := func(status int, msg string, violations []string) error {
 		d.Quote, d.Violations = h.quote(d.Model, d.Fields, body), violations
+		for _, f := range d.Fields {
+			d.AdvancedOpen = d.AdvancedOpen || (f.Advanced && f.Problem != "")
+		}
 		h.render(w, status, "playground", view{Title: "Playground", Nav: "playground", V: v, Data: d, Error: msg})
 		return nil
 	}
@@ -171,7 +181,9 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 			for i, l := range dv.Loc {
 				loc[i] = fmt.Sprint(l)
 			}
-			violations = append(violations, violationText(d.Fields, loc, dv.Msg))
+			text := violationText(d.Fields, loc, dv.Msg)
+			violations = append(violations, text)
+			markProblem(d.Fields, loc, text)
 		}
 		if len(violations) > 0 {
 			msg = "Some fields need attention (listed below); nothing was charged"

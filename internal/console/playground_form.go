@@ -32,6 +32,8 @@ type formField struct {
 	Min, Max    string
 	Step        string
 	Default     string
+	// Problem is what is wrong with the value sent, said beside the field ("" when nothing).
+	Problem string
 }
 
 // fieldLabels names the members whose names do not read well split into words.
@@ -243,6 +245,19 @@ func fieldByPath(fields []formField, loc []string) (formField, bool) {
 
 // violationText says a violation of the contract for a person: "Prompt is required", or the
 // field's label and what is wrong with it.
+// markProblem says text beside the field loc names, when it names one of fields.
+func markProblem(fields []formField, loc []string, text string) {
+	f, ok := fieldByPath(fields, loc)
+	if !ok {
+		return
+	}
+	for i := range fields {
+		if fields[i].Name == f.Name && fields[i].Problem == "" {
+			fields[i].Problem = text
+		}
+	}
+}
+
 func violationText(fields []formField, loc []string, msg string) string {
 	f, ok := fieldByPath(fields, loc)
 	name := strings.Join(slices.DeleteFunc(slices.Clone(loc), func(s string) bool { return s == "body" }), ".")
@@ -277,6 +292,7 @@ func formBody(fields []formField, form map[string][]string) ([]byte, []string) {
 		val, ok, problem := fieldValue(f)
 		if problem != "" {
 			problems = append(problems, problem)
+			f.Problem = problem
 		}
 		if ok {
 			setPath(body, f.Path, val)
