@@ -228,6 +228,11 @@ func Standing(a Account, k KeyRecord, now time.Time, readOnly bool) error {
 	return nil
 }
 
+// AccountStanding is Standing's first part: the account's own status. The web console asks
+// it (readOnly: a limited account may still change its keys and endpoints) before a form
+// changes anything.
+func AccountStanding(a Account, readOnly bool) error { return accountStanding(a, readOnly) }
+
 // accountStanding is Standing's first part: the account's own status.
 func accountStanding(a Account, readOnly bool) error {
 	switch a.Status {

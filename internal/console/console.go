@@ -289,23 +289,19 @@ func (h *Handler) change(fn func(w http.ResponseWriter, r *http.Request, v *view
 	})
 }
 
-// standing is the one decision on whether an account's console may change anything: not while
-// its status refuses every key (spec 02: account_suspended, account_banned). Sign-out, and the
-// operator's forms acting on other accounts, are not asked. A limited account is refused by
-// the spend itself (the playground's submit), as its keys are on the buckets it may not write.
+// standing refuses a form that would change something for an account whose status refuses
+// every key (spec 02: account_suspended, account_banned), as auth.AccountStanding decides for
+// the API. Sign-out, and the operator's forms acting on other accounts, are not asked. A
+// limited account is refused by the spend itself (the playground's submit), as its keys are
+// on the buckets it may not write.
 func standing(a auth.Account) *pageError {
-	var code apierr.Code
-	switch a.Status {
-	case auth.Banned:
-		code = apierr.AccountBanned
-	case auth.Suspended:
-		code = apierr.AccountSuspended
-	default:
+	e, ok := apierr.As(auth.AccountStanding(a, true))
+	if !ok {
 		return nil
 	}
-	return &pageError{status: apierr.Lookup(code).Status,
+	return &pageError{status: e.HTTPStatus(),
 		msg: fmt.Sprintf("%s (%s): nothing was done. The console can still show what the account has.",
-			strings.TrimSuffix(apierr.Lookup(code).Message, "."), code)}
+			strings.TrimSuffix(e.Text(), "."), e.Code)}
 }
 
 // operator serves a page for operators only; others are told nothing exists there.
