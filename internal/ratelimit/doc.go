@@ -34,7 +34,10 @@
 //
 // # Rules
 //
-// Buckets refill continuously (GCRA: a bucket is the time at which it will be full again).
+// Buckets refill continuously (GCRA: a bucket is the time at which it will be full again, stored
+// with the time a token took to come back then, so it means tokens whatever the rate in force:
+// what was spent counts once when the first 24 hours end or the plan changes, and a bucket is
+// never more than empty).
 // Decision.RetryAfter is exact from the bucket (the caller rounds up); Decision.ResetAfter is the
 // time until full. A cost above the capacity in force is RequestTooLarge, never BucketSpent, and
 // takes nothing; a capacity of 0 is PlanHasNoAPIGenerate, decided without any stored state. For

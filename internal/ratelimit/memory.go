@@ -44,7 +44,7 @@ type entryKey struct {
 
 type shard struct {
 	mu      sync.Mutex
-	tat     map[entryKey]int64
+	buckets map[entryKey]State
 	sweepAt int
 }
 
@@ -62,7 +62,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 	m.base = m.clock()
 	m.perShard = max(opts.MaxKeys/shardCount, 1)
 	for i := range m.shards {
-		m.shards[i].tat = make(map[entryKey]int64)
+		m.shards[i].buckets = make(map[entryKey]State)
 		m.shards[i].sweepAt = min(64, m.perShard)
 	}
 	return m
@@ -82,18 +82,19 @@ func (m *Memory) Admit(_ context.Context, r Request) (Decision, error) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tat, held := s.tat[k]
+	st, held := s.buckets[k]
 	if pre.Refusal == RequestTooLarge {
-		d, _ := GCRA(rate, tat, now, 0)
-		d.Allowed, d.Refusal, d.RetryAfter = false, RequestTooLarge, 0
-		return d, nil
+		cost = 0 // read the bucket, take nothing
 	}
-	d, newTAT := GCRA(rate, tat, now, cost)
-	if d.Allowed {
-		if !held && len(s.tat) >= s.sweepAt {
+	d, next := GCRA(rate, st, now, cost)
+	if next != st {
+		if !held && len(s.buckets) >= s.sweepAt {
 			m.sweep(s, now)
 		}
-		s.tat[k] = newTAT
+		s.buckets[k] = next
+	}
+	if pre.Refusal == RequestTooLarge {
+		d.Allowed, d.Refusal, d.RetryAfter = false, RequestTooLarge, 0
 	}
 	return d, nil
 }
@@ -102,38 +103,38 @@ func (m *Memory) Admit(_ context.Context, r Request) (Decision, error) {
 // the entries nearest to full until a quarter of the cap is free. The next sweep waits until the
 // shard has doubled (or reaches the cap), so sweeping costs O(1) per insert amortised.
 func (m *Memory) sweep(s *shard, now int64) {
-	for k, tat := range s.tat {
-		if tat <= now {
-			delete(s.tat, k)
+	for k, st := range s.buckets {
+		if st.TAT <= now {
+			delete(s.buckets, k)
 		}
 	}
-	if len(s.tat) >= m.perShard {
+	if len(s.buckets) >= m.perShard {
 		keep := m.perShard * 3 / 4
 		if keep == 0 {
-			clear(s.tat)
+			clear(s.buckets)
 		} else {
-			tats := make([]int64, 0, len(s.tat))
-			for _, tat := range s.tat {
-				tats = append(tats, tat)
+			tats := make([]int64, 0, len(s.buckets))
+			for _, st := range s.buckets {
+				tats = append(tats, st.TAT)
 			}
 			slices.Sort(tats)
 			cut := tats[len(tats)-keep] // keep the entries furthest from full
-			for k, tat := range s.tat {
-				if tat < cut {
-					delete(s.tat, k)
+			for k, st := range s.buckets {
+				if st.TAT < cut {
+					delete(s.buckets, k)
 				}
 			}
-			for k, tat := range s.tat { // ties at the cut
-				if len(s.tat) <= keep {
+			for k, st := range s.buckets { // ties at the cut
+				if len(s.buckets) <= keep {
 					break
 				}
-				if tat == cut {
-					delete(s.tat, k)
+				if st.TAT == cut {
+					delete(s.buckets, k)
 				}
 			}
 		}
 	}
-	s.sweepAt = min(max(2*len(s.tat), 64), m.perShard)
+	s.sweepAt = min(max(2*len(s.buckets), 64), m.perShard)
 }
 
 // Len is the number of entries held (buckets below full, at most MaxKeys).
@@ -142,7 +143,7 @@ func (m *Memory) Len() int {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += len(s.tat)
+		n += len(s.buckets)
 		s.mu.Unlock()
 	}
 	return n

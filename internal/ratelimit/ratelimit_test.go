@@ -305,16 +305,78 @@ func TestI30_RateBounds(t *testing.T) {
 		{Burst: 1 << 62, Refill: 1, Period: 1 << 62},
 		{Burst: 1e12, Refill: 1e12, Period: time.Second},
 	} {
-		d, tat := ratelimit.GCRA(rate, 0, now, 1)
-		if !d.Allowed || d.Remaining < 0 || d.ResetAfter <= 0 || tat <= now {
-			t.Errorf("%+v: first request %+v, tat %d", rate, d, tat)
+		d, st := ratelimit.GCRA(rate, ratelimit.State{}, now, 1)
+		if !d.Allowed || d.Remaining < 0 || d.ResetAfter <= 0 || st.TAT <= now {
+			t.Errorf("%+v: first request %+v, state %+v", rate, d, st)
 		}
-		d, _ = ratelimit.GCRA(rate, tat, now, rate.Burst)
+		d, _ = ratelimit.GCRA(rate, st, now, rate.Burst)
+		if d.Remaining < 0 || d.ResetAfter < 0 || d.RetryAfter < 0 {
+			t.Errorf("%+v: a whole bucket's worth %+v", rate, d)
+		}
+		// the same debt, written at one token a nanosecond, rescales to at most a full bucket
+		d, _ = ratelimit.GCRA(rate, ratelimit.State{TAT: st.TAT, Interval: 1}, now, 1)
 		if d.Remaining < 0 || d.ResetAfter < 0 || d.RetryAfter < 0 {
 			t.Errorf("%+v: a whole bucket's worth %+v", rate, d)
 		}
 	}
 	if i := (ratelimit.Rate{Burst: 1e12, Refill: 1e12, Period: time.Second}).Interval(); i != time.Microsecond {
 		t.Errorf("a trillion a second regains one token every %v, want 1µs", i)
+	}
+}
+
+// TestRL13_GCRAReadsDebtInTokens: a stored bucket means tokens whatever rate is in force when it
+// is read. A debt written under another interval (the first day's, another plan's) is rescaled
+// to the rate in force, capped at the bucket; a state without its interval reads as before.
+func TestRL13_GCRAReadsDebtInTokens(t *testing.T) {
+	const now = int64(1e15)
+	s := int64(time.Second)
+	proGenerate := ratelimit.Rate{Burst: 5, Refill: 20, Period: time.Minute} // a token every 3 s
+	freeRead := ratelimit.Rate{Burst: 20, Refill: 60, Period: time.Minute}   // a token every 1 s
+	for _, c := range []struct {
+		name      string
+		rate      ratelimit.Rate
+		st        ratelimit.State
+		cost      int64
+		want      ratelimit.Decision
+		wantState ratelimit.State
+	}{
+		{"first day's 14/15 token read under the plan's 3 s", proGenerate, ratelimit.State{TAT: now + 14*s, Interval: 15 * s}, 1,
+			ratelimit.Decision{Allowed: true, Limit: 5, Remaining: 3, ResetAfter: 5800 * time.Millisecond},
+			ratelimit.State{TAT: now + 5800*time.Millisecond.Nanoseconds(), Interval: 3 * s}},
+		{"no interval stored: read as written", proGenerate, ratelimit.State{TAT: now + 14*s}, 1,
+			ratelimit.Decision{Refusal: ratelimit.BucketSpent, Limit: 5, ResetAfter: 14 * time.Second, RetryAfter: 2 * time.Second},
+			ratelimit.State{TAT: now + 14*s}},
+		{"60 tokens spent at 200 ms on a bucket of 20: empty, not more", freeRead, ratelimit.State{TAT: now + 12*s, Interval: s / 5}, 1,
+			ratelimit.Decision{Refusal: ratelimit.BucketSpent, Limit: 20, ResetAfter: 20 * time.Second, RetryAfter: time.Second},
+			ratelimit.State{TAT: now + 20*s, Interval: s}},
+		{"refused under its own interval: nothing to store", freeRead, ratelimit.State{TAT: now + 20*s, Interval: s}, 1,
+			ratelimit.Decision{Refusal: ratelimit.BucketSpent, Limit: 20, ResetAfter: 20 * time.Second, RetryAfter: time.Second},
+			ratelimit.State{TAT: now + 20*s, Interval: s}},
+		{"a read of cost 0 under its own interval: nothing to store", freeRead, ratelimit.State{TAT: now + 5*s, Interval: s}, 0,
+			ratelimit.Decision{Allowed: true, Limit: 20, Remaining: 15, ResetAfter: 5 * time.Second},
+			ratelimit.State{TAT: now + 5*s, Interval: s}},
+		{"a read of cost 0 under another interval stores the rescaled debt", freeRead, ratelimit.State{TAT: now + 5*s, Interval: 5 * s}, 0,
+			ratelimit.Decision{Allowed: true, Limit: 20, Remaining: 19, ResetAfter: time.Second},
+			ratelimit.State{TAT: now + s, Interval: s}},
+		{"full under another interval: nothing to rescale", proGenerate, ratelimit.State{TAT: now - s, Interval: 15 * s}, 1,
+			ratelimit.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 3 * time.Second},
+			ratelimit.State{TAT: now + 3*s, Interval: 3 * s}},
+	} {
+		d, st := ratelimit.GCRA(c.rate, c.st, now, c.cost)
+		if d != c.want || st != c.wantState {
+			t.Errorf("%s:\n got %+v %+v\nwant %+v %+v", c.name, d, st, c.want, c.wantState)
+		}
+	}
+	for _, c := range []struct{ debt, from, to, tau, want int64 }{
+		{14, 15, 3, 15, 3}, // 2.8 rounds up: rounding never hands a token back
+		{14000, 15000, 3000, 15000, 2800},
+		{12, 1, 5, 20, 20}, // capped at the bucket
+		{0, 15, 3, 15, 0},
+		{1 << 62, 1, 1 << 40, 99, 99}, // the product does not fit in 64 bits
+		{7, 0, 3, 15, 7},              // no interval: unscaled
+	} {
+		if got := ratelimit.Rescale(c.debt, c.from, c.to, c.tau); got != c.want {
+			t.Errorf("Rescale(%d, %d, %d, %d) = %d, want %d", c.debt, c.from, c.to, c.tau, got, c.want)
+		}
 	}
 }

@@ -82,6 +82,8 @@ func Run(t *testing.T, h Harness) {
 		{"RL11_ORD06_ZeroCapacity", s.zeroCapacity},
 		{"RL12_RL14_RetryAfterFromBucket", s.retryAfter},
 		{"RL13_NewAccountMultiplier", s.newAccount},
+		{"RL13_FirstDaySpendCountsOnceWhenTheWindowEnds", s.windowEnds},
+		{"RL01_RL05_RL08_PlanChangeCountsSpendOnce", s.planChange},
 		{"RL15_Headers", s.headers},
 		{"RL09_AssetListAdmittedTwice", s.assetList},
 		{"RL16_ORD05_InstanceFuse", s.fuse},
@@ -368,6 +370,119 @@ func (s *suite) newAccount(t *testing.T) {
 	s.h.Advance(time.Second)
 	if d := admit(t, l, edge); d.Limit != 60 || !d.Allowed {
 		t.Fatalf("at 24 h: %+v, want limit 60", d)
+	}
+}
+
+// plans lists the plans of Spec in the spec's order.
+var plans = []string{"free", "pro", "max", "ultimate"}
+
+// windowEnds: a bucket holds tokens, whatever the rate in force. A new account that spent its
+// whole first-day bucket finds, when its 24 hours end, the plan's bucket less what it spent, once
+// (not five times over: the first day's tokens took five times longer to come back), refilling
+// at the plan's rate. For every plan and bucket kind, per minute and per day.
+//
+// On a fake clock the bucket is spent half a first-day interval before the 24 hours end and read
+// at the end, exactly; on a real clock (where the test cannot wait a day) the same key is read at
+// once as an account a day old.
+func (s *suite) windowEnds(t *testing.T) {
+	l := s.limiter(t)
+	for _, plan := range plans {
+		for _, b := range []ratelimit.Bucket{ratelimit.Read, ratelimit.Write, ratelimit.Generate, ratelimit.Egress} {
+			rate := Spec[plan][b]
+			if rate.Burst == 0 {
+				continue
+			}
+			interval := rate.Period / time.Duration(rate.Refill)
+			young := max(rate.Burst/5, 1) // the first day's bucket, refilling every 5 intervals
+			r := req("w-"+plan+"-"+string(b), plan, b, young)
+			start := s.h.Now()
+			r.AccountCreated = start.Add(-ratelimit.NewAccountWindow + time.Hour)
+			if s.fake {
+				r.AccountCreated = start.Add(-ratelimit.NewAccountWindow + 5*interval/2)
+			}
+			if d := admit(t, l, r); !d.Allowed || d.Limit != young || d.Remaining != 0 {
+				t.Errorf("%s %s first day, whole bucket = %+v, want allowed, limit %d, remaining 0", plan, b, d, young)
+				continue
+			}
+			if s.fake {
+				s.h.Advance(5 * interval / 2) // the 24 hours end; half a first-day token is back
+			} else {
+				r.AccountCreated = start.Add(-ratelimit.NewAccountWindow - time.Hour)
+			}
+			r.Cost = 1
+			d := admit(t, l, r)
+			// young tokens spent (less half of one on the fake clock), one more taken now
+			if !d.Allowed || d.Limit != rate.Burst || !within(d.Remaining, rate.Burst-young-1, s.slack(start, 5*interval)) {
+				t.Errorf("%s %s at the end of the first day, having spent %d = %+v, want allowed, limit %d, remaining %d", plan, b, young, d, rate.Burst, rate.Burst-young-1)
+				continue
+			}
+			if !s.fake {
+				continue
+			}
+			if want := time.Duration(2*young+1) * interval / 2; d.ResetAfter != want {
+				t.Errorf("%s %s at the end of the first day: reset %v, want %v (%d.5 tokens at %v)", plan, b, d.ResetAfter, want, young, interval)
+			}
+			r.Cost = d.Remaining
+			if d := admit(t, l, r); !d.Allowed || d.Remaining != 0 {
+				t.Errorf("%s %s the rest of the bucket = %+v, want allowed, remaining 0", plan, b, d)
+			}
+			r.Cost = 1
+			if d := admit(t, l, r); d.Refusal != ratelimit.BucketSpent || d.RetryAfter != interval/2 {
+				t.Errorf("%s %s past the bucket = %+v, want bucket_spent, retry %v (the half token, at the plan's rate)", plan, b, d, interval/2)
+			}
+		}
+	}
+}
+
+// planChange: when a key's plan changes, what it spent counts once under the new plan's figures:
+// an upgrade finds the new bucket less the tokens spent, a downgrade past the new bucket finds it
+// empty (never more than empty), refilling at the new rate. For every pair of plans with the
+// bucket and every bucket kind, per minute and per day.
+func (s *suite) planChange(t *testing.T) {
+	l := s.limiter(t)
+	for _, b := range []ratelimit.Bucket{ratelimit.Read, ratelimit.Write, ratelimit.Generate, ratelimit.Egress} {
+		for _, from := range plans {
+			for _, to := range plans {
+				p, q := Spec[from][b], Spec[to][b]
+				if from == to || p.Burst == 0 || q.Burst == 0 {
+					continue
+				}
+				pi, qi := p.Period/time.Duration(p.Refill), q.Period/time.Duration(q.Refill)
+				key := "pc-" + string(b) + "-" + from + "-" + to
+				start := s.h.Now()
+				if d := admit(t, l, req(key, from, b, p.Burst)); !d.Allowed {
+					t.Errorf("%s on %s, whole bucket = %+v", b, from, d)
+					continue
+				}
+				if s.fake {
+					s.h.Advance(pi / 2) // half a token back at the old rate
+				}
+				d := admit(t, l, req(key, to, b, 1))
+				what := fmt.Sprintf("%s: %d spent on %s, then 1 on %s", b, p.Burst, from, to)
+				if p.Burst < q.Burst {
+					if !d.Allowed || d.Limit != q.Burst || !within(d.Remaining, q.Burst-p.Burst-1, s.slack(start, pi)) {
+						t.Errorf("%s = %+v, want allowed, limit %d, remaining %d", what, d, q.Burst, q.Burst-p.Burst-1)
+					} else if want := time.Duration(2*p.Burst+1) * qi / 2; s.fake && d.ResetAfter != want {
+						t.Errorf("%s: reset %v, want %v (%d.5 tokens at %v)", what, d.ResetAfter, want, p.Burst, qi)
+					}
+					continue
+				}
+				if d.Refusal != ratelimit.BucketSpent || d.Limit != q.Burst || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > qi {
+					t.Errorf("%s = %+v, want bucket_spent, limit %d, remaining 0, retry in (0, %v]", what, d, q.Burst, qi)
+					continue
+				}
+				if !s.fake {
+					continue
+				}
+				if d.RetryAfter != qi || d.ResetAfter != time.Duration(q.Burst)*qi {
+					t.Errorf("%s: retry %v, reset %v, want %v and %v (an empty bucket of %d)", what, d.RetryAfter, d.ResetAfter, qi, time.Duration(q.Burst)*qi, q.Burst)
+				}
+				s.h.Advance(qi)
+				if d := admit(t, l, req(key, to, b, 1)); !d.Allowed || d.Remaining != 0 {
+					t.Errorf("%s, one %s interval later = %+v, want allowed, remaining 0", what, to, d)
+				}
+			}
+		}
 	}
 }
 

@@ -11,11 +11,16 @@ import (
 	"github.com/modelexec/modelexec/internal/ratelimit"
 )
 
-// script is GCRA on a theoretical arrival time (tat, microseconds since the Unix epoch, the time
-// the bucket will be full again), the same arithmetic as ratelimit.GCRA. The clock is the Redis
-// server's, so every process sharing the Redis agrees. Microseconds stay exact in Lua's doubles
-// (below 2^53) and are written with %.0f, never the %.14g of Lua's number-to-string. The key
-// expires when the bucket is full again: a full bucket and a missing key are the same.
+// script is ratelimit.GCRA, line for line, in microseconds since the Unix epoch: the bucket is
+// stored as "<tat>:<interval>" (ratelimit.State: the time it will be full again and the time one
+// token took to come back when it was written). A debt written under another interval (the
+// new-account window ended, the plan changed) is rescaled to the one in force (ratelimit.Rescale),
+// so a token spent counts once; a bare "<tat>" (written before the interval was stored) is read
+// under the interval in force, unscaled. The clock is the Redis server's, so every process
+// sharing the Redis agrees. Microseconds stay exact in Lua's doubles (below 2^53): debt × to /
+// from is worked as whole intervals plus the remainder's share, and figures are written with
+// %.0f, never the %.14g of Lua's number-to-string. The key expires when the bucket is full
+// again: a full bucket and a missing key are the same.
 //
 // ARGV: interval (µs per token), burst, cost (0 reads the bucket without taking).
 // Returns {allowed, remaining, reset µs, retry µs}.
@@ -25,24 +30,40 @@ local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tau = interval * burst
 local tat = now
+local rescaled = false
 local stored = redis.call('GET', KEYS[1])
 if stored then
-  tat = tonumber(stored)
+  local at, was = string.match(stored, '^(%d+):(%d+)$')
+  if at then
+    tat, was = tonumber(at), tonumber(was)
+  else
+    tat = tonumber(stored)
+  end
   if tat < now then tat = now end
+  if tat > now and was and was > 0 and was ~= interval then
+    local debt = tat - now
+    local q = math.floor(debt / was)
+    debt = q * interval + math.ceil((debt - q * was) * interval / was)
+    if debt > tau then debt = tau end
+    tat = now + debt
+    rescaled = true
+  end
 end
-local tau = interval * burst
+local function store(at)
+  redis.call('SET', KEYS[1], string.format('%.0f:%.0f', at, interval), 'PX', string.format('%.0f', math.ceil((at - now) / 1000)))
+end
 local new_tat = tat + cost * interval
 local debt = new_tat - now
 if debt <= tau then
-  if cost > 0 then
-    redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', string.format('%.0f', math.ceil(debt / 1000)))
-  end
+  if cost > 0 or rescaled then store(new_tat) end
   return {1, math.floor((tau - debt) / interval), debt, 0}
 end
 local held = tat - now
 local remaining = math.floor((tau - held) / interval)
 if remaining < 0 then remaining = 0 end
+if rescaled then store(tat) end
 return {0, remaining, held, debt - tau}
 `)
 
@@ -58,7 +79,8 @@ type Options struct {
 }
 
 // Limiter is the Redis implementation of ratelimit.Limiter: one key per (public key id, bucket)
-// holding the GCRA theoretical arrival time, updated atomically by one Lua script.
+// holding the GCRA state (theoretical arrival time and interval), updated atomically by one Lua
+// script in one round trip.
 type Limiter struct {
 	rdb    goredis.Scripter
 	prefix string

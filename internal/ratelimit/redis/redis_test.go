@@ -233,3 +233,57 @@ func BenchmarkAdmitMiniredis(b *testing.B) {
 	m := miniredis.RunT(b)
 	benchAdmit(b, rlredis.New(client(b, m.Addr(), 0), rlredis.Options{}))
 }
+
+// TestRL13_RedisScriptIsGCRA: the script is ratelimit.GCRA in microseconds. For buckets written
+// under the first day's rate or another plan's, and under none (a value stored before the
+// interval was), the script answers what GCRA answers and stores the state GCRA returns.
+func TestRL13_RedisScriptIsGCRA(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.SetTime(ratelimittest.Start)
+	l := rlredis.New(client(t, m.Addr(), 0), rlredis.Options{Clock: func() time.Time { return ratelimittest.Start }})
+	now := ratelimittest.Start.UnixNano()
+	n := 0
+	for _, plan := range []string{"free", "pro", "ultimate"} {
+		for _, b := range []ratelimit.Bucket{ratelimit.Read, ratelimit.Generate, ratelimit.Egress} {
+			rate := ratelimit.Plans[plan][b]
+			if rate.Zero() {
+				continue
+			}
+			young, _ := ratelimit.Policy(plan, b, ratelimittest.Start, ratelimittest.Start)
+			for _, was := range []ratelimit.Rate{young, ratelimit.Plans["free"][ratelimit.Read], ratelimit.Plans["max"][b], {}} {
+				for _, debt := range []int64{int64(was.Interval()) / 2, int64(was.Fill()), int64(rate.Fill()) * 3 / 2} {
+					for _, cost := range []int64{1, rate.Burst} {
+						st := ratelimit.State{TAT: now + debt, Interval: int64(was.Interval())}
+						if was.Zero() {
+							st.TAT = now + int64(rate.Fill())/2 + int64(rate.Interval())/2
+						}
+						key := fmt.Sprintf("k%d", n)
+						n++
+						stored := fmt.Sprintf("%d:%d", st.TAT/1000, st.Interval/1000)
+						if st.Interval == 0 {
+							stored = strconv.FormatInt(st.TAT/1000, 10)
+						}
+						m.Set(l.Key(key, b), stored)
+						want, wantState := ratelimit.GCRA(rate, st, now, cost)
+						got, err := l.Admit(context.Background(), ratelimit.Request{Key: key, Plan: plan, Bucket: b, Cost: cost})
+						if err != nil {
+							t.Fatal(err)
+						}
+						what := fmt.Sprintf("%s %s, stored %q (%+v), cost %d", plan, b, stored, st, cost)
+						if got != want {
+							t.Errorf("%s:\nscript %+v\n  GCRA %+v", what, got, want)
+						}
+						after, _ := m.Get(l.Key(key, b))
+						wantStored := stored
+						if wantState != st {
+							wantStored = fmt.Sprintf("%d:%d", wantState.TAT/1000, wantState.Interval/1000)
+						}
+						if after != wantStored {
+							t.Errorf("%s: stored %q after, want %q (%+v)", what, after, wantStored, wantState)
+						}
+					}
+				}
+			}
+		}
+	}
+}
