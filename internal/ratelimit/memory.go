@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultMaxKeys bounds the in-process limiter: at most this many (key, bucket) entries are held,
-// about 100 bytes each.
+// about 110 bytes each (a bucket's state is its TAT and the interval it was written under).
 const DefaultMaxKeys = 1 << 18
 
 const shardCount = 64

@@ -69,7 +69,10 @@ return {0, remaining, held, debt - tau}
 
 // Options configures the Redis limiter.
 type Options struct {
-	// Prefix is put before every key ("ratelimit:" by default); tests give each its own.
+	// Prefix is put before every key ("ratelimit:v2:" by default); tests give each its own.
+	// The default names the stored form: a bucket is "<tat>:<interval>" since v2, which a
+	// process of an earlier build cannot read, so during a rolling upgrade the two builds keep
+	// buckets of their own instead of one answering limiter_unavailable on the other's.
 	Prefix string
 	// Clock decides only whether an account is inside its first 24 hours; bucket time is the
 	// Redis server's. Defaults to time.Now.
@@ -96,7 +99,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // failed one, the Guard handles it, and the request answers 503 limiter_unavailable at once.
 func New(rdb goredis.Scripter, opts Options) *Limiter {
 	if opts.Prefix == "" {
-		opts.Prefix = "ratelimit:"
+		opts.Prefix = "ratelimit:v2:"
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
