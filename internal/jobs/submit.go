@@ -246,13 +246,16 @@ func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request,
 }
 
 // enqueue puts a submit in its model's queue behind waiting others: refused past the caller's
-// max_queue_length, and given up (request_timeout) past wait or the caller's own timeout.
+// max_queue_length, and given up (request_timeout) past wait or, on a model that queues, the
+// caller's own timeout. A model that refuses a queue waits only as a hand-off, whose wait for
+// a worker (HandOffWait) the caller's timeout does not shorten: X-Svc-Request-Timeout has
+// nothing to bound there (spec 01, submit options).
 func enqueue(p *pendingSubmit, waiting int, wait time.Duration) error {
 	r := p.req
 	if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {
 		return apierr.New(apierr.QueueTooLong, "waiting", waiting, "max", *r.MaxQueueLength)
 	}
-	if r.RequestTimeout > 0 && (wait == 0 || r.RequestTimeout < wait) {
+	if r.RequestTimeout > 0 && queues(r.Model) && (wait == 0 || r.RequestTimeout < wait) {
 		wait = r.RequestTimeout
 	}
 	if wait > 0 {
