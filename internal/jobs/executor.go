@@ -82,14 +82,7 @@ func (s *Service) start(j Job) error {
 		s.mu.Unlock()
 		return errStopping
 	}
-	m, ok := s.catalog.Model(j.Model)
-	if !ok {
-		m, ok = s.catalog.LanguageModel(j.Model) // chat and embeddings have no queue-host address
-	}
-	stall := 10 * time.Minute
-	if ok && m.Lifecycle.StallCeilingSeconds > 0 {
-		stall = time.Duration(m.Lifecycle.StallCeilingSeconds) * time.Second
-	}
+	stall := max(s.stallLeft(j, s.now()), 0)
 	ctx, cancel := context.WithCancelCause(s.base)
 	rj := &runningJob{job: j, cancel: cancel, done: make(chan struct{}), flushedAt: time.Now()}
 	s.running[j.RequestID] = rj
@@ -113,6 +106,33 @@ func (s *Service) start(j Job) error {
 	}()
 	return nil
 }
+
+// stallCeiling is the longest a job of model may run: its lifecycle's stall ceiling, or ten
+// minutes for a model without one.
+func (s *Service) stallCeiling(model string) time.Duration {
+	m, ok := s.catalog.Model(model)
+	if !ok {
+		m, ok = s.catalog.LanguageModel(model) // chat and embeddings have no queue-host address
+	}
+	if ok && m.Lifecycle.StallCeilingSeconds > 0 {
+		return time.Duration(m.Lifecycle.StallCeilingSeconds) * time.Second
+	}
+	return 10 * time.Minute
+}
+
+// stallLeft is how long j may still run at now: its stall ceiling less the time since its
+// first start, which a job taken over keeps, so that no rerun stretches the job past
+// give_up_after_seconds (spec 01, QST-08). At or below zero the job is stalled.
+func (s *Service) stallLeft(j Job, now time.Time) time.Duration {
+	left := s.stallCeiling(j.Model)
+	if j.StartedAt != nil {
+		left -= now.Sub(*j.StartedAt)
+	}
+	return left
+}
+
+// stalled is the settlement of a job past its stall ceiling: failed, refunded.
+var stalled = settlement{outcome: Failed, code: string(apierr.Stalled), message: "the run passed the model's stall ceiling"}
 
 func (s *Service) execute(ctx context.Context, rj *runningJob) (res runners.Result, err error) {
 	defer func() {
@@ -146,7 +166,7 @@ func (s *Service) finish(rj *runningJob, res runners.Result, err error, cause er
 	case errors.Is(cause, errStopping):
 		return // process shutting down: the lease runs out and the job runs again elsewhere
 	case errors.Is(cause, errStalled):
-		st = settlement{outcome: Failed, code: string(apierr.Stalled), message: "the run passed the model's stall ceiling"}
+		st = stalled
 	case errors.Is(cause, errCancelAsked) && err == nil:
 		// The run completed before it saw the cancellation (a runner returns ctx's error once
 		// it stops): the job succeeded and the cancel answers cancel_raced, so the caller

@@ -194,14 +194,21 @@ func (s *Service) startAllQueued(ctx context.Context, all bool) {
 	}
 }
 
-// takeOver runs again a job whose owner stopped heartbeating (crash or restart). A language
-// model's job is not run again: lostCall settles it.
+// takeOver runs again a job whose owner stopped heartbeating (crash or restart), for what its
+// stall ceiling has left since its first start. A language model's job is not run again:
+// lostCall settles it; nor is a job whose stall ceiling passed meanwhile: it settles stalled.
 func (s *Service) takeOver(ctx context.Context, j Job) {
 	if s.quiesced.Load() {
 		return
 	}
 	if j.OfLanguageModel() {
 		s.lostCall(ctx, j)
+		return
+	}
+	if s.stallLeft(j, s.now()) <= 0 {
+		if !s.runsHere(j.RequestID) { // a run of this process is stopped by its own stall timer
+			s.settleLost(ctx, j, stalled)
+		}
 		return
 	}
 	if j.Attempts >= s.cfg.MaxAttempts {
@@ -250,17 +257,30 @@ func (s *Service) takeOver(ctx context.Context, j Job) {
 
 var errSkip = errors.New("skip")
 
+// runsHere reports whether this process runs the job of requestID.
+func (s *Service) runsHere(requestID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[requestID] != nil
+}
+
 // lostCallMessage is the failed job's message of a language model's call whose process
 // stopped before it answered.
 const lostCallMessage = "The process answering this call stopped before the answer came; the call was not run again and was refunded."
 
-// lostCall settles, while its lease is still run out, a language model's job whose process
-// stopped: failed run_failed and refunded in full, or cancelled when a cancel was asked; its
-// settled event is written in the transaction and announced once, as for any settlement. It
-// is not run again: its answer went only to the request that waited for it in the process that
-// stopped (GET /v1/jobs/{id} carries no answer), so a second run would charge for an answer
-// no one reads.
+// lostCall settles a language model's job whose process stopped: failed run_failed and
+// refunded in full (settleLost). It is not run again: its answer went only to the request that
+// waited for it in the process that stopped (GET /v1/jobs/{id} carries no answer), so a second
+// run would charge for an answer no one reads.
 func (s *Service) lostCall(ctx context.Context, j Job) {
+	s.settleLost(ctx, j, settlement{outcome: Failed, code: string(apierr.RunFailed), message: lostCallMessage})
+}
+
+// settleLost settles as st, while its lease is still run out, a job whose process stopped and
+// that is not run again (a language model's call, a job past its stall ceiling), or cancelled
+// when a cancel was asked; its settled event is written in the transaction and announced once,
+// as for any settlement.
+func (s *Service) settleLost(ctx context.Context, j Job, st settlement) {
 	var settled Job
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		settled = Job{}
@@ -271,7 +291,7 @@ func (s *Service) lostCall(ctx context.Context, j Job) {
 		if cur.Status != InProgress || cur.LeaseUntil == nil || !cur.LeaseUntil.Before(s.now()) {
 			return errSkip // settled, or its process renewed the lease meanwhile
 		}
-		st := settlement{outcome: Failed, code: string(apierr.RunFailed), message: lostCallMessage}
+		st := st
 		if cur.CancelAsked {
 			st = settlement{outcome: Cancelled}
 		}
@@ -279,11 +299,11 @@ func (s *Service) lostCall(ctx context.Context, j Job) {
 	})
 	if err != nil {
 		if !errors.Is(err, errSkip) {
-			s.quiet.warn(s.log, s.now(), "settle lost call", "request_id", j.RequestID, "err", err)
+			s.quiet.warn(s.log, s.now(), "settle lost job", "request_id", j.RequestID, "err", err)
 		}
 		return
 	}
-	s.log.Info("lost call settled, not run again", "request_id", j.RequestID, "outcome", settled.Outcome)
+	s.log.Info("lost job settled, not run again", "request_id", j.RequestID, "outcome", settled.Outcome, "error_code", settled.ErrorCode)
 	s.keepSettled(settled.RequestID, settled)
 	s.changed(settled.RequestID)
 	s.settled(settled)
