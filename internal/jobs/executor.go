@@ -221,9 +221,9 @@ type settlement struct {
 	logs    []LogLine
 	metrics map[string]float64
 	balance *int64 // the balance the job's charge left, when this process charged it
-	// whileQueued settles the job only while it still waits: a process that started it
-	// meanwhile settles it itself.
-	whileQueued bool
+	// whileOverdue settles the job only while it still waits past its start-by (overdue): a
+	// process that started it meanwhile settles it itself.
+	whileOverdue bool
 }
 
 // charged is the share of the quote the settlement keeps: what the run did, nothing when it
@@ -244,7 +244,7 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 		if err != nil {
 			return err
 		}
-		if j.Settled() || st.whileQueued && j.Status != InQueue {
+		if j.Settled() || st.whileOverdue && !overdue(j, s.now()) {
 			settled = Job{}
 			return nil // settled twice notifies once
 		}

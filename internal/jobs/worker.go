@@ -322,9 +322,9 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 		}
 		var started Job
 		var refusal *apierr.Error
-		slot := false
+		slot, expired := false, false
 		err := s.store.InTx(ctx, func(tx Tx) error {
-			refusal = nil
+			refusal, expired = nil, false
 			if slot { // a retried transaction claims its slot again
 				s.giveSlot(model)
 				slot = false
@@ -339,6 +339,12 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			}
 			if err != nil {
 				return err
+			}
+			if overdue(j, s.now()) {
+				// Its start-by passed before the overdue sweep came: it is not started but
+				// settled as that sweep would, in this transaction.
+				expired = true
+				return s.settleTx(ctx, tx, &j, requestTimedOut, &started)
 			}
 			if !s.claimSlot(model) {
 				return errSkip
@@ -358,6 +364,12 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			started = j
 			return tx.UpdateJob(ctx, j)
 		})
+		if expired && err == nil {
+			s.keepSettled(started.RequestID, started)
+			s.settled(started)
+			s.changed(started.RequestID)
+			continue
+		}
 		if err != nil || refusal != nil {
 			if slot {
 				s.giveSlot(model)
@@ -422,16 +434,26 @@ func turnRefusal(e *apierr.Error) string {
 	return e.Text()
 }
 
+// overdue reports whether j still waits at now past its start-by (X-Svc-Request-Timeout, the
+// model's longest wait, or a hand-off's wait for a worker): it is never started, and fails
+// request_timeout, refunded (QST-06). The store's Overdue finds such jobs through an index;
+// this decides, for the sweep and for a claim alike.
+func overdue(j Job, now time.Time) bool {
+	return j.Status == InQueue && j.StartBy != nil && j.StartBy.Before(now)
+}
+
+// requestTimedOut settles an overdue job, while it still is.
+var requestTimedOut = settlement{outcome: Failed, code: string(apierr.RequestTimeout), message: "waited longer than the request timeout for a seat", whileOverdue: true}
+
 // expireOverdue fails, refunded, the queued jobs (hand-offs included) whose start-by passed
 // before any process started them: request_timeout.
 func (s *Service) expireOverdue(ctx context.Context) {
-	overdue, err := s.store.Overdue(ctx, s.now(), 100)
+	due, err := s.store.Overdue(ctx, s.now(), 100)
 	if err != nil {
 		return
 	}
-	for _, j := range overdue {
-		st := settlement{outcome: Failed, code: string(apierr.RequestTimeout), message: "waited longer than the request timeout for a seat", whileQueued: true}
-		if err := s.settle(ctx, j.RequestID, st); err != nil {
+	for _, j := range due {
+		if err := s.settle(ctx, j.RequestID, requestTimedOut); err != nil {
 			s.quiet.warn(s.log, s.now(), "expire queued job", "request_id", j.RequestID, "err", err)
 		}
 	}
