@@ -20,6 +20,7 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/catalog"
+	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
@@ -72,6 +73,9 @@ type Handler struct {
 	// SignIns counts failed sign-ins across processes (the store); nil counts them in this
 	// process.
 	SignIns SignInFailures
+	// Proxies are the deployment's trusted load balancers (--trusted-proxies), as the API's
+	// gate has them: failed sign-ins are counted per client address read through them.
+	Proxies httpapi.Proxies
 	// Tickets signs studio tickets for the account's pages (nil: the console mints none).
 	Tickets *studio.Tickets
 

@@ -69,16 +69,22 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	email := r.PostFormValue("email")
+	// Failures are counted per email and client address (read as the API reads it), so a
+	// stranger's guesses lock out the stranger's address, not the user signing in elsewhere.
+	addr := h.Proxies.ClientAddr(r)
 	now := h.Now()
-	if until, blocked := h.throttle.blocked(r.Context(), email, now); blocked {
-		w.Header().Set("Retry-After", strconv.Itoa(int(until.Sub(now).Seconds())+1))
-		h.renderSignIn(w, r, http.StatusTooManyRequests, email,
-			fmt.Sprintf("Too many failed sign-ins for this email. Try again after %s.", until.UTC().Format(dateLayout)))
+	if l, blocked := h.throttle.blocked(r.Context(), email, addr, now); blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(int(l.until.Sub(now).Seconds())+1))
+		msg := "Too many failed sign-ins for this email. Try again after %s."
+		if l.everywhere {
+			msg = "Too many failed sign-ins for this email, from many addresses. Try again after %s."
+		}
+		h.renderSignIn(w, r, http.StatusTooManyRequests, email, fmt.Sprintf(msg, l.until.UTC().Format(dateLayout)))
 		return nil
 	}
 	token, _, sess, err := h.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"))
 	if errors.Is(err, auth.ErrBadCredentials) {
-		h.throttle.fail(r.Context(), email, now)
+		h.throttle.fail(r.Context(), email, addr, now)
 		h.Log.Info("console: sign-in refused")
 		h.renderSignIn(w, r, http.StatusUnauthorized, email, "Wrong email or password.")
 		return nil
@@ -86,7 +92,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.throttle.succeed(r.Context(), email)
+	h.throttle.succeed(r.Context(), email, addr)
 	clearCookie(w, preCSRFCookie, h.Secure)
 	h.setCookie(w, sessionCookie, token, sess.ExpiresAt.Sub(h.Now()))
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)

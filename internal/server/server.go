@@ -298,7 +298,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	if roles[RoleAPI] {
-		s.console = s.wireConsole(d, cat, signer, gate.Switches)
+		s.console = s.wireConsole(d, cat, signer, gate)
 		s.handlers[RoleAPI] = withConsole(withCogHooks(acct.Routes(), cogs), s.console, d.Log)
 	}
 	if roles[RoleQueue] {

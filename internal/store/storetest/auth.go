@@ -26,37 +26,77 @@ func Run(t *testing.T, open func(t testing.TB) Stores) {
 	t.Run("SignInFailures", func(t *testing.T) { testSignInFailures(t, open(t)) })
 }
 
-// Failed console sign-ins: counted per email within a window from the first failure, started
-// afresh once it ended, forgotten on success; ended windows are dropped.
+// Failed console sign-ins: counted per email and client address, and per email from every
+// address together, each within a window from its first failure, started afresh once it
+// ended; a success forgets its own address's failures only; ended windows are dropped.
 func testSignInFailures(t *testing.T, s Stores) {
 	ctx := context.Background()
 	const window = 15 * time.Minute
-	for i := range 3 {
-		if err := s.SignIns.FailSignIn(ctx, "ana@example.test", t0.Add(time.Duration(i)*time.Minute), window); err != nil {
+	const ana, here, there = "ana@example.test", "198.51.100.7", "2001:db8::9"
+	fail := func(email, addr string, at time.Time) {
+		t.Helper()
+		if err := s.SignIns.FailSignIn(ctx, email, addr, at, window); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, first, err := s.SignIns.SignInFailures(ctx, "ana@example.test"); err != nil || n != 3 || !first.Equal(t0) {
-		t.Fatalf("three failures: %d from %v (%v), want 3 from %v", n, first, err, t0)
+	want := func(what, addr string, n int, first time.Time) {
+		t.Helper()
+		var got int
+		var from time.Time
+		var err error
+		if addr == "" {
+			got, from, err = s.SignIns.SignInFailuresOfEmail(ctx, ana)
+		} else {
+			got, from, err = s.SignIns.SignInFailures(ctx, ana, addr)
+		}
+		if err != nil || got != n || (n > 0 && !from.Equal(first)) {
+			t.Fatalf("%s: %d from %v (%v), want %d from %v", what, got, from, err, n, first)
+		}
 	}
+	for i := range 3 {
+		fail(ana, here, t0.Add(time.Duration(i)*time.Minute))
+	}
+	fail(ana, there, t0.Add(5*time.Minute))
+	want("three failures from one address", here, 3, t0)
+	want("one failure from another", there, 1, t0.Add(5*time.Minute))
+	want("the email from every address", "", 4, t0)
+	if n, _, err := s.SignIns.SignInFailures(ctx, ana, "203.0.113.1"); err != nil || n != 0 {
+		t.Fatalf("an address that never failed: %d (%v), want none", n, err)
+	}
+
+	// A success forgets its own address's failures, not another's nor the email's count.
+	if err := s.SignIns.ClearSignInFailures(ctx, ana, here); err != nil {
+		t.Fatal(err)
+	}
+	want("after a success from it", here, 0, time.Time{})
+	want("another address after a success elsewhere", there, 1, t0.Add(5*time.Minute))
+	want("the email after a success from one address", "", 4, t0)
+
+	// After the window from each count's first failure, each starts afresh; the email's
+	// window is its own (it began at t0, the other address's at t0+5m).
 	later := t0.Add(window + time.Minute)
-	if err := s.SignIns.FailSignIn(ctx, "ana@example.test", later, window); err != nil {
-		t.Fatal(err)
-	}
-	if n, first, err := s.SignIns.SignInFailures(ctx, "ana@example.test"); err != nil || n != 1 || !first.Equal(later) {
-		t.Fatalf("a failure after the window: %d from %v (%v), want 1 from %v", n, first, err, later)
-	}
-	if err := s.SignIns.FailSignIn(ctx, "bob@example.test", later, window); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SignIns.ClearSignInFailures(ctx, "ana@example.test"); err != nil {
-		t.Fatal(err)
-	}
-	if n, _, err := s.SignIns.SignInFailures(ctx, "ana@example.test"); err != nil || n != 0 {
-		t.Fatalf("after a success: %d (%v), want none", n, err)
-	}
-	if n, _, err := s.SignIns.SignInFailures(ctx, "bob@example.test"); err != nil || n != 1 {
+	fail(ana, there, later)
+	want("a failure after the email's window", "", 1, later)
+	want("the address's window still running", there, 2, t0.Add(5*time.Minute))
+	fail(ana, there, t0.Add(5*time.Minute+window))
+	want("a failure after the address's window", there, 1, t0.Add(5*time.Minute+window))
+	want("the email's new window", "", 2, later)
+
+	// Another email's failures are its own.
+	fail("bob@example.test", here, later)
+	if n, _, err := s.SignIns.SignInFailures(ctx, "bob@example.test", here); err != nil || n != 1 {
 		t.Fatalf("another email: %d (%v), want 1", n, err)
+	}
+	want("ana from the address bob failed from", here, 0, time.Time{})
+
+	// Ended windows are swept on the next failure: only live rows stay.
+	fail("cyd@example.test", here, later.Add(2*window))
+	var rows int
+	if err := s.Inspect.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM sign_in_failures`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 2 {
+		t.Fatalf("%d rows after every other window ended, want cyd's two (from the address, from any)", rows)
 	}
 }
 
