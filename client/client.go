@@ -29,6 +29,7 @@ type Client struct {
 	queueURL string
 	http     *http.Client
 	poll     time.Duration
+	sleep    func(context.Context, time.Duration) error // sleepCtx; tests replace it
 }
 
 // Option configures a Client.
@@ -43,13 +44,13 @@ func WithQueueURL(u string) Option { return func(c *Client) { c.queueURL = strin
 // WithHTTPClient replaces http.DefaultClient (for timeouts, proxies, tests).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
 
-// WithPollInterval sets how often Wait reads the status when the status stream is cut
-// (default one second).
+// WithPollInterval sets how soon Wait reads the status when the status stream is cut or
+// declined (default one second); later reads are spaced further apart.
 func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.poll = d } }
 
 // New returns a client using key (the service's secret key, sent as a Bearer token).
 func New(key string, opts ...Option) *Client {
-	c := &Client{key: key, apiURL: DefaultAPIURL, queueURL: DefaultQueueURL, http: http.DefaultClient, poll: time.Second}
+	c := &Client{key: key, apiURL: DefaultAPIURL, queueURL: DefaultQueueURL, http: http.DefaultClient, poll: time.Second, sleep: sleepCtx}
 	for _, o := range opts {
 		o(c)
 	}
@@ -141,31 +142,104 @@ func (c *Client) Status(ctx context.Context, model, id string, logs bool) (*Job,
 
 // Wait follows the job until it settles and returns its last status document. It reads the
 // status stream (server-sent events, with logs) and calls onProgress, when not nil, with every
-// new document, its Logs every line so far; if the stream is cut before the job settles it
-// falls back to status reads.
+// new document, its Logs every line so far. When the stream cannot be opened (no seat is free,
+// stream_declined; the key's read bucket is spent; a 5xx; a broken connection) or is cut before
+// the job settles, it falls back to status reads: the first after the poll interval, each next
+// one half as far again up to ten intervals apart, and after a refusal that can pass (a 429, a
+// 5xx) no sooner than its Retry-After. Only the caller's context, a refusal that cannot pass
+// (a 404, a 401) or several 5xx answers in a row end it early.
 func (c *Client) Wait(ctx context.Context, model, id string, onProgress func(*Job)) (*Job, error) {
 	j, err := c.stream(ctx, model, id, onProgress)
-	if err != nil || j.Done() {
-		return j, err
+	switch {
+	case err == nil && j.Done():
+		return j, nil
+	case err != nil && !passing(ctx, err):
+		return nil, err
 	}
-	t := time.NewTicker(c.poll)
-	defer t.Stop()
+	return c.pollStatus(ctx, model, id, onProgress, err)
+}
+
+// pollStatus reads the job's status until it settles. prev is the refusal of the stream, if any: a
+// spent read bucket's Retry-After is waited out before the first read.
+func (c *Client) pollStatus(ctx context.Context, model, id string, onProgress func(*Job), prev error) (*Job, error) {
+	interval, most := c.poll, 10*c.poll
+	var wait time.Duration // the first read at once: the stream's seat is not the read's
+	if IsCode(prev, "rate_limited") {
+		wait = retryAfter(prev)
+	}
+	failures := 0
 	for {
+		if wait > 0 {
+			if err := c.sleep(ctx, wait); err != nil {
+				return nil, err
+			}
+		}
 		j, err := c.Status(ctx, model, id, true)
 		if err != nil {
-			return nil, err
+			if !passing(ctx, err) {
+				return nil, err
+			}
+			// A spent read bucket refills: waiting it out is always right. Anything else
+			// (a 5xx, a broken connection) is given a few more tries.
+			if !IsCode(err, "rate_limited") {
+				if failures++; failures > maxPollFailures {
+					return nil, err
+				}
+			}
+			interval = min(interval*3/2+1, most)
+			wait = max(interval, retryAfter(err))
+			continue
 		}
+		failures = 0
 		if onProgress != nil {
 			onProgress(j)
 		}
 		if j.Done() {
 			return j, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+		interval = min(interval*3/2+1, most)
+		wait = interval
+	}
+}
+
+// maxPollFailures is how many status reads in a row Wait lets fail (5xx, broken connections)
+// before it returns the last refusal.
+const maxPollFailures = 8
+
+// passing reports whether err may pass if the same read is made again later: a 429, a 5xx
+// (stream_declined among them) or a broken connection, unless the service said
+// x-should-retry: false. The caller's own context ending is not.
+func passing(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return true // the request never got an answer: a cut, a reset, a refused connection
+	}
+	if e.ShouldRetry != nil && !*e.ShouldRetry {
+		return false
+	}
+	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+}
+
+func retryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -259,7 +333,7 @@ func (c *Client) Upload(ctx context.Context, contentType string, r io.Reader) (*
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, parseError(resp.StatusCode, b)
+		return nil, parseError(resp, b)
 	}
 	return &slot.Upload, nil
 }
@@ -325,7 +399,7 @@ func (c *Client) send(ctx context.Context, method, u string, h http.Header, body
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, parseError(resp.StatusCode, b)
+		return nil, parseError(resp, b)
 	}
 	return resp, nil
 }

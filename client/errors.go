@@ -3,6 +3,10 @@ package client
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Error is a refusal from the service, carrying its error body. Every refusal of the service
@@ -25,6 +29,11 @@ type Error struct {
 	RequestID string `json:"request_id"`
 	// Docs links the page that explains the code.
 	Docs string `json:"docs"`
+	// RetryAfter is the answer's Retry-After (whole seconds, or an HTTP date), zero when absent.
+	RetryAfter time.Duration `json:"-"`
+	// ShouldRetry is the answer's x-should-retry: false on a refusal a retry cannot help or
+	// that may pay twice; nil when the header is absent.
+	ShouldRetry *bool `json:"-"`
 	// Body is the whole error body as received.
 	Body json.RawMessage `json:"-"`
 }
@@ -42,13 +51,35 @@ func (e *Error) Error() string {
 
 // parseError makes an *Error of a non-2xx answer's body. A body that is not the service's
 // error body (a proxy's page, say) is kept whole in Body.
-func parseError(status int, body []byte) *Error {
+func parseError(resp *http.Response, body []byte) *Error {
 	e := &Error{}
 	if json.Unmarshal(body, e) != nil {
 		e = &Error{}
 	}
-	e.StatusCode, e.Body = status, append(json.RawMessage(nil), body...)
+	e.StatusCode, e.Body = resp.StatusCode, append(json.RawMessage(nil), body...)
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if v, err := strconv.ParseBool(strings.TrimSpace(resp.Header.Get("X-Should-Retry"))); err == nil {
+		e.ShouldRetry = &v
+	}
 	return e
+}
+
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date (RFC 9110 10.2.3).
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return time.Duration(min(n, 24*3600)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func trim(s string) string {
