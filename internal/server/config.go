@@ -127,7 +127,8 @@ type Config struct {
 	WebhookAllowPrivate string
 	// TrustedProxies are the load balancers in front of the process (serve --trusted-proxies:
 	// addresses or CIDR ranges): from them, X-Forwarded-For names the client whose address
-	// keys a keyless answer's rate bucket. Empty: the connection's peer is the client.
+	// keys a keyless answer's rate bucket and the console's count of failed sign-ins. Empty:
+	// the connection's peer is the client.
 	TrustedProxies []string
 	// StudioOrigins are the origins whose pages may open the studio live route with a ticket
 	// (serve --studio-origins); empty: none.
