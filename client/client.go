@@ -130,7 +130,10 @@ func (c *Client) Submit(ctx context.Context, model string, input any, o SubmitOp
 	return &j, c.do(ctx, http.MethodPost, u, h, bytes.NewReader(body), &j)
 }
 
-// Status reads the job's status document; logs asks for its log lines too.
+// Status reads the job's status document; logs asks for its log lines too. model is the job's
+// own model (Job.Model of its submit answer): after a replayed submit it may not be the model
+// submitted to, so StatusJob, WaitJob, ResultJob and CancelJob, which read it from the job,
+// are the safer calls.
 func (c *Client) Status(ctx context.Context, model, id string, logs bool) (*Job, error) {
 	u := c.requestURL(model, id) + "/status"
 	if logs {
@@ -291,6 +294,49 @@ func (c *Client) Result(ctx context.Context, model, id string) (json.RawMessage,
 // Cancel asks the service to cancel the job (a queued job is refunded in full).
 func (c *Client) Cancel(ctx context.Context, model, id string) error {
 	return c.do(ctx, http.MethodPut, c.requestURL(model, id)+"/cancel", nil, nil, nil)
+}
+
+// WaitJob is Wait on the job a submit answered, by the job's own model: on a replay (the
+// idempotency key was first used on another model) that is the first job's model, not the one
+// submitted to, whose URLs would answer 404.
+func (c *Client) WaitJob(ctx context.Context, j *Job, onProgress func(*Job)) (*Job, error) {
+	return c.Wait(ctx, j.address(), j.RequestID, onProgress)
+}
+
+// StatusJob is Status on the job a submit answered, by the job's own model (see WaitJob).
+func (c *Client) StatusJob(ctx context.Context, j *Job, logs bool) (*Job, error) {
+	return c.Status(ctx, j.address(), j.RequestID, logs)
+}
+
+// ResultJob is Result on the job a submit answered, by the job's own model (see WaitJob).
+func (c *Client) ResultJob(ctx context.Context, j *Job) (json.RawMessage, error) {
+	return c.Result(ctx, j.address(), j.RequestID)
+}
+
+// CancelJob is Cancel on the job a submit answered, by the job's own model (see WaitJob).
+func (c *Client) CancelJob(ctx context.Context, j *Job) error {
+	return c.Cancel(ctx, j.address(), j.RequestID)
+}
+
+// address is the model the job runs on: its model field (every submit answer carries it), or
+// else the model named in its response_url (…/svc-serverless/<slug>/requests/<id>). The URLs'
+// host is not followed: the key goes only to the queue host the client was given.
+func (j *Job) address() string {
+	if j.Model != "" {
+		return j.Model
+	}
+	for _, raw := range []string{j.ResponseURL, j.StatusURL, j.CancelURL} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if before, _, ok := strings.Cut(u.Path, "/requests/"); ok {
+			if i := strings.Index(before, "svc-serverless/"); i >= 0 {
+				return before[i:]
+			}
+		}
+	}
+	return ""
 }
 
 // Upload is a file the service holds for a job's url inputs.

@@ -29,7 +29,7 @@ func Example() {
 		return
 	}
 	fmt.Println("quoted:", job.CreditsQuoted > 0)
-	done, err := c.Wait(ctx, "svc-serverless/image-4b", job.RequestID, func(j *client.Job) {
+	done, err := c.WaitJob(ctx, job, func(j *client.Job) {
 		// called with every new status document: IN_QUEUE, IN_PROGRESS, COMPLETED
 	})
 	if err != nil {
@@ -37,7 +37,7 @@ func Example() {
 		return
 	}
 	fmt.Println(done.Status)
-	out, err := c.Result(ctx, "svc-serverless/image-4b", job.RequestID)
+	out, err := c.ResultJob(ctx, job)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -71,12 +71,14 @@ func (c *RunCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stderr, "submitted %s (quoted %d credits)\n", job.RequestID, job.CreditsQuoted)
 	p := newProgress(e.stderr)
-	final, err := cl.Wait(e.ctx, c.Model, job.RequestID, p.show)
+	// Followed by the job's own model: a replayed key answers the first job, which may be of
+	// another model than the one asked for.
+	final, err := cl.WaitJob(e.ctx, job, p.show)
 	p.end()
 	if err != nil {
 		return err
 	}
-	result, err := cl.Result(e.ctx, c.Model, job.RequestID)
+	result, err := cl.ResultJob(e.ctx, job)
 	if err != nil {
 		return err
 	}

@@ -167,3 +167,32 @@ func TestRunReportsTheCharge(t *testing.T) {
 		t.Fatalf("quoted %s credits but reported a charge of %s: %s", q[2], c[2], stderr.String())
 	}
 }
+
+// devCLI starts a development server and answers a runCLI for the user commands against it,
+// with its key in MODELEXEC_KEY.
+func devCLI(t *testing.T) func(args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	api, queue, key := devService(t)
+	env := map[string]string{"MODELEXEC_KEY": key}
+	return func(args ...string) (string, string, error) {
+		return runCLI(t, env, append(args, "--api-url", api, "--queue-url", queue)...)
+	}
+}
+
+// TestERR31_RunFollowsAReplayedJobOnAnotherModel: `modelexec run image-4b --idempotency-key k`
+// after a run of image-turbo with k answers image-turbo's job (a key answers the first request,
+// whatever model is sent later) and follows it to its result, rather than reading it under
+// image-4b, which answers 404.
+func TestERR31_RunFollowsAReplayedJobOnAnotherModel(t *testing.T) {
+	cli := devCLI(t)
+	if _, stderr, err := cli("run", "image-turbo", "-i", "positivePrompt=a cat", "--idempotency-key", "order-77"); err != nil {
+		t.Fatalf("first run: %v\n%s", err, stderr)
+	}
+	stdout, stderr, err := cli("run", "image-4b", "-i", "positivePrompt=a fox", "-i", "width=512", "-i", "height=512", "--idempotency-key", "order-77")
+	if err != nil {
+		t.Fatalf("replayed run: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, `"images"`) {
+		t.Fatalf("replayed run printed %q\n%s", stdout, stderr)
+	}
+}
