@@ -106,7 +106,7 @@ func (j *Job) Done() bool { return j.Status == "COMPLETED" }
 func (c *Client) Submit(ctx context.Context, model string, input any, o SubmitOptions) (*Job, error) {
 	body, err := json.Marshal(input)
 	if err != nil {
-		return nil, fmt.Errorf("modelexec: encoding the input: %w", err)
+		return nil, fmt.Errorf("encoding the input: %w", err)
 	}
 	q := url.Values{}
 	if o.Webhook != "" {
@@ -291,9 +291,31 @@ func (c *Client) Result(ctx context.Context, model, id string) (json.RawMessage,
 	return out, c.do(ctx, http.MethodGet, c.requestURL(model, id), nil, nil, &out)
 }
 
-// Cancel asks the service to cancel the job (a queued job is refunded in full).
-func (c *Client) Cancel(ctx context.Context, model, id string) error {
-	return c.do(ctx, http.MethodPut, c.requestURL(model, id)+"/cancel", nil, nil, nil)
+// Cancellation is the answer to a cancel: CANCELLED with what the job was charged and
+// refunded (a queued job is refunded in full), or CANCELLATION_REQUESTED while a running job
+// is being stopped (its charge is then read from its status or job record).
+type Cancellation struct {
+	Status          string `json:"status"` // CANCELLED or CANCELLATION_REQUESTED
+	RequestID       string `json:"request_id"`
+	CreditsCharged  *int64 `json:"credits_charged,omitempty"`
+	CreditsRefunded *int64 `json:"credits_refunded,omitempty"`
+	// Raw is the answer as it came.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Cancel asks the service to cancel the job and returns its answer.
+func (c *Client) Cancel(ctx context.Context, model, id string) (*Cancellation, error) {
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodPut, c.requestURL(model, id)+"/cancel", nil, nil, &raw); err != nil {
+		return nil, err
+	}
+	cn := &Cancellation{Raw: raw}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, cn); err != nil {
+			return nil, fmt.Errorf("unexpected answer to a cancel: %w", err)
+		}
+	}
+	return cn, nil
 }
 
 // WaitJob is Wait on the job a submit answered, by the job's own model: on a replay (the
@@ -314,7 +336,7 @@ func (c *Client) ResultJob(ctx context.Context, j *Job) (json.RawMessage, error)
 }
 
 // CancelJob is Cancel on the job a submit answered, by the job's own model (see WaitJob).
-func (c *Client) CancelJob(ctx context.Context, j *Job) error {
+func (c *Client) CancelJob(ctx context.Context, j *Job) (*Cancellation, error) {
 	return c.Cancel(ctx, j.address(), j.RequestID)
 }
 
@@ -366,7 +388,7 @@ func (c *Client) Upload(ctx context.Context, contentType string, r io.Reader) (*
 	}
 	put, err := http.NewRequestWithContext(ctx, method, slot.UploadURL, r)
 	if err != nil {
-		return nil, fmt.Errorf("modelexec: upload link: %w", err)
+		return nil, fmt.Errorf("upload link: %w", err)
 	}
 	put.Header.Set("Content-Type", contentType)
 	for k, v := range slot.Headers {
@@ -432,7 +454,7 @@ func (c *Client) requestURL(model, id string) string {
 func (c *Client) send(ctx context.Context, method, u string, h http.Header, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("modelexec: %w", err)
+		return nil, fmt.Errorf("request to the service: %w", err)
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -469,7 +491,7 @@ func (c *Client) do(ctx context.Context, method, u string, h http.Header, body i
 		return nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("modelexec: unexpected answer from %s: %w", u, err)
+		return fmt.Errorf("unexpected answer from %s: %w", u, err)
 	}
 	if j, ok := out.(*Job); ok {
 		j.Raw = append(json.RawMessage(nil), b...)

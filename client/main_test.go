@@ -3,6 +3,7 @@ package client_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,12 +13,15 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/modelexec/modelexec/client"
 )
 
 // The examples run against a real server: TestMain builds the modelexec binary, starts
 // `serve --dev` on free ports over a temporary folder, and reads the key it prints.
 var (
 	apiURL, queueURL, apiKey string
+	bin, dataDir, accountID  string // for freshClient
 )
 
 func TestMain(m *testing.M) {
@@ -31,7 +35,8 @@ func runWithServer(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "modelexec")
+	bin = filepath.Join(dir, "modelexec")
+	dataDir = filepath.Join(dir, "data")
 	// go test puts its own toolchain's bin first on the PATH the test runs with.
 	build := exec.Command("go", "build", "-o", bin, "../cmd/modelexec")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -51,7 +56,7 @@ func runWithServer(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	serve := exec.CommandContext(ctx, bin, "serve", "--dev", "--data", filepath.Join(dir, "data"), "--api-addr", addrs[0],
+	serve := exec.CommandContext(ctx, bin, "serve", "--dev", "--data", dataDir, "--api-addr", addrs[0],
 		"--queue-addr", addrs[1], "--sync-addr", addrs[2], "--log-level", "error")
 	serve.Env = append(os.Environ(), "MODELEXEC_SECRET=")
 	out, err := serve.StdoutPipe()
@@ -66,8 +71,12 @@ func runWithServer(m *testing.M) int {
 	}
 	defer func() { cancel(); _ = serve.Wait() }()
 	keyLine := regexp.MustCompile(`API key \(shown once\): (\S+)`)
+	accountLine := regexp.MustCompile(`^Development account (\S+)`)
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
+		if m := accountLine.FindStringSubmatch(sc.Text()); m != nil {
+			accountID = m[1]
+		}
 		if m := keyLine.FindStringSubmatch(sc.Text()); m != nil {
 			apiKey = m[1]
 			break
@@ -96,4 +105,21 @@ func runWithServer(m *testing.M) int {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return m.Run()
+}
+
+// freshClient is a client with a key of its own, minted for the test: rate-limit buckets are
+// per key, so a test that submits does not spend the examples' generate bucket.
+func freshClient(t *testing.T) *client.Client {
+	t.Helper()
+	mint := exec.Command(bin, "keys", "mint", "--data", dataDir, "--account", accountID, "--json")
+	mint.Env = append(os.Environ(), "MODELEXEC_SECRET=")
+	out, err := mint.Output()
+	if err != nil {
+		t.Fatalf("keys mint: %v", err)
+	}
+	var k struct{ Key string }
+	if err := json.Unmarshal(out, &k); err != nil || k.Key == "" {
+		t.Fatalf("keys mint printed %s (%v)", out, err)
+	}
+	return client.New(k.Key, client.WithAPIURL(apiURL), client.WithQueueURL(queueURL))
 }

@@ -100,10 +100,10 @@ func TestCancelAndErrors(t *testing.T) {
 	defer srv.Close()
 	c := client.New("k", client.WithQueueURL(srv.URL))
 	ctx := context.Background()
-	if err := c.Cancel(ctx, "m", "r1"); err != nil {
-		t.Fatal(err)
+	if cn, err := c.Cancel(ctx, "m", "r1"); err != nil || cn.Status != "CANCELLATION_REQUESTED" {
+		t.Fatal(cn, err)
 	}
-	err := c.Cancel(ctx, "m", "r2")
+	_, err := c.Cancel(ctx, "m", "r2")
 	var e *client.Error
 	if !errors.As(err, &e) || e.StatusCode != 400 || e.Code != "already_completed" || e.Retry != "never" || e.Charged != true || e.RequestID != "req_9" {
 		t.Fatalf("refusal: %#v", err)

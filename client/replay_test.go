@@ -12,7 +12,7 @@ import (
 // job-based calls follow it at its own model's URLs, where the caller's model would answer 404.
 func TestERR31_ReplayOnAnotherModelIsFollowedByTheJobsModel(t *testing.T) {
 	ctx := context.Background()
-	c := newClient()
+	c := freshClient(t)
 	first, err := c.Submit(ctx, "image-turbo", map[string]any{"positivePrompt": "a cat"}, client.SubmitOptions{IdempotencyKey: "replay-across-models"})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestERR31_ReplayOnAnotherModelIsFollowedByTheJobsModel(t *testing.T) {
 	if _, err := c.ResultJob(ctx, bare); err != nil {
 		t.Fatalf("ResultJob by response_url: %v", err)
 	}
-	if err := c.CancelJob(ctx, again); client.IsCode(err, "not_found") {
+	if _, err := c.CancelJob(ctx, again); client.IsCode(err, "not_found") {
 		t.Fatalf("CancelJob: %v", err)
 	}
 }

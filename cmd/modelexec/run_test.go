@@ -196,3 +196,21 @@ func TestERR31_RunFollowsAReplayedJobOnAnotherModel(t *testing.T) {
 		t.Fatalf("replayed run printed %q\n%s", stdout, stderr)
 	}
 }
+
+// TestERR_RunPrintsEveryProblemOnce: a run the service refuses for several fields says each
+// field and its problem, and its error has no "modelexec:" of its own (main adds one).
+func TestERR_RunPrintsEveryProblemOnce(t *testing.T) {
+	cli := devCLI(t)
+	_, _, err := cli("run", "image-4b", "-i", "positivePrompt=a fox", "-i", "width=99999", "-i", "height=5", "-i", "steps=0")
+	if err == nil {
+		t.Fatal("run with three bad fields succeeded")
+	}
+	for _, f := range []string{"invalid_input", "width: ", "height: ", "steps: "} {
+		if !strings.Contains(err.Error(), f) {
+			t.Fatalf("run error %q lacks %q", err, f)
+		}
+	}
+	if strings.Contains(err.Error(), "modelexec:") {
+		t.Fatalf("run error %q would print as modelexec: modelexec: …", err)
+	}
+}
