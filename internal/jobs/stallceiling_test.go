@@ -88,7 +88,7 @@ func testQST08TakenOverJobKeepsTheStallCeiling(t *testing.T, db *sqlstore.DB) {
 
 	// Taken over with 50 ms of its ceiling left, on a process whose run would go on: the run
 	// is stopped when those 50 ms pass, not a whole ceiling later.
-	j, a, gate = startOn("proc_c")
+	j, _, gate = startOn("proc_c")
 	defer close(gate.release)
 	clock.Add(ceiling - 50*time.Millisecond)
 	d := process(db, cat, "proc_d", gateRunner{release: make(chan struct{})}, clock)
