@@ -34,17 +34,29 @@ var (
 	ErrBadSignature = errors.New("webhooks: the signature does not match the body")
 )
 
+// RefetchInterval is the least time between two fetches of the JWKS (spec 02 "Signatures"
+// #3: on an unknown kid refetch the set, at most once a minute).
+const RefetchInterval = time.Minute
+
+// FetchTimeout bounds one fetch of the JWKS when the Verifier's HTTP client has no timeout.
+const FetchTimeout = 10 * time.Second
+
 // Verifier checks deliveries against one deployment's JWKS. Keys are fetched once and again
-// only when a delivery names a kid the cached set lacks (keys rotate: the next key is
-// published ahead of its first use). Safe for concurrent use.
+// when a delivery names a kid the cached set lacks (keys rotate: the next key is published
+// ahead of its first use), at most once every RefetchInterval: an unknown kid within the
+// interval is refused ErrUnknownKey without a fetch, so forged kids cannot make it fetch on
+// every delivery. One fetch runs at a time, outside the lock, so verifications by known keys
+// never wait on the network. Safe for concurrent use.
 type Verifier struct {
 	JWKSURL   string
 	Tolerance time.Duration    // DefaultTolerance when zero
-	HTTP      *http.Client     // http.DefaultClient when nil
+	HTTP      *http.Client     // a client with a FetchTimeout timeout when nil
 	Now       func() time.Time // time.Now when nil
 
-	mu   sync.Mutex
-	keys map[string]ed25519.PublicKey
+	mu       sync.Mutex
+	keys     map[string]ed25519.PublicKey
+	fetched  time.Time     // when the last fetch started; zero before the first
+	inFlight chan struct{} // closed when the fetch under way ends; nil when none is
 }
 
 // Verify checks r with a one-off Verifier for jwksURL. A receiver handling many deliveries
@@ -77,10 +89,7 @@ func (v *Verifier) Check(ctx context.Context, header string, body []byte) error 
 	if err != nil {
 		return ErrNoSignature
 	}
-	now, tol := time.Now, v.Tolerance
-	if v.Now != nil {
-		now = v.Now
-	}
+	now, tol := v.now, v.Tolerance
 	if tol <= 0 {
 		tol = DefaultTolerance
 	}
@@ -119,26 +128,66 @@ func parse(h string) (ts, sig, kid string) {
 }
 
 func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if k, ok := v.keys[kid]; ok {
-		return k, nil
+	for {
+		v.mu.Lock()
+		if k, ok := v.keys[kid]; ok {
+			v.mu.Unlock()
+			return k, nil
+		}
+		if wait := v.inFlight; wait != nil { // another delivery is fetching: see what it brings
+			v.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		now := v.now()
+		if !v.fetched.IsZero() && now.Sub(v.fetched) < RefetchInterval {
+			v.mu.Unlock()
+			return nil, ErrUnknownKey
+		}
+		done := make(chan struct{})
+		v.fetched, v.inFlight = now, done
+		v.mu.Unlock()
+
+		keys, err := v.fetch(ctx)
+		v.mu.Lock()
+		if err == nil {
+			v.keys = keys
+		}
+		v.inFlight = nil
+		close(done)
+		k, ok := v.keys[kid]
+		v.mu.Unlock()
+		switch {
+		case ok:
+			return k, nil
+		case err != nil:
+			return nil, err
+		default:
+			return nil, ErrUnknownKey
+		}
 	}
-	keys, err := v.fetch(ctx)
-	if err != nil {
-		return nil, err
+}
+
+func (v *Verifier) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
 	}
-	v.keys = keys
-	if k, ok := keys[kid]; ok {
-		return k, nil
-	}
-	return nil, ErrUnknownKey
+	return time.Now()
 }
 
 func (v *Verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
 	hc := v.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = &http.Client{Timeout: FetchTimeout}
+	}
+	if hc.Timeout == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, FetchTimeout)
+		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.JWKSURL, nil)
 	if err != nil {
