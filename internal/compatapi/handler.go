@@ -107,7 +107,7 @@ func (h *Handler) fallback(mux *http.ServeMux) http.Handler {
 			writeError(w, r, h.Log, err)
 			return
 		}
-		if allow := allowed(mux, r); len(allow) > 0 {
+		if allow := httpapi.AllowedMethods(mux, r, "/"); len(allow) > 0 {
 			list := strings.Join(allow, ", ")
 			w.Header().Set("Allow", list)
 			writeEnvelope(w, r, http.StatusMethodNotAllowed, apierr.Excerpt(r.Method)+" is not allowed on "+apierr.Excerpt(r.URL.Path)+"; use "+list+".", "invalid_request_error", "", "method_not_allowed", false)
@@ -117,21 +117,6 @@ func (h *Handler) fallback(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// allowed lists the methods mux serves r's path under (a GET route serves HEAD too).
-func allowed(mux *http.ServeMux, r *http.Request) []string {
-	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if m == r.Method {
-			continue
-		}
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // idempotencyKey reads the Idempotency-Key header. A key outside [A-Za-z0-9._-]{1,64} is
 // folded into the set (spec 02): the same key always folds the same way.

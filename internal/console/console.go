@@ -137,7 +137,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("/console/", h.public(func(w http.ResponseWriter, r *http.Request) error {
 		// Every other pattern names its method, so this one also answers a method a page
 		// does not take: that is 405 with the methods it does, not a page that is not there.
-		if allow := allowedMethods(mux, r); allow != "" {
+		if allow := strings.Join(httpapi.AllowedMethods(mux, r, "/console/"), ", "); allow != "" {
 			w.Header().Set("Allow", allow)
 			return refuse(http.StatusMethodNotAllowed, fmt.Sprintf("This page does not take %s requests; it takes %s.", r.Method, allow))
 		}
@@ -164,22 +164,6 @@ func textPaths(h *Handler, next http.Handler) http.Handler {
 	})
 }
 
-// allowedMethods lists the methods a console pattern other than the catch-all serves at r's
-// path ("" for none).
-func allowedMethods(mux *http.ServeMux, r *http.Request) string {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
-		if m == r.Method {
-			continue
-		}
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/console/" {
-			allow = append(allow, m)
-		}
-	}
-	return strings.Join(allow, ", ")
-}
 
 // errNotFound renders the console's 404 page.
 var errNotFound = errors.New("console: not found")

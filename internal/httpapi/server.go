@@ -245,6 +245,12 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 	if !routable(r) {
 		return nil // no route serves a path in this form, whatever the method
 	}
+	return AllowedMethods(mux, r, "/")
+}
+
+// AllowedMethods lists the methods under which mux routes r's path to a pattern other than
+// catchAll (a GET route serves HEAD too): the Allow header of a 405. Every surface asks it.
+func AllowedMethods(mux *http.ServeMux, r *http.Request, catchAll string) []string {
 	var out []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if m == r.Method {
@@ -252,7 +258,7 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 		}
 		probe := r.WithContext(r.Context())
 		probe.Method = m
-		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != catchAll {
 			out = append(out, m)
 		}
 	}
