@@ -117,7 +117,6 @@ func (h *Handler) fallback(mux *http.ServeMux) http.Handler {
 	})
 }
 
-
 // idempotencyKey reads the Idempotency-Key header. A key outside [A-Za-z0-9._-]{1,64} is
 // folded into the set (spec 02): the same key always folds the same way.
 func idempotencyKey(r *http.Request) string {

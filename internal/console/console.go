@@ -164,7 +164,6 @@ func textPaths(h *Handler, next http.Handler) http.Handler {
 	})
 }
 
-
 // errNotFound renders the console's 404 page.
 var errNotFound = errors.New("console: not found")
 
