@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,5 +89,35 @@ func TestWH44_UnknownKidRefetchesAtMostOnceAMinute(t *testing.T) {
 	}
 	if hits.Load() != 2 {
 		t.Fatalf("JWKS fetched %d times, want 2", hits.Load())
+	}
+}
+
+// TestWH39_AnyV2ValueVerifies: a header with several v2 values (a valid one among forged ones,
+// in any order) is accepted; VerifyAccount also refuses a valid delivery for another account.
+func TestWH39_AnyV2ValueVerifies(t *testing.T) {
+	k := newKey(t, "kid-one")
+	jwks, _ := keyServer(t, k)
+	now := time.Unix(1_800_000_000, 0)
+	v := &webhooks.Verifier{JWKSURL: jwks.URL, Now: func() time.Time { return now }}
+	body := []byte(`{"account":"acct_1"}`)
+	valid := server.SignV2(k, now, body) // t=…,v2=…,kid=…
+	ts, rest, _ := strings.Cut(valid, ",v2=")
+	sig, kid, _ := strings.Cut(rest, ",kid=")
+	for _, h := range []string{
+		ts + ",v2=" + sig + ",v2=AAAA,kid=" + kid,
+		ts + ",v2=AAAA,v2=" + sig + ",kid=" + kid,
+	} {
+		if _, err := v.Verify(delivery(h, body)); err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+	}
+	if _, err := v.Verify(delivery(ts+",v2=AAAA,v2=BBBB,kid="+kid, body)); !errors.Is(err, webhooks.ErrBadSignature) {
+		t.Fatalf("no valid v2: %v", err)
+	}
+	if _, err := v.VerifyAccount(delivery(valid, body), "acct_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.VerifyAccount(delivery(valid, body), "acct_2"); !errors.Is(err, webhooks.ErrOtherAccount) {
+		t.Fatalf("another account's delivery: %v", err)
 	}
 }

@@ -32,6 +32,7 @@ var (
 	ErrStale        = errors.New("webhooks: the signature's timestamp is outside the tolerance")
 	ErrUnknownKey   = errors.New("webhooks: no key with the signature's kid in the JWKS")
 	ErrBadSignature = errors.New("webhooks: the signature does not match the body")
+	ErrOtherAccount = errors.New("webhooks: the delivery is for another account")
 )
 
 // RefetchInterval is the least time between two fetches of the JWKS (spec 02 "Signatures"
@@ -59,14 +60,18 @@ type Verifier struct {
 	inFlight chan struct{} // closed when the fetch under way ends; nil when none is
 }
 
-// Verify checks r with a one-off Verifier for jwksURL. A receiver handling many deliveries
-// should keep a Verifier so the key set is cached.
+// Verify checks r with a one-off Verifier for jwksURL: the Ed25519 v2 signature by kid and
+// the timestamp tolerance, nothing else (v1 HMAC and X-Alt-Webhook-Signature are not checked).
+// It does not check whose delivery it is: the receiver must compare the body's account with
+// its own account id (docs/webhooks.md step 4), or call Verifier.VerifyAccount. A receiver
+// handling many deliveries should keep a Verifier so the key set is cached.
 func Verify(r *http.Request, jwksURL string) ([]byte, error) {
 	return (&Verifier{JWKSURL: jwksURL}).Verify(r)
 }
 
-// Verify reads r's body, checks its Svc-Signature and returns the body (also put back on r for
-// later handlers). The body is only to be trusted when the error is nil.
+// Verify reads r's body, checks its Svc-Signature (v2 Ed25519 and t) and returns the body (also
+// put back on r for later handlers). The body is only to be trusted when the error is nil, and
+// only as a delivery of the service: whose it is, VerifyAccount checks.
 func (v *Verifier) Verify(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
@@ -81,8 +86,8 @@ func (v *Verifier) Verify(r *http.Request) ([]byte, error) {
 
 // Check verifies one Svc-Signature header value over body.
 func (v *Verifier) Check(ctx context.Context, header string, body []byte) error {
-	ts, sig, kid := parse(header)
-	if ts == "" || sig == "" || kid == "" {
+	ts, sigs, kid := parse(header)
+	if ts == "" || len(sigs) == 0 || kid == "" {
 		return ErrNoSignature
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
@@ -96,35 +101,54 @@ func (v *Verifier) Check(ctx context.Context, header string, body []byte) error 
 	if d := now().Sub(time.Unix(sec, 0)); d > tol || d < -tol {
 		return ErrStale
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(sig, "="))
-	if err != nil {
-		return ErrBadSignature
-	}
 	key, err := v.key(ctx, kid)
 	if err != nil {
 		return err
 	}
 	msg := append([]byte(ts+"."), body...)
-	if !ed25519.Verify(key, msg, raw) {
-		return ErrBadSignature
+	for _, sig := range sigs { // the delivery stands when any v2 value verifies
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(sig, "="))
+		if err == nil && ed25519.Verify(key, msg, raw) {
+			return nil
+		}
 	}
-	return nil
+	return ErrBadSignature
 }
 
-// parse splits t=…,v2=…,kid=… (order free; v1 entries of the earlier scheme are ignored).
-func parse(h string) (ts, sig, kid string) {
+// VerifyAccount is Verify, then the receiver's own check (docs/webhooks.md step 4): the body's
+// account must be account, the receiver's account id (the id of GET /v1/me). One key signs
+// for every account, so a valid signature alone does not make a delivery yours.
+func (v *Verifier) VerifyAccount(r *http.Request, account string) ([]byte, error) {
+	body, err := v.Verify(r)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Account string `json:"account"`
+	}
+	if json.Unmarshal(body, &doc) != nil || doc.Account == "" || doc.Account != account {
+		return nil, ErrOtherAccount
+	}
+	return body, nil
+}
+
+// parse splits t=…,v2=…,kid=… (order free; v1 entries of the earlier scheme are ignored). A
+// header may carry several v2 values: each is returned.
+func parse(h string) (ts string, sigs []string, kid string) {
 	for _, part := range strings.Split(h, ",") {
 		k, val, _ := strings.Cut(strings.TrimSpace(part), "=")
 		switch k {
 		case "t":
 			ts = val
 		case "v2":
-			sig = val
+			if val != "" {
+				sigs = append(sigs, val)
+			}
 		case "kid":
 			kid = val
 		}
 	}
-	return ts, sig, kid
+	return ts, sigs, kid
 }
 
 func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
