@@ -89,10 +89,19 @@ type env struct {
 // store + accountapi.Handler), plus probe routes that take a write bucket and a product scope so
 // every step of the check order can be reached.
 func newEnv(t *testing.T, db *sqlstore.DB, secret string) *env {
-	e := &env{t: t, db: db, clock: &clock{t: t0}, switches: &httpapi.Switches{}, pacer: &fakePacer{}}
+	e := &env{pacer: &fakePacer{}}
+	return e.build(t, db, secret, e.pacer)
+}
+
+// build is newEnv with pacer as the rate-limit seam (the fake one, or serve's real one).
+func (e *env) build(t *testing.T, db *sqlstore.DB, secret string, pacer httpapi.Pacer) *env {
+	e.t, e.db, e.switches = t, db, &httpapi.Switches{}
+	if e.clock == nil {
+		e.clock = &clock{t: t0}
+	}
 	log := slog.New(slog.DiscardHandler)
 	e.svc = auth.NewService(db, auth.Format{Prefix: auth.DefaultPrefix}, auth.NewHasher(secret), e.clock.Now, log)
-	gate := &httpapi.Gate{Auth: e.svc, Pacer: e.pacer, Switches: e.switches, Now: e.clock.Now, Log: log}
+	gate := &httpapi.Gate{Auth: e.svc, Pacer: pacer, Switches: e.switches, Now: e.clock.Now, Log: log}
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)

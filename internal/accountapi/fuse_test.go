@@ -1,14 +1,9 @@
 package accountapi_test
 
 import (
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/modelexec/modelexec/internal/accountapi"
 	"github.com/modelexec/modelexec/internal/auth"
-	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
@@ -18,27 +13,9 @@ import (
 // newFusedEnv is newEnv with the real rate limiting of serve (the per-instance fuse and an
 // in-process limiter) instead of the fake pacer.
 func newFusedEnv(t *testing.T, db *sqlstore.DB) *env {
-	e := newEnv(t, db, "deployment-secret")
-	log := slog.New(slog.DiscardHandler)
+	e := &env{clock: &clock{t: t0}}
 	adm := ratelimit.NewAdmission(ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: e.clock.Now}), ratelimit.AdmissionOptions{})
-	gate := &httpapi.Gate{Auth: e.svc, Pacer: httpapi.Admission{Adm: adm, Now: e.clock.Now}, Switches: e.switches, Now: e.clock.Now, Log: log}
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &accountapi.Handler{Gate: gate, Auth: e.svc, Catalog: cat, Ready: []accountapi.Pinger{db}, Now: e.clock.Now, Log: log, OpenAPI: accountapi.Document(cat)}
-	ok := httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
-		httpapi.WriteJSON(w, r, 200, map[string]any{"ok": true})
-		return nil
-	})
-	mux := http.NewServeMux()
-	mux.Handle("POST /probe/generate", httpapi.Wrap(httpapi.QueueSurface, log,
-		gate.Protect(httpapi.Route{Bucket: ratelimit.Generate, Product: func(*http.Request) string { return "photo" }}, ok)))
-	mux.Handle("/", h.Routes())
-	e.srv.Close()
-	e.srv = httptest.NewServer(mux)
-	t.Cleanup(e.srv.Close)
-	return e
+	return e.build(t, db, "deployment-secret", httpapi.Admission{Adm: adm, Now: e.clock.Now})
 }
 
 // TestORD05_ForgedSecretsSpendNoFuseOfTheRealKey: the fuse (check 5) counts per key before the
