@@ -36,8 +36,8 @@ func (f SDKFlags) client() (*client.Client, error) {
 type RunCmd struct {
 	SDKFlags
 	Model   string   `arg:"" help:"Model: svc-serverless/<slug> or the slug."`
-	Input   []string `short:"i" help:"Input field as key=value (repeatable); dotted keys nest (inputs.image=…); a value that parses as JSON is taken as JSON, otherwise as a string."`
-	File    []string `short:"f" help:"Upload a local file for a url field: field=path (repeatable; png, jpeg, webp)."`
+	Input   []string `short:"i" sep:"none" help:"Input field as key=value (repeatable; the value is taken whole, commas included); dotted keys nest (inputs.image=…); a value that parses as JSON is taken as JSON, otherwise as a string."`
+	File    []string `short:"f" sep:"none" help:"Upload a local file for a url field: field=path (repeatable; png, jpeg, webp)."`
 	Out     string   `help:"Folder to download the outputs (and result.json) into; without it the result is printed."`
 	IdemKey string   `name:"idempotency-key" help:"Idempotency key: running again with the same key answers the first job and is not charged again."`
 }

@@ -214,3 +214,23 @@ func TestERR_RunPrintsEveryProblemOnce(t *testing.T) {
 		t.Fatalf("run error %q would print as modelexec: modelexec: …", err)
 	}
 }
+
+// TestRunTakesCommasInValues: -i and --file values are taken whole: a prompt with a comma is
+// one input, and a file path with a comma is uploaded.
+func TestRunTakesCommasInValues(t *testing.T) {
+	cli := devCLI(t)
+	src := filepath.Join(t.TempDir(), "a, b.png")
+	var img bytes.Buffer
+	if err := png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 32, 32))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, img.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := cli("run", "image-4b", "-i", "positivePrompt=a red fox, in the snow", "-i", "width=512", "-i", "height=512"); err != nil {
+		t.Fatalf("a comma in a value: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := cli("run", "upscale", "-i", "upscaleFactor=2", "--file", "inputs.image="+src); err != nil {
+		t.Fatalf("a comma in a file path: %v\n%s", err, stderr)
+	}
+}
