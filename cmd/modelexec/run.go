@@ -83,7 +83,10 @@ func (c *RunCmd) Run(e *env) error {
 		return err
 	}
 	// The status documents of a settled job carry no charge: the job record says what it cost.
-	if charged, err := c.charged(e.ctx, final.RequestID); err == nil {
+	// A replay is not charged again; its record says what the first run cost.
+	if job.Replayed {
+		fmt.Fprintf(e.stderr, "replayed %s: the idempotency key answered its first job; nothing was charged this time\n", final.RequestID)
+	} else if charged, err := c.charged(e.ctx, final.RequestID); err == nil {
 		fmt.Fprintf(e.stderr, "completed %s (charged %d credits)\n", final.RequestID, charged)
 	} else {
 		fmt.Fprintf(e.stderr, "completed %s (its charge could not be read: %v; GET /v1/jobs on the account API lists it)\n", final.RequestID, err)

@@ -234,3 +234,21 @@ func TestRunTakesCommasInValues(t *testing.T) {
 		t.Fatalf("a comma in a file path: %v\n%s", err, stderr)
 	}
 }
+
+// TestERR31_RunSaysAReplayWasNotCharged: a second run with the same --idempotency-key says it
+// replayed the first job and was not charged, where the first says what it cost.
+func TestERR31_RunSaysAReplayWasNotCharged(t *testing.T) {
+	cli := devCLI(t)
+	args := []string{"run", "image-4b", "-i", "positivePrompt=a fox", "-i", "width=512", "-i", "height=512", "--idempotency-key", "twice"}
+	_, first, err := cli(args...)
+	if err != nil || !regexp.MustCompile(`completed \S+ \(charged [1-9]\d* credits\)`).MatchString(first) {
+		t.Fatalf("first run: %v\n%s", err, first)
+	}
+	_, second, err := cli(args...)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, second)
+	}
+	if regexp.MustCompile(`\(charged \d+ credits\)`).MatchString(second) || !strings.Contains(second, "nothing was charged this time") {
+		t.Fatalf("replayed run printed %s", second)
+	}
+}
