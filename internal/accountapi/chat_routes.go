@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
@@ -142,7 +143,14 @@ func (h *Handler) listConversations() chatHandler {
 		if err != nil {
 			return err
 		}
-		cs, err := h.Chat.Conversations(r.Context(), p.Account.ID, before, limit)
+		cs, err := h.Chat.Conversations(r.Context(), p.Account.ID, before, limit+1)
+		if err != nil {
+			return err
+		}
+		cs, more, cut, err := timePage(cs, limit, func(c chat.Conversation) time.Time { return c.UpdatedAt },
+			func(before time.Time) ([]chat.Conversation, error) {
+				return h.Chat.Conversations(r.Context(), p.Account.ID, before, maxTieGroup+1)
+			})
 		if err != nil {
 			return err
 		}
@@ -151,8 +159,8 @@ func (h *Handler) listConversations() chatHandler {
 			data = append(data, conversationBody(c))
 		}
 		var next any
-		if len(cs) == limit {
-			next = cs[len(cs)-1].UpdatedAt.Format(cursorLayout)
+		if more {
+			next = cut.UTC().Format(cursorLayout)
 		}
 		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"object": "list", "data": data, "next_before": next})
 		return nil

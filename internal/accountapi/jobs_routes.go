@@ -116,35 +116,16 @@ func (h *Handler) listJobs() http.Handler {
 		if err != nil {
 			return err
 		}
-		more := len(js) > limit
+		js, more, cut, err := timePage(js, limit, func(j jobs.Job) time.Time { return j.CreatedAt },
+			func(before time.Time) ([]jobs.Job, error) {
+				return h.Jobs.List(r.Context(), p.Account.ID, before, maxTieGroup+1)
+			})
+		if err != nil {
+			return err
+		}
 		var next any
 		if more {
-			peek := js[limit]
-			js = js[:limit]
-			cut := js[len(js)-1].CreatedAt
-			if peek.CreatedAt.Equal(cut) {
-				k := len(js)
-				for k > 0 && js[k-1].CreatedAt.Equal(cut) {
-					k--
-				}
-				if k > 0 { // move the tied jobs to the next page
-					js = js[:k]
-					cut = cut.Add(time.Microsecond)
-				} else { // the whole page is one microsecond: answer all of it at once
-					group, err := h.Jobs.List(r.Context(), p.Account.ID, cut.Add(time.Microsecond), maxTieGroup+1)
-					if err != nil {
-						return err
-					}
-					n := 0
-					for n < len(group) && group[n].CreatedAt.Equal(cut) {
-						n++
-					}
-					js, more = group[:n], n < len(group) || n > maxTieGroup
-				}
-			}
-			if more {
-				next = cut.UTC().Format(cursorLayout)
-			}
+			next = cut.UTC().Format(cursorLayout)
 		}
 		data := make([]map[string]any, len(js))
 		for i, j := range js {
