@@ -72,29 +72,13 @@ func (h *Handler) protect(route httpapi.Route, fn handlerFunc) http.Handler {
 		p, err := h.Gate.Check(w, r, route)
 		if err == nil {
 			if err = fn(w, r, p); err != nil {
-				err = h.confirm(w, r, p, route, err)
+				err = h.Gate.Confirm(w, r, p, route, err)
 			}
 		}
 		if err != nil {
 			writeError(w, r, h.Log, err)
 		}
 	})
-}
-
-// confirm is Gate.Confirm, except where the request's context is cancelled: a body that ended
-// early or stalled fails the connection's read, which cancels the context, and the read of the
-// caller's standing would answer only that (context.Canceled, which writeError leaves
-// unanswered, so Go would send 200 with an empty body). The handler's own error is answered
-// then, as httpapi.WriteError does.
-func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, p *auth.Principal, route httpapi.Route, err error) error {
-	if r.Context().Err() != nil {
-		return err
-	}
-	confirmed := h.Gate.Confirm(w, r, p, route, err)
-	if _, ok := apierr.As(confirmed); !ok && r.Context().Err() != nil {
-		return err // cancelled while the standing was read
-	}
-	return confirmed
 }
 
 // fallback answers what no route claims after checks 1 and 2, like every route (spec 02 order

@@ -90,8 +90,8 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 				// first (WriteError): a revoked key or a banned account is answered as such.
 				// A charge confirms it in its own transaction; an error after a successful
 				// charge costs one more read, which only errors pay.
-				ctx = context.WithValue(ctx, confirmKey, confirmer(func(w http.ResponseWriter, r *http.Request) error {
-					return g.refuse(w, r, p, route.Bucket, nil)
+				ctx = context.WithValue(ctx, confirmKey, confirmer(func(w http.ResponseWriter, r *http.Request, err error) error {
+					return g.refuse(w, r, p, route.Bucket, err)
 				}))
 			}
 			r = r.WithContext(ctx)
@@ -243,7 +243,12 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, p *auth.Principal,
 		return err
 	}
 	if e := g.confirm(w, r, p, bucket); e != nil {
-		return e
+		if _, refused := apierr.As(e); refused || err == nil {
+			return e
+		}
+		// The standing could not be read (the request's context ended while it ran: a body cut
+		// short): the refusal being answered stands, and is answered. Only a check that lets
+		// the caller through (err nil) fails with the read.
 	}
 	return err
 }
@@ -265,8 +270,9 @@ func (g *Gate) confirm(w http.ResponseWriter, r *http.Request, p *auth.Principal
 	return err
 }
 
-// confirmer confirms an unconfirmed principal before an error is answered (WriteError).
-type confirmer func(w http.ResponseWriter, r *http.Request) error
+// confirmer confirms an unconfirmed principal before err is answered (WriteError) and answers
+// what is to be answered: the standing's refusal, or err.
+type confirmer func(w http.ResponseWriter, r *http.Request, err error) error
 
 // Admit takes cost from the caller's bucket and sets the rate headers from the answer. The
 // asset-list route calls it a second time for egress; the headers show the last admission.

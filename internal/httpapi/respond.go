@@ -168,14 +168,8 @@ func withRequestID(b []byte, id string) []byte {
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if c, ok := r.Context().Value(confirmKey).(confirmer); ok && r.Context().Err() == nil {
 		// The caller's principal came from the gate's cache and no charge confirmed it: a
-		// revoked key or a closed account is refused as such, before any later refusal. A
-		// confirmation that could not be read (the request's context ended while it ran) leaves
-		// the refusal as it was: an answer is still owed.
-		if e := c(w, r); e != nil {
-			if _, ok := apierr.As(e); ok {
-				err = e
-			}
-		}
+		// revoked key or a closed account is refused as such, before any later refusal.
+		err = c(w, r, err)
 	}
 	e, ok := apierr.As(err)
 	if !ok {
