@@ -44,8 +44,7 @@ type State struct {
 	// TAT is when the bucket will be full again (at or before now: it is full).
 	TAT int64
 	// Interval is the time one token took to come back when TAT was written, in TAT's unit.
-	// Zero is a state written without it (a Redis value from before it was stored): read as the
-	// rate in force, unscaled.
+	// Zero is a bucket never written (full).
 	Interval int64
 }
 

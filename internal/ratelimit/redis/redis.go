@@ -15,8 +15,7 @@ import (
 // stored as "<tat>:<interval>" (ratelimit.State: the time it will be full again and the time one
 // token took to come back when it was written). A debt written under another interval (the
 // new-account window ended, the plan changed) is rescaled to the one in force (ratelimit.Rescale),
-// so a token spent counts once; a bare "<tat>" (written before the interval was stored) is read
-// under the interval in force, unscaled. The clock is the Redis server's, so every process
+// so a token spent counts once. The clock is the Redis server's, so every process
 // sharing the Redis agrees. Microseconds stay exact in Lua's doubles (below 2^53): debt × to /
 // from is worked as whole intervals plus the remainder's share, and figures are written with
 // %.0f, never the %.14g of Lua's number-to-string. The key expires when the bucket is full
@@ -36,13 +35,9 @@ local rescaled = false
 local stored = redis.call('GET', KEYS[1])
 if stored then
   local at, was = string.match(stored, '^(%d+):(%d+)$')
-  if at then
-    tat, was = tonumber(at), tonumber(was)
-  else
-    tat = tonumber(stored)
-  end
+  if at then tat, was = tonumber(at), tonumber(was) end
   if tat < now then tat = now end
-  if tat > now and was and was > 0 and was ~= interval then
+  if tat > now and was > 0 and was ~= interval then
     local debt = tat - now
     local q = math.floor(debt / was)
     debt = q * interval + math.ceil((debt - q * was) * interval / was)
