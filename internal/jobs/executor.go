@@ -251,11 +251,17 @@ func (s *Service) settle(ctx context.Context, requestID string, st settlement) e
 		return s.settleTx(ctx, tx, &j, st, &settled)
 	})
 	if err == nil && settled.RequestID != "" {
-		s.keepSettled(requestID, settled)
-		s.changed(requestID)
-		s.settled(settled)
+		s.announce(settled)
 	}
 	return err
+}
+
+// announce tells of a settlement that committed: kept for the job's waiters and later reads,
+// the job's watchers woken, and its event and figures reported.
+func (s *Service) announce(settled Job) {
+	s.keepSettled(settled.RequestID, settled)
+	s.changed(settled.RequestID)
+	s.settled(settled)
 }
 
 // settleRun is settle for a run of this process, from the job as the run holds it: the job's
@@ -288,9 +294,7 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 		return nil // settled twice notifies once
 	}
 	if err == nil {
-		s.keepSettled(settled.RequestID, settled)
-		s.changed(settled.RequestID)
-		s.settled(settled)
+		s.announce(settled)
 	}
 	return err
 }

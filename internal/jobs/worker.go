@@ -304,9 +304,7 @@ func (s *Service) settleLost(ctx context.Context, j Job, st settlement) {
 		return
 	}
 	s.log.Info("lost job settled, not run again", "request_id", j.RequestID, "outcome", settled.Outcome, "error_code", settled.ErrorCode)
-	s.keepSettled(settled.RequestID, settled)
-	s.changed(settled.RequestID)
-	s.settled(settled)
+	s.announce(settled)
 }
 
 // startQueued starts waiting jobs of model while this process has slots, charging each as it
@@ -321,10 +319,11 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			return
 		}
 		var started Job
-		var refusal *apierr.Error
-		slot, expired := false, false
+		// closed: the job was settled in the claim's transaction instead of started (overdue,
+		// or refused at its turn).
+		slot, closed := false, false
 		err := s.store.InTx(ctx, func(tx Tx) error {
-			refusal, expired = nil, false
+			closed = false
 			if slot { // a retried transaction claims its slot again
 				s.giveSlot(model)
 				slot = false
@@ -343,7 +342,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			if overdue(j, s.now()) {
 				// Its start-by passed before the overdue sweep came: it is not started but
 				// settled as that sweep would, in this transaction.
-				expired = true
+				closed = true
 				return s.settleTx(ctx, tx, &j, requestTimedOut, &started)
 			}
 			if !s.claimSlot(model) {
@@ -353,39 +352,33 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			// A queued job is charged at its turn through the one charge path: who pays is
 			// judged again (a pass, or the key's ceiling and the balance); a refusal fails the
 			// job at its turn.
-			refusal, err = s.chargeTurn(ctx, tx, &j)
+			refusal, err := s.chargeTurn(ctx, tx, &j)
 			if err != nil {
 				return err
 			}
 			if refusal != nil {
+				closed = true
 				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(refusal.Code), message: turnRefusal(refusal)}, &started)
 			}
 			j.Dispatched = true
 			started = j
 			return tx.UpdateJob(ctx, j)
 		})
-		if expired && err == nil {
-			s.keepSettled(started.RequestID, started)
-			s.settled(started)
-			s.changed(started.RequestID)
-			continue
+		if slot && (err != nil || closed) {
+			s.giveSlot(model)
 		}
-		if err != nil || refusal != nil {
-			if slot {
-				s.giveSlot(model)
-			}
-			// The refusal closed the job only if its transaction committed: one whose COMMIT
-			// failed (or whose retries ran out) left the job waiting, and reporting it settled
-			// would count it twice when a later turn closes it.
-			if refusal != nil && err == nil {
-				s.settled(started)
-				s.changed(started.RequestID)
-				continue
-			}
+		if err != nil {
 			if !errors.Is(err, errSkip) {
 				s.quiet.warn(s.log, s.now(), "start queued job", "err", err)
 			}
 			return
+		}
+		if closed {
+			// Settled only now that its transaction committed: one whose COMMIT failed (or
+			// whose retries ran out) left the job waiting, and reporting it settled would count
+			// it twice when a later turn closes it.
+			s.announce(started)
+			continue
 		}
 		s.changed(started.RequestID)
 		if err := s.start(started); err != nil {
