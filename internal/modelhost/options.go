@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/catalog"
@@ -141,8 +140,9 @@ func unreadableQuery(raw string) *apierr.Error {
 	loc := []any{"query", name}
 	switch name {
 	case "webhook", "alt_webhook", "fal_webhook":
-		msg := "The webhook URL" + how
-		return apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", "unreadable").
+		refused := &webhooks.URLError{Reason: webhooks.ReasonUnreadable}
+		msg := refused.Message()
+		return apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", string(refused.Reason)).
 			WithDetail(apierr.Violation{Loc: loc, Msg: msg, Type: "invalid_url"})
 	case "wait":
 		msg := "wait" + how
@@ -208,13 +208,6 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 		return o, err
 	}
 	if ok {
-		if !utf8.ValidString(hook) {
-			// A %-escape decoded to bytes that are no text (%FF, an encoded surrogate): no
-			// address to call, and a value the job's record cannot hold (PostgreSQL refuses it).
-			msg := "The webhook URL is not UTF-8 text once its query value is decoded: send it percent-encoded as a query value (% as %25), so that an escape in it such as %FF stays as written."
-			return o, apierr.Newf(apierr.InvalidURL, "%s", msg).With("reason", "not_utf8").
-				WithDetail(apierr.Violation{Loc: []any{"query", hookName}, Msg: msg, Type: "invalid_url"})
-		}
 		if err := policy.Validate(hook); err != nil {
 			reason, msg := "invalid", "The webhook URL is not an acceptable webhook address."
 			var ue *webhooks.URLError

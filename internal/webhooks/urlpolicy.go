@@ -25,6 +25,8 @@ const (
 	ReasonUserInfo    URLReason = "has_userinfo" // user:password@ in the authority
 	ReasonPrivateHost URLReason = "private_host" // a private, loopback or otherwise non-public host
 	ReasonBadHost     URLReason = "bad_host"     // a host that is not a valid public name or address
+	ReasonNotUTF8     URLReason = "not_utf8"     // bytes that are no UTF-8 text (a query value's %FF decoded)
+	ReasonUnreadable  URLReason = "unreadable"   // a query whose webhook value could not be decoded at all
 )
 
 // URLError is returned by URL checks. Handlers answer it as `invalid_url` with `reason`
@@ -58,6 +60,10 @@ func (e *URLError) Message() string {
 		m = "The webhook URL must name a public host; private, loopback and local addresses are never contacted."
 	case ReasonBadHost:
 		m = "The webhook URL's host is not a valid public host name or address."
+	case ReasonNotUTF8:
+		m = "The webhook URL is not UTF-8 text once its query value is decoded: send it percent-encoded as a query value (% as %25), so that an escape in it such as %FF stays as written."
+	case ReasonUnreadable:
+		m = "The webhook URL could not be read from the query: a % starts a two-digit hex escape (send % itself as %25) and parameters are separated by & alone (send ; as %3B)."
 	default:
 		m = "The webhook URL is not an acceptable webhook address."
 	}
@@ -187,6 +193,10 @@ var privateSuffixes = []string{
 
 // Validate checks raw under this policy; see ValidateURL.
 func (p URLPolicy) Validate(raw string) error {
+	if !utf8.ValidString(raw) {
+		// No address to call, and a value a job's record cannot hold (PostgreSQL refuses it).
+		return &URLError{Reason: ReasonNotUTF8}
+	}
 	// The limit is in characters (code points of the JSON string), not bytes.
 	if n := utf8.RuneCountInString(raw); n > MaxURLLength {
 		return &URLError{Reason: ReasonTooLong, Detail: fmt.Sprintf("%d characters, at most %d", n, MaxURLLength)}

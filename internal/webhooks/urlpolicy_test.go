@@ -49,6 +49,7 @@ func TestWH01_URLShape(t *testing.T) {
 		{"https://exa mple.com/", ReasonNotAbsolute},
 		{"https://-bad-.example.com/", ReasonBadHost},
 		{"https://bücher.example.com/", ReasonBadHost},
+		{"https://hooks.example.com/\xff", ReasonNotUTF8},
 		{"https://example.123/", ReasonBadHost},
 		{"https:///path", ReasonNotAbsolute},
 	}
