@@ -137,6 +137,7 @@ start worker2 --roles worker,webhooks
 sed -e "s/@LB_SOURCE@/$lb_source/" -e "s/@LB_API@/127.0.0.1:$lb_api/; s/@LB_QUEUE@/127.0.0.1:$lb_queue/; s/@LB_SYNC@/127.0.0.1:$lb_sync/" \
   -e "s/@F1_API@/127.0.0.1:$f1_api/; s/@F1_QUEUE@/127.0.0.1:$f1_queue/; s/@F1_SYNC@/127.0.0.1:$f1_sync/; s/@F1_API_PORT@/$f1_api/" \
   -e "s/@F2_API@/127.0.0.1:$f2_api/; s/@F2_QUEUE@/127.0.0.1:$f2_queue/; s/@F2_SYNC@/127.0.0.1:$f2_sync/; s/@F2_API_PORT@/$f2_api/" \
+  -e "s#@DOCS@#$MODELEXEC_PUBLIC_URL_API/docs/errors/service_busy#" \
   "$here/haproxy.cfg.in" >"$tmp/haproxy.cfg"
 haproxy -c -q -f "$tmp/haproxy.cfg"
 haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1 &
@@ -250,3 +251,32 @@ lost="$(comm -23 <(echo "$accepted_ids") <(echo "$completed_ids"))"
 read -r jobs_n events_n retried_n < <(psql -At -F ' ' "$database" -c \
   "SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM events), (SELECT count(*) FROM jobs WHERE attempts > 1)")
 echo "deploy: books hold: $jobs_n jobs settled once each ($events_n events), $retried_n taken over after the kill, $(echo "$accepted_ids" | wc -l) accepted under load, $((SECONDS - started))s in all"
+
+# No front ready: the balancer answers as the service would, 503 service_busy in the error body
+# of each surface (the OpenAI envelope on /compat/v1), with Retry-After and a request id.
+echo "deploy: every front stopped: the balancer's own answer"
+mark="$(wc -l <"$tmp/haproxy.log")"
+kill -TERM "$pid_front2"
+none_ready() { for b in api queue sync; do haproxy_says "backend '$b' has no server available" || return 1; done; }
+wait_for "the balancer taking front2 out" 40 none_ready
+# refused URL EXPECTED_CODE_EXPR: the answer through the balancer is a JSON 503 that node checks.
+refused() {
+  curl -s -D "$tmp/refused.h" -o "$tmp/refused.json" -X POST -H 'Content-Type: application/json' -d '{}' "$1"
+  node -e '
+    const fs = require("fs"), [h, b, want] = process.argv.slice(1);
+    const head = fs.readFileSync(h, "utf8"), body = JSON.parse(fs.readFileSync(b, "utf8"));
+    const fail = (m) => { console.error("deploy: " + m + "\n" + head + JSON.stringify(body)); process.exit(1); };
+    if (!/^HTTP\/1\.1 503/.test(head)) fail("not a 503");
+    if (!/\r\nretry-after: 5\r\n/i.test(head)) fail("no Retry-After: 5");
+    const id = (head.match(/\r\nx-request-id: (\S+)\r\n/i) || [])[1];
+    if (!id) fail("no X-Request-Id");
+    const code = want === "envelope" ? body.error && body.error.code : body.error;
+    if (code !== "service_busy") fail("code " + code);
+    if (want !== "envelope" && (body.retry !== "after_retry_after" || body.charged !== "no" || body.request_id !== id)) fail("error body");
+  ' "$tmp/refused.h" "$tmp/refused.json" "$2"
+}
+refused "$MODELEXEC_PUBLIC_URL_API/v1/jobs" body
+refused "$MODELEXEC_PUBLIC_URL_API/compat/v1/chat/completions" envelope
+refused "$MODELEXEC_PUBLIC_URL_QUEUE/svc-serverless/image-4b" body
+refused "$INTEROP_SYNC_URL/svc-serverless/image-4b" body
+echo "deploy: done in $((SECONDS - started))s"
