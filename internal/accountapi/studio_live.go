@@ -343,13 +343,7 @@ func (h *Handler) watchLive(ctx context.Context, peer *livePeer, sess *studio.Se
 
 // standing reads p's key and account afresh and answers the refusal their standing calls for.
 func (h *Handler) standing(ctx context.Context, p auth.Principal, readOnly bool) error {
-	fresh, err := h.Auth.Fresh(ctx, p)
-	if errors.Is(err, auth.ErrNotFound) {
-		return apierr.New(apierr.InvalidAPIKey)
-	} else if err != nil {
-		return err
-	}
-	return auth.Standing(fresh.Account, fresh.Key, h.Now(), readOnly)
+	return h.Auth.Stands(ctx, p, readOnly)
 }
 
 // editAdmission admits each write of a connection: the caller still stands (read afresh, so

@@ -212,6 +212,20 @@ func (s *Service) Confirm(ctx context.Context, p Principal) error {
 	return Standing(fresh.Account, fresh.Key, s.now(), false)
 }
 
+// Stands reads p's key and account afresh and answers the refusal their standing calls for
+// (nil when they stand): what a connection opened earlier (a studio socket, a status stream)
+// asks while it stays open, so that a revocation, an expiry or a ban ends it within its next
+// re-read. A key no longer on record is invalid_api_key.
+func (s *Service) Stands(ctx context.Context, p Principal, readOnly bool) error {
+	fresh, err := s.Fresh(ctx, p)
+	if errors.Is(err, ErrNotFound) {
+		return apierr.New(apierr.InvalidAPIKey)
+	} else if err != nil {
+		return err
+	}
+	return Standing(fresh.Account, fresh.Key, s.now(), readOnly)
+}
+
 // Standing is the first part of check 6 of spec 02, in its order: the account's status
 // (banned, suspended, then limited unless readOnly: account_limited without its bucket, which
 // the caller adds), then the key's own status (revoked, expired).

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
+	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/httpapi"
 	"github.com/modelexec/modelexec/internal/jobs"
 )
 
 // stream serves the status document as server-sent events: one event per change, closed after
-// COMPLETED or after StreamLimit (five minutes); with logs, each event carries the lines new
+// COMPLETED or after StreamLimit (five minutes), or with an `error` event (the error body) once
+// the key or the account no longer stands (read again every second); with logs, each event carries the lines new
 // since the last. It holds a seat; with none free it answers
 // 503 stream_declined. A HEAD (the GET route serves it) gets the stream's headers after the
 // same checks and nothing more: it holds no seat and does not wait on the job, so a monitor
@@ -87,12 +89,32 @@ func (h *Queue) stream() http.Handler {
 				return nil
 			case <-changes:
 			case <-poll.C:
+				if refused := h.standing(r, p); refused != nil {
+					// A revocation, an expiry or a ban ends the stream within a second of it:
+					// its last event says why (spec 02: a read answers key_revoked within 2 s).
+					_, body := httpapi.ErrorBody(refused, httpapi.SurfaceOf(r))
+					body["request_id"] = httpapi.RequestID(r)
+					b, _ := json.Marshal(body)
+					_, _ = w.Write([]byte("event: error\ndata: " + string(b) + "\n\n"))
+					_ = rc.Flush()
+					return nil
+				}
 			}
 			if j, err = h.job(r); err != nil {
 				return nil
 			}
 		}
 	})
+}
+
+// standing reads the stream's key and account afresh: the refusal their standing now calls
+// for, or nil while they stand or cannot be read (the next second's read tries again).
+func (h *Queue) standing(r *http.Request, p *auth.Principal) *apierr.Error {
+	if h.Gate == nil || h.Gate.Auth == nil || p == nil {
+		return nil
+	}
+	e, _ := apierr.As(h.Gate.Auth.Stands(r.Context(), *p, true))
+	return e
 }
 
 // streamHeaders sets the headers of a status stream's answer.
