@@ -21,9 +21,10 @@ const (
 	MaxJobsLimit     = 100
 )
 
-// cursorLayout writes created_at and next_before: RFC 3339 in UTC with the microseconds the
-// store keeps, so a page that starts at next_before starts exactly after the last item.
-const cursorLayout = "2006-01-02T15:04:05.000000Z07:00"
+// cursorLayout writes created_at and next_before: a job record's layout (RFC 3339 in UTC with
+// the microseconds the store keeps), so a page that starts at next_before starts exactly after
+// the last item.
+const cursorLayout = jobview.TimeLayout
 
 // maxTieGroup bounds the jobs of one microsecond answered together on one page.
 const maxTieGroup = 1000
@@ -78,12 +79,8 @@ func parseLimit(s string) (int, error) {
 	return n, nil
 }
 
-// record is the job record of a read: jobview.Record with created_at at the cursor's precision.
-func (h *Handler) record(j jobs.Job) map[string]any {
-	d := jobview.Record(j, h.URLs)
-	d["created_at"] = j.CreatedAt.UTC().Format(cursorLayout)
-	return d
-}
+// record is the job record of a read.
+func (h *Handler) record(j jobs.Job) map[string]any { return jobview.Record(j, h.URLs) }
 
 // listJobs serves GET /v1/jobs: the account's jobs, newest first.
 //

@@ -210,7 +210,7 @@ func Record(j jobs.Job, u URLs) map[string]any {
 		"model":              "svc-serverless/" + j.Model,
 		"queue_request_id":   j.RequestID,
 		"idempotency_key":    j.IdempotencyKey,
-		"created_at":         j.CreatedAt.UTC().Format(time.RFC3339),
+		"created_at":         j.CreatedAt.UTC().Format(TimeLayout),
 		"started_at":         timeOrNil(j.StartedAt),
 		"finished_at":        timeOrNil(j.FinishedAt),
 		"poll_after_seconds": poll,
@@ -230,11 +230,16 @@ func orNull(s string) any {
 	return s
 }
 
+// TimeLayout writes a job record's times: RFC 3339 in UTC with the microseconds the store
+// keeps, the same for created_at, started_at and finished_at, so that the differences a client
+// takes (the wait before the start, the run) are never negative or off by a second.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
 func timeOrNil(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
-	return t.UTC().Format(time.RFC3339)
+	return t.UTC().Format(TimeLayout)
 }
 
 // Result renders the output document of a succeeded job with signed links (valid 15
