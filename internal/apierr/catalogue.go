@@ -219,7 +219,7 @@ var catalogue = func() map[Code]Entry {
 		row(NotCovered, 409, tConflict, RetryNever, ChargedNo, "X-Svc-Covered-Only was sent and no pass or promotion pays for this job."),
 		row(ModelNotInPlan, 403, tPermission, RetryNever, ChargedNo, "This pass-only plan does not include this model.", "plan"),
 		row(PassDoesNotCover, 409, tConflict, RetryNever, ChargedNo, "The pass held does not cover this job.", "pass", "why"),
-		row(RequestTimeout, 408, tCapacity, RetryNewKey, ChargedRefunded, "The job waited longer than its request timeout for a seat; refunded. Its key replays this failure: resend under a new one."),
+		row(RequestTimeout, 503, tCapacity, RetryNewKey, ChargedRefunded, "The job waited longer than its request timeout for a seat; refunded. Its key replays this failure: resend under a new one."),
 		row(DispatchUnresolved, 202, tUpstream, RetryPollFirst, ChargedStands, "Dispatch could not be confirmed; the charge stands: poll, never resend under a new key."),
 		req(row(BandNotPriced, 422, tValidation, RetryNever, ChargedNo, "This combination is outside every priced band.")),
 		row(TooManyJobs, 429, tCapacity, RetrySameKey, ChargedNo, "The account already has its limit of jobs in flight.", "limit", "plan", "tier"),

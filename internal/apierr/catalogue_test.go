@@ -283,9 +283,9 @@ var syncTypes500 = []string{"ExecutionError", "InternalError"}
 
 // unlistedStatus are the catalogue statuses the type list does not cover, each because the spec
 // gives the code that status and no type for it: dispatch_unresolved 202 (not an error answer),
-// request_timeout (a job failure code, never an HTTP answer; 408 only if ever written),
-// run_timed_out 504.
-var unlistedStatus = map[Code]int{DispatchUnresolved: 202, RequestTimeout: 408, RunTimedOut: 504}
+// run_timed_out 504. request_timeout is a job's failure, answered by its result read: 503
+// CapacityError, a pair the spec lists (it waited past its timeout for a seat).
+var unlistedStatus = map[Code]int{DispatchUnresolved: 202, RunTimedOut: 504}
 
 func specTypes(t *testing.T) map[string]bool {
 	doc := section(t, readSpec(t, spec02), "## Errors")
