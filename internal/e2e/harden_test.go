@@ -202,13 +202,16 @@ func TestERR_UpstreamLostAndVendorBudgetOnResultRead(t *testing.T) {
 
 // TestSUB10_WebhookUnsupportedOnSyncHost proves SUB-10: the synchronous host answers on the
 // held connection and delivers no per-request webhook, so a webhook sent there is refused
-// webhook_unsupported, 422 with detail (DESIGN 12), before any charge; the queue host takes
+// webhook_unsupported, 422 with detail (DESIGN 12), before any charge, whatever its URL; the queue host takes
 // the same webhook.
 func TestSUB10_WebhookUnsupportedOnSyncHost(t *testing.T) {
 	each(t, options{}, func(t *testing.T, h *harness) {
 		before, n := h.balance(), h.countJobs()
 		hook := url.QueryEscape("https://hooks.example.com/h")
-		for _, q := range []string{"webhook=" + hook, "alt_webhook=" + hook} {
+		// Whatever the URL: a private address, one that is no URL, or a value that cannot be
+		// decoded is refused as unsupported here, never judged as an address.
+		for _, q := range []string{"webhook=" + hook, "alt_webhook=" + hook, "fal_webhook=" + hook,
+			"webhook=" + url.QueryEscape("https://127.0.0.1/h"), "webhook=ftp%3A%2F%2Fx", "webhook=%zz"} {
 			r := h.call(http.MethodPost, h.sync.URL+"/svc-serverless/"+mFast+"?"+q, `{"positivePrompt":"ok"}`)
 			expectRefusal(t, h, r, http.StatusUnprocessableEntity, "webhook_unsupported", before, n)
 			if d, _ := r.Body["detail"].([]any); len(d) != 1 || r.str("error_type") != "ValidationError" {

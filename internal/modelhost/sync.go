@@ -3,6 +3,8 @@ package modelhost
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -47,15 +49,16 @@ func (h *Sync) run() http.Handler {
 		if m.ExpectedSeconds > ceiling {
 			return apierr.New(apierr.ModelNotSynchronous, "expected_seconds", m.ExpectedSeconds, "wait_ceiling_seconds", ceiling)
 		}
+		if asksWebhook(r) {
+			// This host answers on the held connection: it delivers no per-request webhook
+			// (spec 01 "Submit": webhook_unsupported, 422 with detail here, DESIGN 12), whatever
+			// the URL: it is refused as unsupported before it could be judged as an address.
+			return apierr.Newf(apierr.WebhookUnsupported, "The synchronous host answers on this connection and calls no webhook; submit on the queue host to be called back.").
+				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: "this host delivers no per-request webhook; use the queue host", Type: string(apierr.WebhookUnsupported)})
+		}
 		o, err := ParseOptions(r, m)
 		if err != nil {
 			return err
-		}
-		if o.Webhook != "" {
-			// This host answers on the held connection: it delivers no per-request webhook
-			// (spec 01 "Submit": webhook_unsupported, 422 with detail here, DESIGN 12).
-			return apierr.Newf(apierr.WebhookUnsupported, "The synchronous host answers on this connection and calls no webhook; submit on the queue host to be called back.").
-				WithDetail(apierr.Violation{Loc: []any{"query", "webhook"}, Msg: "this host delivers no per-request webhook; use the queue host", Type: string(apierr.WebhookUnsupported)})
 		}
 		body, err := ReadBody(r, &o)
 		if err != nil {
@@ -110,4 +113,20 @@ func (h *Sync) run() http.Handler {
 // while it waits to start (spec 01 "Run synchronously" #2).
 func charged(j jobs.Job) bool {
 	return j.Reserved > 0 || j.Status == jobs.InProgress
+}
+
+// asksWebhook reports whether the query names a per-request webhook in any of its spellings,
+// whatever its value (even one that cannot be decoded).
+func asksWebhook(r *http.Request) bool {
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		key, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		switch key {
+		case "webhook", "alt_webhook", "fal_webhook":
+			return true
+		}
+	}
+	return false
 }
