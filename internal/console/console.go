@@ -128,6 +128,7 @@ func (h *Handler) Routes() http.Handler {
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
 	mux.Handle("POST /console/keys/{id}/revoke", h.change(h.revokeKey))
+	mux.Handle("POST /console/keys/{id}/ceiling", h.change(h.setCeiling))
 	h.webhookRoutes(mux)
 	h.operatorRoutes(mux)
 	h.usageRoutes(mux)
