@@ -64,8 +64,9 @@ func TestQST03_QueueLifecycle(t *testing.T) {
 		if got := []int64{pos(b), pos(c), pos(ref), pos(low)}; !slices.Equal(got, []int64{0, 1, 2, 3}) {
 			t.Fatalf("queue positions b,c,refuse,low = %v, want [0 1 2 3] (low behind every normal)", got)
 		}
-		// Four wait; max_queue_length below that is refused, at it is accepted.
-		r := h.submit(mQueue, "max_queue_length=3", `{"positivePrompt":"ok"}`)
+		// Four wait: a low submit queues behind all four, so max_queue_length below that is
+		// refused; a normal one queues behind the three normal ones and is accepted at four.
+		r := h.submit(mQueue, "max_queue_length=3", `{"positivePrompt":"ok"}`, "X-Svc-Priority", "low")
 		expectRefusal(t, h, r, 429, "queue_too_long", afterA, 5)
 		if r.num("waiting") != 4 || r.num("max") != 3 {
 			t.Errorf("queue_too_long waiting/max: %s", r.Raw)

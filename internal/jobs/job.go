@@ -39,6 +39,30 @@ const (
 	Low    Priority = "low"
 )
 
+// Waiting counts the jobs waiting in one model's queue, by priority.
+type Waiting struct{ Normal, Low int }
+
+// Ahead is how many of them a newcomer of priority p waits behind: a normal request goes
+// ahead of every low one, a low one behind all (spec 01, X-Svc-Priority).
+func (w Waiting) Ahead(p Priority) int {
+	if p == Low {
+		return w.All()
+	}
+	return w.Normal
+}
+
+// All counts every waiting job, whatever its priority.
+func (w Waiting) All() int { return w.Normal + w.Low }
+
+// Add counts one more waiting job of priority p.
+func (w *Waiting) Add(p Priority) {
+	if p == Low {
+		w.Low++
+	} else {
+		w.Normal++
+	}
+}
+
 // MintedKey is the idempotency key the service mints for a submit sent without one: "k" and the
 // job's request id, so that a store may keep it as nothing and give it back from the request id
 // (a minted key then costs no entry in the index of keys).
@@ -206,9 +230,10 @@ type Tx interface {
 	// CloseJob is UpdateJob of a settled job followed, when ev is not nil, by InsertEvent of
 	// its event, in one round trip where the store can.
 	CloseJob(ctx context.Context, j Job, ev *Event) error
-	// CountQueuedOf counts the jobs waiting for a slot of each model (reading only those), in
-	// one statement where the store can; a model without waiting jobs may be left out.
-	CountQueuedOf(ctx context.Context, models []string) (map[string]int, error)
+	// CountQueuedOf counts the jobs waiting for a slot of each model (reading only those), by
+	// priority, in one statement where the store can; a model without waiting jobs may be left
+	// out.
+	CountQueuedOf(ctx context.Context, models []string) (map[string]Waiting, error)
 	// InsertJobs stores js, in one statement where the store can; ErrDuplicate when an account
 	// already has one's job id or idempotency key. The store may write the rows with the
 	// transaction's next statement or its COMMIT (one round trip fewer): the failure is then

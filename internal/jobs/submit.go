@@ -127,7 +127,7 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 			models = append(models, p.base.Model)
 		}
 	}
-	queued := map[string]int{}
+	queued := map[string]Waiting{}
 	if len(models) > 0 {
 		if queued, err = tx.CountQueuedOf(ctx, sortedSet(models)); err != nil {
 			return admission(err)
@@ -138,7 +138,7 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 		return admission(err)
 	}
 	if queued == nil {
-		queued = map[string]int{}
+		queued = map[string]Waiting{}
 	}
 	written := make([]Job, 0, len(batch))
 	for _, p := range batch {
@@ -167,7 +167,7 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 // place judges one submit on the accounts held and places its job: started on a runner's slot
 // of this process and charged, waiting in its model's queue (charged at its turn), or, in a
 // process that runs no job, charged and handed off to a worker.
-func (s *Service) place(held *ledger.Held, p *pendingSubmit, queued map[string]int, now time.Time) error {
+func (s *Service) place(held *ledger.Held, p *pendingSubmit, queued map[string]Waiting, now time.Time) error {
 	j := &p.job
 	limit := -1
 	if a, ok := held.Account(j.AccountID); ok {
@@ -188,7 +188,7 @@ func (s *Service) place(held *ledger.Held, p *pendingSubmit, queued map[string]i
 	m := p.req.Model
 	waiting := 0
 	if queues(m) {
-		waiting = queued[m.Slug] // a newcomer never overtakes a job already waiting
+		waiting = queued[m.Slug].Ahead(j.Priority) // a newcomer never overtakes a job it would wait behind
 	}
 	if waiting == 0 && s.claimSlot(m.Slug) {
 		p.claimed = true
@@ -204,7 +204,7 @@ func (s *Service) place(held *ledger.Held, p *pendingSubmit, queued map[string]i
 	if err := enqueue(p, waiting, time.Duration(m.Lifecycle.MaxWaitSeconds)*time.Second); err != nil {
 		return err
 	}
-	queued[m.Slug]++
+	addWaiting(queued, m.Slug, j.Priority)
 	a, _ := held.Account(j.AccountID)
 	p.balance = a.Balance
 	return nil
@@ -220,12 +220,12 @@ func (s *Service) place(held *ledger.Held, p *pendingSubmit, queued map[string]i
 // runs at once (its concurrency), and each hand-off of such a model waits at most HandOffWait
 // for a worker before it fails request_timeout, refunded. A model that queues keeps its own
 // rules (max_queue_length, its longest wait).
-func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request, v ledger.Verdict, queued map[string]int, now time.Time) error {
+func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request, v ledger.Verdict, queued map[string]Waiting, now time.Time) error {
 	m, j := p.req.Model, &p.job
-	waiting := queued[m.Slug]
+	waiting := queued[m.Slug].Ahead(j.Priority)
 	wait := time.Duration(m.Lifecycle.MaxWaitSeconds) * time.Second
 	if !queues(m) {
-		if waiting >= s.concurrency(m.Slug) {
+		if queued[m.Slug].All() >= s.concurrency(m.Slug) {
 			return apierr.New(apierr.ServiceBusy).WithRetryAfter(1)
 		}
 		wait = s.cfg.HandOffWait
@@ -233,7 +233,7 @@ func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request,
 	if err := enqueue(p, waiting, wait); err != nil {
 		return err
 	}
-	queued[m.Slug]++
+	addWaiting(queued, m.Slug, j.Priority)
 	a, _ := held.Account(j.AccountID)
 	p.balance = a.Balance
 	if !v.Coverage.Covered() {
@@ -245,11 +245,20 @@ func (s *Service) handOff(held *ledger.Held, p *pendingSubmit, r ledger.Request,
 	return nil
 }
 
-// enqueue puts a submit in its model's queue behind waiting others: refused past the caller's
-// max_queue_length, and given up (request_timeout) past wait or, on a model that queues, the
-// caller's own timeout. A model that refuses a queue waits only as a hand-off, whose wait for
-// a worker (HandOffWait) the caller's timeout does not shorten: X-Svc-Request-Timeout has
-// nothing to bound there (spec 01, submit options).
+// addWaiting counts a job of priority p just queued for model in queued, so that the next
+// submits of the same batch wait behind it.
+func addWaiting(queued map[string]Waiting, model string, p Priority) {
+	w := queued[model]
+	w.Add(p)
+	queued[model] = w
+}
+
+// enqueue puts a submit in its model's queue behind waiting others (those it does not
+// overtake, Waiting.Ahead): refused past the caller's max_queue_length, and given up
+// (request_timeout) past wait or, on a model that queues, the caller's own timeout. A model
+// that refuses a queue waits only as a hand-off, whose wait for a worker (HandOffWait) the
+// caller's timeout does not shorten: X-Svc-Request-Timeout has nothing to bound there (spec 01,
+// submit options).
 func enqueue(p *pendingSubmit, waiting int, wait time.Duration) error {
 	r := p.req
 	if r.MaxQueueLength != nil && waiting > *r.MaxQueueLength {

@@ -209,20 +209,26 @@ func (tx *Tx) ClaimQueued(ctx context.Context, model string) (jobs.Job, error) {
 }
 
 // qCountQueuedOf counts the jobs waiting for a slot of each model of a list ($1), as
-// LedgerHold's statements read their lists.
+// LedgerHold's statements read their lists: normal ones (any priority but low, as queueOrder
+// ranks them) and low ones apart, each an index search of jobs_waiting (model, priority, …).
 var qCountQueuedOf = map[Dialect]string{
-	Postgres: `SELECT model, count(*) FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`,
-	SQLite:   `SELECT j.value, (SELECT count(*) FROM jobs WHERE model = j.value AND status = 'IN_QUEUE' AND dispatched = 1) FROM json_each($1) j`,
+	Postgres: `SELECT model, count(*) FILTER (WHERE priority <> 'low'), count(*) FILTER (WHERE priority = 'low')
+ FROM jobs WHERE model = ANY($1::text[]) AND status = 'IN_QUEUE' AND dispatched = 1 GROUP BY model`,
+	SQLite: `SELECT j.value,
+ (SELECT count(*) FROM jobs WHERE model = j.value AND status = 'IN_QUEUE' AND dispatched = 1 AND priority <> 'low'),
+ (SELECT count(*) FROM jobs WHERE model = j.value AND status = 'IN_QUEUE' AND dispatched = 1 AND priority = 'low')
+ FROM json_each($1) j`,
 }
 
-// CountQueuedOf counts the jobs waiting for a slot of each model of slugs, in one statement.
-func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]int, error) {
-	out := make(map[string]int, len(slugs))
+// CountQueuedOf counts the jobs waiting for a slot of each model of slugs by priority, in one
+// statement.
+func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]jobs.Waiting, error) {
+	out := make(map[string]jobs.Waiting, len(slugs))
 	err := eachRow(tx.q.QueryContext(ctx, qCountQueuedOf[tx.sql.name], tx.list(slugs)))(func(row Row) error {
 		var v string
-		var n int
-		err := row.Scan(&v, &n)
-		out[v] = n
+		var w jobs.Waiting
+		err := row.Scan(&v, &w.Normal, &w.Low)
+		out[v] = w
 		return err
 	})
 	return out, err

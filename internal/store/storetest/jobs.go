@@ -275,8 +275,8 @@ func testClaims(t *testing.T, s Stores) {
 	var claimed jobs.Job
 	err = s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
 		counts, err := tx.CountQueuedOf(ctx, []string{"m-photo"})
-		if n := counts["m-photo"]; err != nil || n != 3 {
-			return fmt.Errorf("queue length %d %v", n, err)
+		if w := counts["m-photo"]; err != nil || w != (jobs.Waiting{Normal: 2, Low: 1}) {
+			return fmt.Errorf("queue length %+v %v, want 2 normal and 1 low", w, err)
 		}
 		if claimed, err = tx.ClaimQueued(ctx, "m-photo"); err != nil {
 			return err
@@ -570,6 +570,11 @@ func testPlans(t *testing.T, s Stores) {
 		// A job's own reads and writes name its whole key, and each is one lookup of it (a
 		// settlement may instead look in the partial index of the account's unsettled jobs,
 		// which holds only those).
+		// A submit's queue lengths, normal and low apart, are searches of the waiting jobs'
+		// index by model and priority.
+		if name == "submit: queue lengths" && !regexp.MustCompile(`jobs_waiting`).MatchString(fmt.Sprint(plan)) {
+			t.Errorf("the queue lengths do not read the index of waiting jobs: %v", plan)
+		}
 		if name == "submit: idempotency read" && !regexp.MustCompile(`jobs_idem_key`).MatchString(fmt.Sprint(plan)) {
 			t.Errorf("the idempotency read does not look up the idempotency index: %v", plan)
 		}
