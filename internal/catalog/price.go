@@ -160,6 +160,10 @@ type Quote struct {
 	BilledUnits *big.Rat // Units, raised to the band's min_units
 	Unit        string   // megapixel, second, call
 	Band        int      // index of the band that priced it
+	// Exact is billed units × credits_per_unit unrounded, which a cancelled job is charged its
+	// share of (ledger.Settle); nil on a language model's quote, whose runner meters the tokens
+	// and settles on Credits.
+	Exact *big.Rat
 }
 
 // UnitsDisplay is Units rounded up to 4 decimals, the form the price tables publish.
@@ -206,7 +210,7 @@ func (m *Model) Quote(in Input) (Quote, error) {
 			billed.Set(b.min)
 		}
 		cost := new(big.Rat).Mul(billed, b.perUnit)
-		return Quote{Credits: ceilInt(cost), Units: units, BilledUnits: billed, Unit: p.Unit, Band: i}, nil
+		return Quote{Credits: ceilInt(cost), Exact: cost, Units: units, BilledUnits: billed, Unit: p.Unit, Band: i}, nil
 	}
 	var whens []string
 	for _, b := range p.bands {

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"errors"
+	"math/big"
 	"testing"
+	"time"
 )
 
 // quoteOf validates patch over slug's base body and quotes it.
@@ -149,5 +151,34 @@ func TestCountingExpressions(t *testing.T) {
 	w, _ := parseWhen("width > 1 && height < 3 && steps == 2 && seed != 1 && x >= 0")
 	if !w.holds(map[string]any{"width": jsonNum("2"), "height": jsonNum("2"), "steps": jsonNum("2"), "seed": jsonNum("5"), "x": jsonNum("0")}) {
 		t.Error("when does not hold")
+	}
+}
+
+// TestPRICE10_QuoteCarriesExactPrice: a quote carries the unrounded price whose ceiling it is,
+// also when quoted again from the stored input (a cancelled job is charged its share of it);
+// a language model's quote carries none (its runner settles on the rounded quote).
+func TestPRICE10_QuoteCarriesExactPrice(t *testing.T) {
+	c := mustDefault(t)
+	q, err := quoteOf(t, c, "image-4b", `{"positivePrompt":"a red fox","width":2048,"height":2048,"steps":50}`)
+	// 2048 × 2048 × 50 / 28 / 1e6 units × 1.2715 credits per unit.
+	want := new(big.Rat).Mul(big.NewRat(2048*2048*50, 28*1_000_000), big.NewRat(12715, 10000))
+	if err != nil || q.Credits != 10 || q.Exact == nil || q.Exact.Cmp(want) != 0 {
+		t.Fatalf("quote = %d, exact %v (%v); want 10, exact %s", q.Credits, q.Exact, err, want.FloatString(6))
+	}
+	m := mustModel(t, c, "image-4b")
+	in, _, err := m.Validate(merged(t, "image-4b", `{"width":2048,"height":2048,"steps":50}`), beforeEnforcement, fixedSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := m.Quote(Input{JSON: in.JSON}); err != nil || again.Exact.Cmp(want) != 0 {
+		t.Errorf("quoted from the stored input: exact %v (%v)", again.Exact, err)
+	}
+	lang := langModel(t, "qwen")
+	li, _, err := lang.Validate([]byte(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":10}`), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lq, err := lang.Quote(li); err != nil || lq.Exact != nil {
+		t.Errorf("a language quote carries exact %v (%v)", lq.Exact, err)
 	}
 }

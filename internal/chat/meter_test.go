@@ -14,7 +14,7 @@ func TestFractionSettlesToTheCost(t *testing.T) {
 			if c <= 0 || c > q {
 				continue
 			}
-			got, refund := ledger.Settle(q, Fraction(c, q))
+			got, refund := ledger.Settle(q, Fraction(c, q), nil)
 			if got != c || got+refund != q {
 				t.Fatalf("quote %d cost %d: settled %d (refund %d)", q, c, got, refund)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -218,6 +219,9 @@ type settlement struct {
 	refusal bool
 	result  *runners.Result
 	done    float64
+	// exact is the unrounded price of the quoted work, for a job that did part of it (price);
+	// nil until priced, and for a job settled on its rounded quote.
+	exact   *big.Rat
 	logs    []LogLine
 	metrics map[string]float64
 	balance *int64 // the balance the job's charge left, when this process charged it
@@ -233,6 +237,25 @@ func (st settlement) charged() float64 {
 		return 0
 	}
 	return st.done
+}
+
+// price is st with the unrounded price of j's quoted work, which a job that did part of it is
+// charged its share of (ledger.Settle): the job's stored input is quoted again only then, never
+// for a job that completes or fails. A language model's quote has none (its runner reports the
+// share of the rounded quote it used), nor has a job whose model or price changed since it was
+// quoted: that job is charged its share of the credits it reserved.
+func (s *Service) price(j Job, st settlement) settlement {
+	if st.exact != nil || j.Reserved <= 0 || st.charged() <= 0 || st.charged() >= 1 {
+		return st
+	}
+	m, ok := s.catalog.Model(j.Model)
+	if !ok {
+		return st
+	}
+	if q, err := m.Quote(catalog.Input{JSON: j.Input}); err == nil && q.Credits == j.Quoted {
+		st.exact = q.Exact
+	}
+	return st
 }
 
 // settle closes a job exactly once: the charge settles at or below the quote, the rest is
@@ -275,7 +298,8 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 	j.CancelAsked = j.CancelAsked || cancelAsked
 	var settled Job
 	var err error
-	charge, refund := ledger.Settle(j.Reserved, st.charged())
+	st = s.price(j, st)
+	charge, refund := ledger.Settle(j.Reserved, st.charged(), st.exact)
 	if refund == 0 {
 		// Nothing moves but the job and its event (a chat turn has none): written with the
 		// settlements waiting at this moment (settle.go).
@@ -303,8 +327,9 @@ func (s *Service) settleRun(ctx context.Context, rj *runningJob, st settlement, 
 // the job and its event are written.
 func (s *Service) settleTx(ctx context.Context, tx Tx, j *Job, st settlement, out *Job) error {
 	now := s.now()
+	st = s.price(*j, st)
 	closed, err := s.ledger.Settle(ctx, tx, ledger.Settlement{Job: ledger.Job{AccountID: j.AccountID, KeyID: j.KeyID, JobID: j.ID, Model: j.Model},
-		Reserved: ledger.Credits(j.Reserved), Done: st.charged(), Created: j.CreatedAt}, now)
+		Reserved: ledger.Credits(j.Reserved), Done: st.charged(), Exact: st.exact, Created: j.CreatedAt}, now)
 	if err != nil {
 		return err
 	}

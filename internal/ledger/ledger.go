@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"math"
+	"math/big"
 	"slices"
 	"time"
 )
@@ -28,20 +29,74 @@ type Entry struct {
 	At        time.Time
 }
 
-// Settle returns what a job that used `done` (0..1) of its quoted work costs, and what is
-// given back. The charge never exceeds the quote; a failed job (done = 0) is refunded whole.
-func Settle(reserved int64, done float64) (charge, refund int64) {
+// Settle is the one rule of what a settlement charges: what a job that did `done` (0..1) of its
+// quoted work costs, and what is given back of the reserved credits. A completed job (done 1)
+// keeps the whole quote; a failed one (done 0) is refunded whole; the charge never exceeds
+// reserved.
+//
+// exact is the unrounded price of the quoted work (billed units × credits_per_unit, DESIGN 30),
+// the figure reserved is the ceiling of: the work done costs ceil(exact × done), rounded up once
+// (PRICE-10, DESIGN 29). Pricing it from the rounded quote would round twice: 42 of 50 steps of a
+// quote of 9.5233 credits cost 8, where ceil(10 × 42/50) says 9. nil prices the work from
+// reserved itself, as a language model's settlement asks: its runner meters the tokens and
+// reports the share of the rounded quote their cost makes (chat.Fraction).
+func Settle(reserved int64, done float64, exact *big.Rat) (charge, refund int64) {
 	if done >= 1 || math.IsNaN(done) {
 		return reserved, 0
 	}
 	if done <= 0 {
 		return 0, reserved
 	}
-	charge = int64(math.Ceil(float64(reserved) * done))
-	if charge > reserved {
-		charge = reserved
+	if exact == nil {
+		charge = int64(math.Ceil(float64(reserved) * done))
+	} else {
+		charge = ceilRat(new(big.Rat).Mul(exact, fraction(done)))
 	}
+	charge = min(charge, reserved)
 	return charge, reserved - charge
+}
+
+// fraction is done (0 < done < 1) as the fraction it stands for: the simplest one among the
+// reals that round to the float done. A runner reports a ratio of small whole numbers (steps
+// done / steps); its float is a hair off (42/50 is 0.83999…), and a price times that hair would
+// round up to a credit more, or less, than the work done costs.
+func fraction(done float64) *big.Rat {
+	x := new(big.Rat).SetFloat64(done)
+	half := big.NewRat(1, 2)
+	lo := new(big.Rat).SetFloat64(math.Nextafter(done, 0))
+	lo.Add(lo, x).Mul(lo, half)
+	hi := new(big.Rat).SetFloat64(math.Nextafter(done, 1))
+	hi.Add(hi, x).Mul(hi, half)
+	return simplest(lo, hi)
+}
+
+// simplest is the fraction of smallest denominator in [lo, hi] (0 < lo < hi), by continued
+// fractions: the whole number between them if there is one, else floor(lo) + 1/y for the
+// simplest y between the reciprocals of what is left.
+func simplest(lo, hi *big.Rat) *big.Rat {
+	if lo.IsInt() {
+		return new(big.Rat).Set(lo)
+	}
+	fl := new(big.Int).Quo(lo.Num(), lo.Denom()) // floor: lo is positive
+	next := new(big.Rat).SetInt(new(big.Int).Add(fl, big.NewInt(1)))
+	if next.Cmp(hi) <= 0 {
+		return next
+	}
+	whole := new(big.Rat).SetInt(fl)
+	y := simplest(new(big.Rat).Inv(new(big.Rat).Sub(hi, whole)), new(big.Rat).Inv(new(big.Rat).Sub(lo, whole)))
+	return whole.Add(whole, y.Inv(y))
+}
+
+// ceilRat is r (not negative) rounded up, saturated at the largest int64.
+func ceilRat(r *big.Rat) int64 {
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return math.MaxInt64
+	}
+	return q.Int64()
 }
 
 // Pass is a pass or a promotion an account holds: it pays for jobs instead of credits.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 	"time"
 
@@ -66,6 +67,9 @@ type Settlement struct {
 	Job
 	Reserved Credits // what Charge took
 	Done     float64 // share of the quoted work done, 0..1 (0 refunds everything)
+	// Exact is the unrounded price of the quoted work, which a partly done job is charged its
+	// share of (Settle); nil charges the share of Reserved (a language model's settlement).
+	Exact *big.Rat
 	// Created is when the job was created: its charge, taken then or at its turn, is no older
 	// (the charge's entry is looked for from there, less clockSkew).
 	Created time.Time
@@ -89,7 +93,7 @@ type Closed struct {
 // November 30 and refunded on December 1 gives nothing back to December's spend, so the key's
 // December ceiling stays whole.
 func (s *Service) Settle(ctx context.Context, tx Tx, st Settlement, now time.Time) (Closed, error) {
-	charge, refund := Settle(int64(st.Reserved), st.Done)
+	charge, refund := Settle(int64(st.Reserved), st.Done, st.Exact)
 	out := Closed{Charged: Credits(charge)}
 	if refund > 0 {
 		bal, err := tx.LedgerApply(ctx, Entry{AccountID: st.AccountID, KeyID: st.KeyID, JobID: st.JobID, Model: st.Model, Kind: Refund,
