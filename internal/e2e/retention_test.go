@@ -58,3 +58,36 @@ func TestERR_ExpiredOutputsAnswer410(t *testing.T) {
 		}
 	})
 }
+
+// TestERR_SyncReplayOfExpiredOutputsAnswers410: the synchronous host answers "the same
+// document the result URL would answer" (spec 01), so once a run's outputs passed retention a
+// replay of it (its idempotency key sent again) answers 410 expired (output_expired) as the
+// result read does, where it answered 200 with freshly signed links to deleted files. The
+// answer is the result read's own (one function for both hosts), so it is admitted as a
+// download in the egress bucket the same way.
+func TestERR_SyncReplayOfExpiredOutputsAnswers410(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		bucket := blobs.NewMemory()
+		keep := blobs.Retention{Outputs: 30 * 24 * time.Hour}
+		m := newModelsHarnessOn(t, db, bucket, func(c *server.Config) { c.Retain = keep })
+		run := func() resp {
+			return m.call(http.MethodPost, m.sync.URL+"/svc-serverless/image-lite", `{"positivePrompt":"a fox"}`, "Idempotency-Key", "sync-kept")
+		}
+		first := run()
+		if first.Code != http.StatusOK || !strings.Contains(first.Raw, "/files/") {
+			t.Fatalf("sync run: %d %s", first.Code, first.Raw)
+		}
+		if again := run(); again.Code != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay while kept: %d %v %s", again.Code, again.Header, again.Raw)
+		}
+		m.clock.Advance(31 * 24 * time.Hour)
+		sweep := &blobs.Sweeper{Bucket: bucket, Retention: keep, Now: func() time.Time { return time.Now().Add(31 * 24 * time.Hour) }, Log: quietLog()}
+		if n, err := sweep.Sweep(context.Background()); err != nil || n == 0 {
+			t.Fatalf("sweep deleted %d files: %v", n, err)
+		}
+		late := run()
+		if late.Code != http.StatusGone || late.str("error") != "expired" || late.str("reason") != "output_expired" || strings.Contains(late.Raw, "/files/") {
+			t.Fatalf("replay after 31 days: %d %s", late.Code, late.Raw)
+		}
+	})
+}

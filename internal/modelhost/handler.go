@@ -245,25 +245,33 @@ func (h *Queue) result() http.Handler {
 		if !j.Settled() {
 			return apierr.New(apierr.NotReady, "status", string(j.Status))
 		}
-		if j.Outcome != jobs.Succeeded {
-			return jobview.Failure(j)
-		}
-		if e := jobview.OutputsExpired(j, h.RetainOutputs, h.Now()); e != nil {
-			return e
-		}
-		if j.Result != nil && len(j.Result.Files) > 0 {
-			// The answer signs links to the job's files: a download, as the asset list's is.
-			if err := h.Gate.AdmitEgress(w, r, httpapi.Principal(r), runners.FilesBytes(j.Result.Files)); err != nil {
-				return err
-			}
-		}
-		doc, err := jobview.Result(r.Context(), j, h.Signer)
+		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now())
 		if err != nil {
 			return err
 		}
 		httpapi.WriteJSON(w, r, http.StatusOK, doc)
 		return nil
 	})
+}
+
+// settledResult is the answer to a settled job's result, on the queue host's result read and
+// the synchronous host's run alike (spec 01: the run answers "the same document the result URL
+// would answer"): the job's failure; 410 output_expired once its outputs passed retention; else
+// its output document with freshly signed links, admitted as a download first (the egress
+// bucket takes the files' size, a limited account is refused), as the asset list is.
+func settledResult(w http.ResponseWriter, r *http.Request, gate *httpapi.Gate, signer jobview.Signer, j jobs.Job, retain time.Duration, now time.Time) (map[string]any, error) {
+	if j.Outcome != jobs.Succeeded {
+		return nil, jobview.Failure(j)
+	}
+	if e := jobview.OutputsExpired(j, retain, now); e != nil {
+		return nil, e
+	}
+	if j.Result != nil && len(j.Result.Files) > 0 {
+		if err := gate.AdmitEgress(w, r, httpapi.Principal(r), runners.FilesBytes(j.Result.Files)); err != nil {
+			return nil, err
+		}
+	}
+	return jobview.Result(r.Context(), j, signer)
 }
 
 func (h *Queue) cancel() http.Handler {

@@ -21,7 +21,11 @@ type Sync struct {
 	URLs        jobview.URLs
 	Signer      jobview.Signer
 	WaitCeiling time.Duration // longest a run may hold its connection (60 s as shipped)
-	Log         *slog.Logger
+	// RetainOutputs is how long output files are kept after their job finished (0: forever):
+	// a replay of an older run answers 410 output_expired, as its result read does.
+	RetainOutputs time.Duration
+	Now           func() time.Time
+	Log           *slog.Logger
 }
 
 // Routes lists the whole synchronous host.
@@ -90,10 +94,7 @@ func (h *Sync) run() http.Handler {
 		}
 		w.Header().Set("X-Svc-Request-Id", j.RequestID)
 		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
-		if j.Outcome != jobs.Succeeded {
-			return jobview.Failure(j)
-		}
-		doc, err := jobview.Result(r.Context(), j, h.Signer)
+		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now())
 		if err != nil {
 			return err
 		}

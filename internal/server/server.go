@@ -311,7 +311,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		if wc == 0 {
 			wc = 60 * time.Second
 		}
-		sh := &modelhost.Sync{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, Log: d.Log}
+		sh := &modelhost.Sync{Gate: gate, Jobs: s.jobs, URLs: urls, Signer: signer, WaitCeiling: wc, RetainOutputs: cfg.Retain.Outputs, Now: d.Now, Log: d.Log}
 		s.handlers[RoleSync] = sh.Routes()
 	}
 	s.instrument()
