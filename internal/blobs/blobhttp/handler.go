@@ -209,6 +209,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string, q blob
 		// The sender stopped short of the Content-Length it declared, or went away: its
 		// doing, not a failure of the store.
 		e := apierr.Newf(apierr.InvalidBody, "The body ended before the length it declared (Content-Length). Nothing was stored; send the whole file again with the same link.")
+		e.Retry = apierr.RetrySameKey // the same PUT, whole, can succeed: the link is still unused
 		httpapi.WriteError(w, r, e.Wrap(err))
 		return
 	}

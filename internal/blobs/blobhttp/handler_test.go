@@ -128,7 +128,7 @@ func TestMissingFileAndBadPath(t *testing.T) {
 
 // TestACC16_UploadCutShortIsTheSendersFault: a PUT whose body stops before its declared
 // Content-Length is answered 400 invalid_body (the sender's fault, not a server error), stores
-// nothing, and the link still takes the whole file.
+// nothing, says the same PUT may be sent again, and the link still takes the whole file.
 func TestACC16_UploadCutShortIsTheSendersFault(t *testing.T) {
 	srv, up, _, _ := setup(t)
 	up.MaxBytes = 1 << 20
@@ -153,6 +153,13 @@ func TestACC16_UploadCutShortIsTheSendersFault(t *testing.T) {
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 400 || code(t, string(b)) != "invalid_body" || !strings.Contains(string(b), "Content-Length") {
 		t.Fatalf("cut short: %d %s", res.StatusCode, b)
+	}
+	// The same PUT, whole, succeeds: the answer says so (retry same_key), never "a retry
+	// cannot help" (x-should-retry: false).
+	var body struct{ Retry string }
+	_ = json.Unmarshal(b, &body)
+	if body.Retry != "same_key" || res.Header.Get("x-should-retry") != "" {
+		t.Fatalf("cut short: retry %q, x-should-retry %q", body.Retry, res.Header.Get("x-should-retry"))
 	}
 	if r, b := do(t, "PUT", slot.UploadURL, "image/png", bytes.NewReader(png)); r.StatusCode != 200 {
 		t.Fatalf("the whole file after a cut: %d %s", r.StatusCode, b)
