@@ -35,6 +35,11 @@ func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 		return nil, err
 	}
 	db, err := store.Open(ctx, f.dsn())
+	var se *sqlstore.SchemaError
+	if errors.As(err, &se) {
+		// A schema newer than this binary's: serve and migrate refuse it as the console does.
+		return nil, fmt.Errorf("the database at %s: %w", f.where(), se)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +94,38 @@ func TestConsoleNeverMigratesSQLite(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, nil, "accounts", "create", "--data", fresh); err != nil {
 		t.Fatalf("accounts create on the database --create made: %v", err)
+	}
+}
+
+// TestServeAndMigrateRefuseANewerSchema: on a database a newer binary migrated, migrate and
+// serve refuse with the console's message (README "Keys and accounts") instead of reporting
+// "migrations applied" or serving on tables they do not understand. Both databases.
+func TestServeAndMigrateRefuseANewerSchema(t *testing.T) {
+	data := t.TempDir()
+	dsns := map[string]string{"sqlite": filepath.Join(data, "modelexec.db")}
+	if os.Getenv("MODELEXEC_TEST_POSTGRES") != "" {
+		dsns["postgres"] = storetest.PostgresSchemaDSN(t, nil)
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			db, err := store.Open(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.SQL().Exec(`INSERT INTO goose_db_version (version_id, is_applied, tstamp) VALUES (170, true, CURRENT_TIMESTAMP)`); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			for _, args := range [][]string{
+				{"migrate"},
+				{"serve", "--dev", "--api-addr", "127.0.0.1:0", "--queue-addr", "127.0.0.1:0", "--sync-addr", "127.0.0.1:0"},
+				{"accounts", "show", "acct_x"},
+			} {
+				_, _, err := runCLI(t, nil, append(args, "--data", data, "--database", dsn)...)
+				if err == nil || !strings.Contains(err.Error(), "the schema is at version 170, newer than this binary's") {
+					t.Fatalf("%v on a schema at version 170: modelexec: %v", args, err)
+				}
+			}
+		})
 	}
 }

@@ -216,6 +216,7 @@ type settlement struct {
 	code    string
 	message string
 	detail  []runners.Violation
+	fields  map[string]any // the refusal's carried fields (Job.ErrorFields)
 	refusal bool
 	result  *runners.Result
 	done    float64
@@ -351,7 +352,7 @@ func (s *Service) closed(j *Job, st settlement, closed ledger.Closed, now time.T
 		j.BalanceAfter = st.balance // the charge was the job's last movement
 	}
 	j.Status, j.Outcome, j.Charged = Completed, st.outcome, int64(closed.Charged)
-	j.ErrorCode, j.ErrorMessage, j.ErrorDetail = st.code, st.message, st.detail
+	j.ErrorCode, j.ErrorMessage, j.ErrorDetail, j.ErrorFields = st.code, st.message, st.detail, st.fields
 	if st.outcome == Succeeded {
 		j.Result = st.result
 	} else if st.outcome == Cancelled && st.result != nil && len(st.result.Files) > 0 {

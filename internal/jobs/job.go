@@ -92,6 +92,7 @@ type Job struct {
 	Outcome        Outcome // empty until settled
 	ErrorCode      string
 	ErrorDetail    []runners.Violation
+	ErrorFields    map[string]any // a refusal at its turn: the code's carried fields as they stood then
 	ErrorMessage   string
 	Quoted         int64 // credits_quoted
 	Reserved       int64 // credits taken at charge (0 while queued or when covered)

@@ -55,6 +55,12 @@ func asStored(j Job) Job {
 			j.Result = &r
 		}
 	}
+	if len(j.ErrorFields) > 0 {
+		var f map[string]any
+		if b, err := json.Marshal(j.ErrorFields); err == nil && json.Unmarshal(b, &f) == nil {
+			j.ErrorFields = f
+		}
+	}
 	if len(j.ErrorDetail) > 0 {
 		var d []runners.Violation
 		if b, err := json.Marshal(j.ErrorDetail); err == nil && json.Unmarshal(b, &d) == nil {

@@ -358,7 +358,7 @@ func (s *Service) startQueued(ctx context.Context, model string) {
 			}
 			if refusal != nil {
 				closed = true
-				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(refusal.Code), message: turnRefusal(refusal)}, &started)
+				return s.settleTx(ctx, tx, &j, settlement{outcome: Failed, code: string(refusal.Code), message: turnRefusal(refusal), fields: refusal.Fields}, &started)
 			}
 			j.Dispatched = true
 			started = j

@@ -326,6 +326,9 @@ func Failure(j jobs.Job) *apierr.Error {
 		code = apierr.RunFailed
 	}
 	e := &apierr.Error{Code: code, Message: j.ErrorMessage}
+	for k, v := range j.ErrorFields {
+		e.With(k, v) // a refusal at the job's turn answers what the same refusal of a submit carries
+	}
 	if r := e.Entry().Retry; r != apierr.RetryNever && r != apierr.RetryPollFirst {
 		// The code says a resend may succeed, but the same key replays this failed job:
 		// the advice is a new key, said in the message too (nothing stands: a failed job is

@@ -49,8 +49,37 @@ func jsonText(v any, empty bool) string {
 type jobTexts struct{ errorDetail, coverage, result, logs, metrics string }
 
 func textsOf(j jobs.Job) jobTexts {
-	return jobTexts{errorDetail: jsonText(j.ErrorDetail, len(j.ErrorDetail) == 0), coverage: jsonText(j.Coverage, j.Coverage == nil),
+	return jobTexts{errorDetail: errorDetailText(j), coverage: jsonText(j.Coverage, j.Coverage == nil),
 		result: jsonText(j.Result, j.Result == nil), logs: jsonText(j.Logs, len(j.Logs) == 0), metrics: jsonText(j.Metrics, len(j.Metrics) == 0)}
+}
+
+// storedDetail is error_detail's form for a failure that carries fields (a refusal at a job's
+// turn): an object. Any other failure's column holds its violations alone, a list, as rows
+// written before the fields were kept do.
+type storedDetail struct {
+	Violations []runners.Violation `json:"violations,omitempty"`
+	Fields     map[string]any      `json:"fields"`
+}
+
+// errorDetailText is j's error_detail column: its violations, with its error's fields if any.
+func errorDetailText(j jobs.Job) string {
+	if len(j.ErrorFields) == 0 {
+		return jsonText(j.ErrorDetail, len(j.ErrorDetail) == 0)
+	}
+	return jsonText(storedDetail{Violations: j.ErrorDetail, Fields: j.ErrorFields}, false)
+}
+
+// scanErrorDetail reads an error_detail column (errorDetailText) into j.
+func scanErrorDetail(text string, j *jobs.Job) {
+	switch {
+	case text == "":
+	case text[0] == '{':
+		var d storedDetail
+		_ = json.Unmarshal([]byte(text), &d)
+		j.ErrorDetail, j.ErrorFields = d.Violations, d.Fields
+	default:
+		_ = json.Unmarshal([]byte(text), &j.ErrorDetail)
+	}
 }
 
 // storedKey is the idempotency key as a job's row keeps it: nothing for the key the service
@@ -103,9 +132,7 @@ func scanJob(row interface{ Scan(...any) error }) (jobs.Job, error) {
 	j.Dispatched, j.CancelAsked = dispatched == 1, cancelAsked == 1
 	j.StartBy, j.LeaseUntil, j.StartedAt, j.FinishedAt = timePtr(startBy), timePtr(leaseUntil), timePtr(startedAt), timePtr(finishedAt)
 	j.CreatedAt = fromMicros(created)
-	if detail != "" {
-		_ = json.Unmarshal([]byte(detail), &j.ErrorDetail)
-	}
+	scanErrorDetail(detail, &j)
 	if coverage != "" {
 		j.Coverage = &ledger.Coverage{}
 		_ = json.Unmarshal([]byte(coverage), j.Coverage)

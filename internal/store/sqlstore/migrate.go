@@ -11,11 +11,20 @@ import (
 )
 
 // Migrate applies a store's goose migrations (the .sql files of fsys's folder "migrations", in
-// dialect d) to db, up to version (every one when 0).
+// dialect d) to db, up to version (every one when 0). A schema newer than this binary's last
+// migration is refused with a *SchemaError before anything runs: goose would skip the versions
+// it does not know and leave a server running on tables it does not understand.
 func Migrate(ctx context.Context, db *sql.DB, d goose.Dialect, fsys fs.FS, version int64) error {
 	sub, err := fs.Sub(fsys, "migrations")
 	if err != nil {
 		return err
+	}
+	have, want, err := schemaVersions(ctx, db, d, sub)
+	if err != nil {
+		return err
+	}
+	if have > want {
+		return &SchemaError{Have: have, Want: want}
 	}
 	p, err := goose.NewProvider(d, db, sub)
 	if err != nil {
@@ -63,15 +72,27 @@ func (e *SchemaError) Error() string {
 // checkSchema compares the version goose recorded in db (0 when it recorded none) with the
 // last migration of migrations, reading only.
 func checkSchema(ctx context.Context, db *sql.DB, d goose.Dialect, migrations fs.FS) error {
-	var want int64
-	names, err := fs.Glob(migrations, "*.sql")
+	have, want, err := schemaVersions(ctx, db, d, migrations)
 	if err != nil {
 		return err
+	}
+	if have != want {
+		return &SchemaError{Have: have, Want: want}
+	}
+	return nil
+}
+
+// schemaVersions reads the highest version goose recorded in db (have, 0 when it recorded
+// none) and the last migration of migrations (want), changing nothing.
+func schemaVersions(ctx context.Context, db *sql.DB, d goose.Dialect, migrations fs.FS) (have, want int64, err error) {
+	names, err := fs.Glob(migrations, "*.sql")
+	if err != nil {
+		return 0, 0, err
 	}
 	for _, name := range names {
 		v, err := goose.NumericComponent(path.Base(name))
 		if err != nil {
-			return fmt.Errorf("%s migrations: %w", d, err)
+			return 0, 0, fmt.Errorf("%s migrations: %w", d, err)
 		}
 		want = max(want, v)
 	}
@@ -81,18 +102,14 @@ func checkSchema(ctx context.Context, db *sql.DB, d goose.Dialect, migrations fs
 	}
 	var has bool
 	if err := db.QueryRowContext(ctx, exists).Scan(&has); err != nil {
-		return fmt.Errorf("%s: reading the schema version: %w", d, err)
+		return 0, 0, fmt.Errorf("%s: reading the schema version: %w", d, err)
 	}
-	var have int64
 	if has {
 		var v sql.NullInt64
 		if err := db.QueryRowContext(ctx, `SELECT MAX(version_id) FROM goose_db_version`).Scan(&v); err != nil {
-			return fmt.Errorf("%s: reading the schema version: %w", d, err)
+			return 0, 0, fmt.Errorf("%s: reading the schema version: %w", d, err)
 		}
 		have = v.Int64
 	}
-	if have != want {
-		return &SchemaError{Have: have, Want: want}
-	}
-	return nil
+	return have, want, nil
 }
