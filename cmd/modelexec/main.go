@@ -24,8 +24,9 @@ func main() {
 	}
 }
 
-// run parses args and runs one command. Every flag has an environment equivalent:
-// MODELEXEC_ followed by the flag name in upper case with dashes as underscores.
+// run parses args and runs one command. Every flag of serve, and the shared ones of the other
+// commands (sharedEnv), has an environment equivalent: MODELEXEC_ followed by the flag name in
+// upper case with dashes as underscores.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cli CLI
 	exitCode := -1
@@ -63,8 +64,24 @@ type env struct {
 	stderr io.Writer
 }
 
+// sharedEnv are the flags other commands than serve read from the environment too: where the
+// data is and how keys are hashed (so the console works on the store the server uses), and the
+// secrets better kept off the command line (users' --password, run's and quote's --key).
+var sharedEnv = map[string]bool{
+	"data": true, "database": true, "secret": true, "key-prefix": true,
+	"password": true, "key": true,
+}
+
+// envResolver reads a flag from MODELEXEC_ + its name in upper case with dashes as
+// underscores: every flag of serve, and only the shared ones of the other commands. A variable
+// set for the server (MODELEXEC_STATUS, MODELEXEC_PLAN…) must not reach a console command's
+// flag of the same name and change an account.
 func envResolver(getenv func(string) string) kong.Resolver {
-	return kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
+	return kong.ResolverFunc(func(_ *kong.Context, path *kong.Path, flag *kong.Flag) (any, error) {
+		serve := path.Command != nil && path.Command.Name == "serve" && path.Command.Parent.Type == kong.ApplicationNode
+		if !serve && !sharedEnv[flag.Name] {
+			return nil, nil
+		}
 		name := "MODELEXEC_" + strings.ToUpper(strings.ReplaceAll(flag.Name, "-", "_"))
 		if v := getenv(name); v != "" {
 			return v, nil
