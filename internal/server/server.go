@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -141,7 +142,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, log: d.Log, roles: roles, plans: d.Plans, handlers: map[Role]http.Handler{}, ledger: ledger.New(d.DB, d.Now)}
-	s.urls = cfg.publicURLs()
+	public, err := cfg.publicURLs()
+	if err != nil {
+		return nil, err
+	}
+	s.urls = public
 	apierr.SetDocsBase(s.urls.API) // every host's `docs` links lead to the account API's pages
 	build := d.Catalogue
 	if build == nil {
@@ -345,19 +350,55 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	return s, nil
 }
 
-// publicURLs are the configured public URLs, or http://<addr> of each surface's listener.
-func (c Config) publicURLs() URLs {
-	pick := func(public string, role Role, addr string) string {
+// publicURLs are the configured public URLs, or http://<addr> of each surface's listener. A
+// configured one must be a base the status documents and signed links can be written on
+// (checkPublicURL); the refusal names its flag.
+func (c Config) publicURLs() (URLs, error) {
+	pick := func(flag, public string, role Role, addr string) (string, error) {
 		if public != "" {
-			return strings.TrimRight(public, "/")
+			if err := checkPublicURL(public); err != nil {
+				return "", fmt.Errorf("--%s %q: %w", flag, public, err)
+			}
+			return strings.TrimRight(public, "/"), nil
 		}
 		if ln := c.Listeners[role]; ln != nil {
-			return "http://" + ln.Addr().String()
+			return "http://" + ln.Addr().String(), nil
 		}
-		return "http://" + addr
+		return "http://" + addr, nil
 	}
-	return URLs{API: pick(c.PublicURLAPI, RoleAPI, c.APIAddr), Queue: pick(c.PublicURLQueue, RoleQueue, c.QueueAddr),
-		Sync: pick(c.PublicURLSync, RoleSync, c.SyncAddr)}
+	var u URLs
+	var err error
+	if u.API, err = pick("public-url-api", c.PublicURLAPI, RoleAPI, c.APIAddr); err != nil {
+		return URLs{}, err
+	}
+	if u.Queue, err = pick("public-url-queue", c.PublicURLQueue, RoleQueue, c.QueueAddr); err != nil {
+		return URLs{}, err
+	}
+	if u.Sync, err = pick("public-url-sync", c.PublicURLSync, RoleSync, c.SyncAddr); err != nil {
+		return URLs{}, err
+	}
+	return u, nil
+}
+
+// checkPublicURL accepts an absolute http or https URL with a host and nothing a path can not
+// be appended to: no query, no fragment, and no user-info (clients would be sent credentials).
+func checkPublicURL(v string) error {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || !u.IsAbs() || u.Opaque != "":
+		return errors.New("is not an absolute http(s) URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("has the scheme %q: only http and https are served", u.Scheme)
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("has no host")
+	case u.User != nil:
+		return errors.New("holds a user name or password: a public URL is shown to every client")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(v, "?#"):
+		return errors.New("has a query or fragment: status and file links are written by appending paths to it")
+	case strings.ContainsAny(v, " \t"):
+		return errors.New("contains spaces")
+	}
+	return nil
 }
 
 // redisClient is the client of the Redis cfg names (nil when none): it shares the rate limits
