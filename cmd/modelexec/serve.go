@@ -153,13 +153,21 @@ func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service
 const devConsoleEmail = "dev@localhost"
 
 // devBootstrap creates the development account on first start and prints a fresh key and a
-// working curl line; later starts say where the account is.
+// working curl line; later starts say where the account is. The data folder's marker is
+// believed only while the database holds its account: on a new database (another --database,
+// or the SQLite file deleted) the account is made again, as on a first start.
 func (c *ServeCmd) devBootstrap(ctx context.Context, e *env, db *sqlstore.DB, svc *auth.Service, p *plans.Plans) error {
 	marker := filepath.Join(c.Data, "dev-account")
 	if b, err := os.ReadFile(marker); err == nil {
 		id := strings.TrimSpace(string(b))
-		fmt.Fprintf(e.stdout, "Development account %s (mint another key: modelexec keys mint%s --account %s)\n", id, c.storeArgs(), id)
-		return nil
+		_, err := db.Account(ctx, id)
+		if err == nil {
+			fmt.Fprintf(e.stdout, "Development account %s (mint another key: modelexec keys mint%s --account %s)\n", id, c.storeArgs(), id)
+			return nil
+		}
+		if !errors.Is(err, auth.ErrNotFound) {
+			return err
+		}
 	}
 	// A second process on a shared database (another data folder, one PostgreSQL) joins the
 	// development account the first made: its console user names it.
