@@ -45,23 +45,21 @@ type AccountsCreateCmd struct {
 	Plan      string `default:"pro" enum:"free,pro,max,ultimate" help:"Plan."`
 	Credits   int64  `default:"0" help:"Opening balance in credits."`
 	Allowance int64  `default:"-1" help:"Monthly credit allowance (default: the plan's)."`
-	CreatedAt string `help:"Creation time (RFC 3339) for accounts imported from elsewhere; limits are x0.2 for 24 hours after it."`
+	CreatedAt string `help:"Creation time (RFC 3339, such as 2025-01-31T00:00:00Z; not after now) for accounts imported from elsewhere; limits are x0.2 for 24 hours after it."`
 	PassOnly  bool   `help:"A pass-only plan: jobs run only when a pass or promotion pays."`
 	JSON      bool   `help:"Print JSON."`
 }
 
 func (c *AccountsCreateCmd) Run(e *env) error {
+	created, err := createdAt(c.CreatedAt, utcNow())
+	if err != nil {
+		return err
+	}
 	db, err := c.openExisting(e.ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	created := utcNow()
-	if c.CreatedAt != "" {
-		if created, err = time.Parse(time.RFC3339, c.CreatedAt); err != nil {
-			return fmt.Errorf("--created-at: %w", err)
-		}
-	}
 	plan := auth.Plan(c.Plan)
 	allowance := c.Allowance
 	if allowance < 0 {
@@ -79,6 +77,23 @@ func (c *AccountsCreateCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "account %s created (plan %s, %d credits)\n", a.ID, a.Plan, a.Balance)
 	return nil
+}
+
+// createdAt is the creation time --created-at gives (now when empty): an RFC 3339 time not
+// after now, since an account created in the future would be held to the new-account limits
+// until then.
+func createdAt(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return now, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--created-at %q: want an RFC 3339 time such as 2025-01-31T00:00:00Z", v)
+	}
+	if t.After(now) {
+		return time.Time{}, fmt.Errorf("--created-at %s is in the future: an imported account was created before now", v)
+	}
+	return t, nil
 }
 
 type AccountsSetCmd struct {
