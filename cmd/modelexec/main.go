@@ -83,9 +83,21 @@ func envResolver(getenv func(string) string) kong.Resolver {
 			return nil, nil
 		}
 		name := "MODELEXEC_" + strings.ToUpper(strings.ReplaceAll(flag.Name, "-", "_"))
-		if v := getenv(name); v != "" {
-			return v, nil
+		v := getenv(name)
+		if v == "" {
+			return nil, nil
 		}
-		return nil, nil
+		// A repeatable flag whose values hold commas (--openai-upstream) takes several values
+		// from one variable separated by its envsep, as a list.
+		if sep := flag.Tag.Get("envsep"); sep != "" {
+			var vs []any
+			for _, part := range strings.Split(v, sep) {
+				if part = strings.TrimSpace(part); part != "" {
+					vs = append(vs, part)
+				}
+			}
+			return vs, nil
+		}
+		return v, nil
 	})
 }

@@ -57,6 +57,9 @@ func (c *ServeCmd) Run(e *env) error {
 	if err := c.checkDurations(); err != nil {
 		return err
 	}
+	if err := c.checkUpstreams(); err != nil {
+		return err
+	}
 	log := c.logger(e.stderr)
 	ctx := e.ctx
 	if err := c.applyMemory(e.getenv); err != nil {
