@@ -60,6 +60,9 @@ func (c *ServeCmd) Run(e *env) error {
 	if err := c.checkUpstreams(); err != nil {
 		return err
 	}
+	if err := c.checkCounts(); err != nil {
+		return err
+	}
 	log := c.logger(e.stderr)
 	ctx := e.ctx
 	if err := c.applyMemory(e.getenv); err != nil {
@@ -106,6 +109,21 @@ func (c *ServeCmd) checkDurations() error {
 		{"--retain-outputs", c.RetainOutputs}, {"--retain-uploads", c.RetainUploads}} {
 		if d.v < 0 {
 			return fmt.Errorf("%s is %s: give a duration of 0 or more (such as 30s, 2h or 720h)", d.flag, d.v)
+		}
+	}
+	return nil
+}
+
+// checkCounts refuses a negative count: the server reads anything not above 0 as "the
+// default", so --model-concurrency=-3 would run 4 jobs at once and --usage-export-rows=-1 allow
+// 100000 rows, each silently. 0 still means the default, as the help says.
+func (c *ServeCmd) checkCounts() error {
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--model-concurrency", c.ModelConcurrency}, {"--usage-export-rows", c.UsageExportRows}} {
+		if n.v < 0 {
+			return fmt.Errorf("%s is %d: give a number of 1 or more (0 or none for the default)", n.flag, n.v)
 		}
 	}
 	return nil
