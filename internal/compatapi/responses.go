@@ -107,7 +107,8 @@ var responsesNames = strings.NewReplacer("max_completion_tokens", "max_output_to
 // asResponses renames, in a refusal's message and param, the fields the caller of the Responses
 // protocol did not send: max_tokens for max_output_tokens, reasoning_effort for
 // reasoning.effort, messages for input, and messages[i] for the input item it came from
-// (instructions, when sent, are message 0: shift is 1).
+// (instructions, when sent, are message 0: shift is 1). A model parser's refusal stays one
+// (chat.ParserRefusal), so that translate answers it 422 as on the other routes.
 func asResponses(err error, shift int) error {
 	e, ok := apierr.As(err)
 	if !ok {
@@ -135,6 +136,10 @@ func asResponses(err error, shift int) error {
 	if param != "" {
 		// instructions are message 0: a refusal of its content names instructions itself.
 		c.With("param", strings.Replace(items(responsesNames.Replace(param)), "instructions.content", "instructions", 1))
+	}
+	var parser *chat.ParserRefusal
+	if errors.As(err, &parser) {
+		return &chat.ParserRefusal{Err: &c}
 	}
 	return &c
 }
