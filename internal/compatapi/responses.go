@@ -177,16 +177,16 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	if err != nil {
 		return err
 	}
-	httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out, false))
+	httpapi.WriteJSON(w, r, http.StatusOK, responseObject(req, call.Job, &out))
 	return nil
 }
 
 // responseObject is the protocol's response object of a call, with its job's model (a replay
 // answers the first call's, whatever model the replay names): in progress while out is nil,
 // else settled (completed, or incomplete when the output budget ran out). Its output is the
-// message, left out when the model only called tools (unless streamed, which opened it), then
-// a function_call item per call.
-func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome, streamed bool) map[string]any {
+// message, left out when the model only called tools (hasMessage), then a function_call item
+// per call; streamed or not, the same.
+func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome) map[string]any {
 	o := map[string]any{
 		"id": "resp_" + j.ID, "object": "response", "created_at": created(j), "status": "in_progress",
 		"incomplete_details": nil, "model": j.Model, "error": nil, "instructions": nilIfEmpty(req.Instructions),
@@ -201,7 +201,7 @@ func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome, streame
 		o["status"], o["incomplete_details"] = "incomplete", map[string]any{"reason": "max_output_tokens"}
 	}
 	output := []any{}
-	if out.Content != "" || len(out.ToolCalls) == 0 || streamed {
+	if hasMessage(*out) {
 		output = append(output, messageItem(j, o["status"].(string), out.Content))
 	}
 	for k, c := range out.ToolCalls {
@@ -212,6 +212,12 @@ func responseObject(req responsesRequest, j jobs.Job, out *chat.Outcome, streame
 		"total_tokens":         out.Usage.InputTokens + out.Usage.OutputTokens,
 		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	return o
+}
+
+// hasMessage reports whether a settled answer's output holds the message item: when the model
+// wrote text, or called no tool (an empty answer is an empty message, never no output).
+func hasMessage(out chat.Outcome) bool {
+	return out.Content != "" || len(out.ToolCalls) == 0
 }
 
 // messageItem is the assistant's output message; text is its one output_text part.

@@ -57,8 +57,11 @@ func responsesTools(rawTools, rawChoice json.RawMessage) (json.RawMessage, json.
 	return chatTools, rawChoice, nil
 }
 
-// toolItem adds a function call item (to the assistant message of the calls just before it, or
-// a new one) or a function call output item (a tool message) to msgs.
+// toolItem adds a function call item or a function call output item (a tool message) to msgs.
+// A function call joins the assistant message directly before it, whether that holds the
+// answer's text or its earlier calls: one answer of the model is one assistant message
+// upstream (text and tool_calls together), as chat completions sends it, since upstreams whose
+// templates need alternating roles refuse two assistant messages in a row.
 func toolItem(msgs []catalog.Message, i int, it inputItem) ([]catalog.Message, error) {
 	if it.CallID == "" {
 		return nil, apierr.Newf(apierr.InputInvalid, "input[%d] needs the call_id of its function call.", i)
@@ -73,7 +76,7 @@ func toolItem(msgs []catalog.Message, i int, it inputItem) ([]catalog.Message, e
 		return nil, apierr.Newf(apierr.InputInvalid, "input[%d] needs the name of the function it called.", i)
 	}
 	call := map[string]any{"id": it.CallID, "type": "function", "function": map[string]any{"name": it.Name, "arguments": it.Arguments}}
-	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && len(msgs[n-1].ToolCalls) > 0 {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 		var calls []any
 		_ = json.Unmarshal(msgs[n-1].ToolCalls, &calls)
 		msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
