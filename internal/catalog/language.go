@@ -219,6 +219,9 @@ type ChatInput struct {
 type EmbeddingsInput struct {
 	Input       []string `json:"input"`
 	InputTokens int      `json:"input_tokens"`
+	// Dimensions is the length the caller asked its vectors shortened to (the compatibility
+	// surface's `dimensions`; 0: whole), kept with the job so that a replay answers them too.
+	Dimensions int `json:"dimensions,omitempty"`
 }
 
 // Usage is what a language-model run consumed, as the runner reports it.
@@ -290,6 +293,9 @@ func (m *Model) validateLanguage(raw []byte) (Input, error) {
 		}
 		if len(in.Input) > l.MaxInputs {
 			return Input{}, apierr.Newf(apierr.InputTooMany, "input holds %d strings; at most %d per request.", len(in.Input), l.MaxInputs).With("max", l.MaxInputs)
+		}
+		if in.Dimensions < 0 || (l.Dimensions > 0 && in.Dimensions > l.Dimensions) {
+			return Input{}, apierr.Newf(apierr.InvalidBody, "dimensions must be a whole number from 1 to the model's length.").With("param", "dimensions")
 		}
 		in.InputTokens = 0
 		for i, s := range in.Input {

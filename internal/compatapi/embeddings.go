@@ -12,6 +12,7 @@ import (
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/chat"
 	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
 )
 
 type embeddingsRequest struct {
@@ -81,7 +82,7 @@ func (h *Handler) embeddings() handlerFunc {
 			return err
 		}
 		call, err := h.Chat.Start(r.Context(), catalog.KindEmbeddings, chat.CallRequest{Principal: p, Model: req.Model,
-			Input: catalog.EmbeddingsInput{Input: texts}, IdempotencyKey: idempotencyKey(r)})
+			Input: catalog.EmbeddingsInput{Input: texts, Dimensions: dims}, IdempotencyKey: idempotencyKey(r)})
 		if err != nil {
 			return err
 		}
@@ -94,15 +95,17 @@ func (h *Handler) embeddings() handlerFunc {
 		if err != nil {
 			return err
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, embeddingsOf(out, dims, req.EncodingFormat))
+		httpapi.WriteJSON(w, r, http.StatusOK, embeddingsOf(out, req.EncodingFormat))
 		return nil
 	}
 }
 
 // embeddingsOf is a settled embeddings call as the protocol's list, each vector shortened to
-// dims (0: whole) and encoded as asked, with its job's model (a replay answers the first
-// call's, whatever model the replay names).
-func embeddingsOf(out chat.Outcome, dims int, encoding string) map[string]any {
+// the dimensions its job was asked for (jobDimensions) and encoded as asked, with its job's
+// model: a replay answers the first call's vectors and model, whatever dimensions or model the
+// replay names; only their encoding, a representation, is the replay's own.
+func embeddingsOf(out chat.Outcome, encoding string) map[string]any {
+	dims := jobDimensions(out.Job)
 	data := make([]any, len(out.Embeddings))
 	for i, v := range out.Embeddings {
 		v = shorten(v, dims)
@@ -114,6 +117,16 @@ func embeddingsOf(out chat.Outcome, dims int, encoding string) map[string]any {
 	}
 	return map[string]any{"object": "list", "data": data, "model": out.Job.Model,
 		"usage": map[string]any{"prompt_tokens": out.Usage.InputTokens, "total_tokens": out.Usage.InputTokens}}
+}
+
+// jobDimensions is the dimensions an embeddings job's call asked for, kept in its input; 0
+// (whole vectors) when it asked for none.
+func jobDimensions(j jobs.Job) int {
+	var in catalog.EmbeddingsInput
+	if json.Unmarshal(j.Input, &in) != nil {
+		return 0
+	}
+	return in.Dimensions
 }
 
 // base64Floats is the protocol's base64 encoding: little-endian float32s.
