@@ -514,16 +514,39 @@ func setCallHeaders(w http.ResponseWriter, call *chat.Call) {
 }
 
 type completionRequest struct {
-	Model         string          `json:"model"`
-	Prompt        json.RawMessage `json:"prompt"`
-	MaxTokens     *int            `json:"max_tokens"`
-	Temperature   *float64        `json:"temperature"`
-	Stop          stopList        `json:"stop"`
-	N             *int            `json:"n"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *struct {
+	Model            string          `json:"model"`
+	Prompt           json.RawMessage `json:"prompt"`
+	MaxTokens        *int            `json:"max_tokens"`
+	Temperature      *float64        `json:"temperature"`
+	TopP             *float64        `json:"top_p"`
+	Seed             *int64          `json:"seed"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	User             json.RawMessage `json:"user"`
+	Stop             stopList        `json:"stop"`
+	N                *int            `json:"n"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// Settings of the protocol that no model here honours: refused with their param.
+	Logprobs  json.RawMessage `json:"logprobs"`
+	LogitBias json.RawMessage `json:"logit_bias"`
+	Echo      json.RawMessage `json:"echo"`
+	BestOf    json.RawMessage `json:"best_of"`
+	Suffix    json.RawMessage `json:"suffix"`
+}
+
+// unoffered answers the first setting of req that no model here honours, as chat
+// completions refuses its own: 400 with its param, nothing charged.
+func (req completionRequest) unoffered() error {
+	return refuseUnoffered([]setting{
+		{"logprobs", req.Logprobs, []string{"null"}},
+		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
+		{"echo", req.Echo, []string{"null", "false"}},
+		{"best_of", req.BestOf, []string{"null", "1"}},
+		{"suffix", req.Suffix, []string{"null", `""`}},
+	})
 }
 
 // completions is the legacy text completion: the prompt is one user message.
@@ -533,11 +556,15 @@ func (h *Handler) completions() handlerFunc {
 		if err := decode(r, &req); err != nil {
 			return err
 		}
+		if err := req.unoffered(); err != nil {
+			return err
+		}
 		prompt, err := promptOf(req.Prompt)
 		if err != nil {
 			return err
 		}
-		cr := chatRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stop: req.Stop, N: req.N}
+		cr := chatRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed,
+			FrequencyPenalty: req.FrequencyPenalty, PresencePenalty: req.PresencePenalty, User: req.User, Stop: req.Stop, N: req.N}
 		in, err := cr.input()
 		if err != nil {
 			return err
@@ -585,7 +612,7 @@ func promptOf(raw json.RawMessage) (string, error) {
 	}
 	var list []string
 	if err := json.Unmarshal(raw, &list); err != nil || len(list) != 1 {
-		return "", apierr.Newf(apierr.InvalidBody, "prompt must be a string (or a list of one string).")
+		return "", apierr.Newf(apierr.InvalidBody, "prompt must be a string (or a list of one string).").With("param", "prompt")
 	}
 	return list[0], nil
 }

@@ -143,6 +143,8 @@ func paramOf(code apierr.Code) string {
 		return "max_tokens"
 	case apierr.TextTooLong:
 		return "messages" // a message names its own messages[i].content (checkMessage)
+	case apierr.PromptRequired:
+		return "prompt"
 	case apierr.UnknownEffort:
 		return "reasoning_effort"
 	case apierr.InvalidIdempotencyKey:
