@@ -392,6 +392,7 @@ func (c *KeysListCmd) Run(e *env) error {
 	now := utcNow()
 	type row struct {
 		ID           string   `json:"id"`
+		Name         string   `json:"name"`
 		Status       string   `json:"status"`
 		Scopes       []string `json:"scopes"`
 		CreatedAt    string   `json:"created_at"`
@@ -404,7 +405,7 @@ func (c *KeysListCmd) Run(e *env) error {
 	}
 	rows := []row{}
 	for _, k := range keys {
-		r := row{ID: k.ID, Status: string(k.Status(now)), Scopes: auth.Strings(k.Scopes), CreatedAt: k.CreatedAt.Format(time.RFC3339),
+		r := row{ID: k.ID, Name: k.Name, Status: string(k.Status(now)), Scopes: auth.Strings(k.Scopes), CreatedAt: k.CreatedAt.Format(time.RFC3339),
 			ExpiresAt: k.ExpiresAt.Format(time.RFC3339), ExpiringSoon: k.ExpiringSoon(now), Ceiling: k.Ceiling.Effective(a.MonthlyAllowance),
 			CeilingMode: string(k.Ceiling.Mode), Spent: k.SpentIn(now)}
 		if k.RevokedAt != nil {
@@ -417,13 +418,17 @@ func (c *KeysListCmd) Run(e *env) error {
 		return json.NewEncoder(e.stdout).Encode(map[string]any{"object": "list", "data": rows})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tEXPIRES\tCEILING\tSPENT\tSCOPES")
+	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tEXPIRES\tCEILING\tSPENT\tSCOPES")
 	for _, r := range rows {
 		mark := ""
 		if r.ExpiringSoon {
 			mark = " (<14 days left)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%d\t%d\t%v\n", r.ID, r.Status, r.ExpiresAt, mark, r.Ceiling, r.Spent, r.Scopes)
+		name := r.Name
+		if name == "" {
+			name = "-" // keeps the columns readable for a key minted without a name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%d\t%d\t%v\n", r.ID, name, r.Status, r.ExpiresAt, mark, r.Ceiling, r.Spent, r.Scopes)
 	}
 	return tw.Flush()
 }

@@ -24,14 +24,29 @@ func CheckDSN(dsn string) error {
 	return fmt.Errorf("database %s is neither a postgres:// (or postgresql://) URL nor the path of a SQLite file (PATH or sqlite:PATH)", Redacted(dsn))
 }
 
-// Redacted is dsn as a message may show it: a URL without its password, a path as given.
+// Redacted is dsn as a message may show it: a URL without its password, whether in its
+// user-info or in a password or sslpassword parameter (PostgreSQL reads both), a path as given.
 func Redacted(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil {
-			return u.Redacted()
+	if !strings.Contains(dsn, "://") {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a database URL that does not parse)"
+	}
+	if q := u.Query(); u.RawQuery != "" {
+		hidden := false
+		for k := range q {
+			if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+				q.Set(k, "xxxxx")
+				hidden = true
+			}
+		}
+		if hidden {
+			u.RawQuery = q.Encode()
 		}
 	}
-	return dsn
+	return u.Redacted()
 }
 
 // SQLitePath is the file a SQLite data source names (PATH or sqlite:PATH); ok is false for a

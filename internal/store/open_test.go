@@ -72,3 +72,26 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactedHidesEveryPassword: a PostgreSQL URL's password is hidden wherever it is given,
+// in the user-info or as a password or sslpassword parameter; the rest stays readable.
+func TestRedactedHidesEveryPassword(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://u:UPW@db.internal/modelexec?sslmode=require",
+		"postgres://u@db.internal/modelexec?password=QPW&sslmode=require",
+		"postgresql://u@db.internal/modelexec?sslmode=verify-full&sslpassword=SPW&PassWord=QPW",
+	} {
+		got := store.Redacted(dsn)
+		for _, secret := range []string{"UPW", "QPW", "SPW"} {
+			if strings.Contains(got, secret) {
+				t.Fatalf("Redacted(%q) = %q: shows %s", dsn, got, secret)
+			}
+		}
+		if !strings.Contains(got, "db.internal/modelexec") || !strings.Contains(got, "sslmode=") {
+			t.Fatalf("Redacted(%q) = %q: lost the rest", dsn, got)
+		}
+	}
+	if got := store.Redacted("data/modelexec.db"); got != "data/modelexec.db" {
+		t.Fatalf("Redacted of a path: %q", got)
+	}
+}
