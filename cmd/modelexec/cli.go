@@ -20,14 +20,40 @@ type CLI struct {
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
 
-// StoreFlags locate the data; every command takes them so the console works on the same store
-// while the server runs.
+// Each command carries only the flags it reads, so --help lists none that do nothing.
+
+// DataFlags locate the database (migrate needs nothing else).
+type DataFlags struct {
+	Data     string `default:"./data" help:"Data directory (SQLite database and local blobs)."`
+	Database string `help:"Database: a SQLite file path or a postgres:// URL (default <data>/modelexec.db)."`
+}
+
+// StoreFlags locate the data and say how keys are hashed: serve and the console take the same
+// ones, so the console works on the store the server runs on.
 type StoreFlags struct {
-	Data      string `default:"./data" help:"Data directory (SQLite database and local blobs)."`
-	Database  string `help:"Database: a SQLite file path or a postgres:// URL (default <data>/modelexec.db)."`
+	DataFlags
 	Secret    string `help:"Deployment secret for key hashing, signed URLs and webhook key encryption. --dev keeps one in <data>/dev-secret."`
 	KeyPrefix string `default:"svc_sk_" help:"API key prefix."`
+}
+
+// ConsoleFlags are the operator console's: the store, and --create for a new database (a
+// console command never makes one unasked; serve and migrate always do).
+type ConsoleFlags struct {
+	StoreFlags
+	Create bool `help:"Create the database when it does not exist (serve and migrate always do)."`
+	UnusedLogFlags
+}
+
+// UnusedLogFlags are --log-level and --log-format where nothing is logged (the console,
+// migrate): earlier releases listed them on every command, so scripts passing them still run,
+// but --help no longer offers them.
+type UnusedLogFlags struct {
+	LogLevel  string `hidden:"" help:"Ignored: this command logs nothing."`
+	LogFormat string `hidden:"" help:"Ignored: this command logs nothing."`
+}
+
+// LogFlags shape serve's structured log (the console commands log nothing).
+type LogFlags struct {
 	LogLevel  string `default:"info" enum:"debug,info,warn,error" help:"Log level."`
 	LogFormat string `default:"text" enum:"text,json" help:"Log format."`
-	Create    bool   `help:"Console commands: create the database when it does not exist (serve and migrate always do)."`
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 )
 
-func (f StoreFlags) dsn() string {
+func (f DataFlags) dsn() string {
 	if f.Database != "" {
 		return f.Database
 	}
@@ -30,7 +30,7 @@ func (f StoreFlags) dsn() string {
 // open opens the database and applies its migrations (serve and migrate). The data folder is
 // made only when the SQLite file lives in it: a deployment on PostgreSQL and S3 keeps nothing
 // there, and may run where the working folder cannot be written.
-func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
+func (f DataFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 	if err := f.makeDatabaseFolder(); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (f StoreFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 }
 
 // makeDatabaseFolder makes the folder of a SQLite database file; a PostgreSQL database needs none.
-func (f StoreFlags) makeDatabaseFolder() error {
+func (f DataFlags) makeDatabaseFolder() error {
 	dsn := f.dsn()
 	if err := store.CheckDSN(dsn); err != nil {
 		return err
@@ -95,7 +95,7 @@ func (f StoreFlags) secret(dev bool) (string, error) {
 
 // logger is the process's structured log on w. go-redis's own messages (a failed dial, a
 // lost connection) go into it too, rather than as plain lines on stderr between its records.
-func (f StoreFlags) logger(w io.Writer) *slog.Logger {
+func (f LogFlags) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(f.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}

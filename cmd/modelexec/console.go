@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +19,14 @@ import (
 )
 
 // MigrateCmd applies migrations.
+// MigrateCmd needs only the database. The other flags earlier releases listed on it, which did
+// nothing, are still accepted (hidden) so that scripts passing them keep running.
 type MigrateCmd struct {
-	StoreFlags
+	DataFlags
+	UnusedLogFlags
+	Secret    string `hidden:"" help:"Ignored: migrating hashes no key."`
+	KeyPrefix string `hidden:"" help:"Ignored: migrating mints no key."`
+	Create    bool   `hidden:"" help:"Ignored: migrate always creates the database."`
 }
 
 func (c *MigrateCmd) Run(e *env) error {
@@ -41,7 +47,7 @@ type AccountsCmd struct {
 }
 
 type AccountsCreateCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Plan      string `default:"pro" enum:"free,pro,max,ultimate" help:"Plan."`
 	Credits   int64  `default:"0" help:"Opening balance in credits."`
 	Allowance int64  `default:"-1" help:"Monthly credit allowance (default: the plan's)."`
@@ -97,7 +103,7 @@ func createdAt(v string, now time.Time) (time.Time, error) {
 }
 
 type AccountsSetCmd struct {
-	StoreFlags
+	ConsoleFlags
 	ID        string `arg:"" help:"Account id."`
 	Status    string `enum:",live,banned,suspended,limited" default:"" help:"New status."`
 	Plan      string `enum:",free,pro,max,ultimate" default:"" help:"New plan."`
@@ -137,7 +143,7 @@ func (c *AccountsSetCmd) Run(e *env) error {
 }
 
 type AccountsShowCmd struct {
-	StoreFlags
+	ConsoleFlags
 	ID   string `arg:"" help:"Account id."`
 	JSON bool   `help:"Print JSON."`
 }
@@ -171,7 +177,7 @@ type PassesCmd struct {
 }
 
 type PassesGrantCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account     string   `required:"" help:"Account id."`
 	Name        string   `required:"" help:"Name shown in coverage.pass and coverage.miss.pass."`
 	Promotion   bool     `help:"A promotion rather than a pass."`
@@ -253,7 +259,7 @@ type CreditsCmd struct {
 }
 
 type CreditsGrantCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account string `arg:"" help:"Account id."`
 	Amount  int64  `arg:"" help:"Credits, at most 1000000000 (credits remove takes them away)."`
 	JSON    bool   `help:"Print JSON."`
@@ -279,7 +285,7 @@ func (c *CreditsGrantCmd) Run(e *env) error {
 // CreditsRemoveCmd takes credits away: a grant of the negative amount (a command line cannot
 // spell "-500" as an argument without "--").
 type CreditsRemoveCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account string `arg:"" help:"Account id."`
 	Amount  int64  `arg:"" help:"Credits to take away, at most 1000000000."`
 	JSON    bool   `help:"Print JSON."`
@@ -289,7 +295,7 @@ func (c *CreditsRemoveCmd) Run(e *env) error {
 	if c.Amount < 0 {
 		return fmt.Errorf("credits remove takes a positive amount (credits grant adds)")
 	}
-	g := CreditsGrantCmd{StoreFlags: c.StoreFlags, Account: c.Account, Amount: -c.Amount, JSON: c.JSON}
+	g := CreditsGrantCmd{ConsoleFlags: c.ConsoleFlags, Account: c.Account, Amount: -c.Amount, JSON: c.JSON}
 	return g.Run(e)
 }
 
@@ -302,7 +308,7 @@ type KeysCmd struct {
 }
 
 type KeysMintCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account     string `required:"" help:"Account id."`
 	Scopes      string `help:"Comma-separated scopes (default: the ticked set; jobs:read and assets:read always on)."`
 	ExpiresDays int    `default:"90" enum:"30,90,180,365" help:"Lifetime in days."`
@@ -370,7 +376,7 @@ func consoleErr(err error) error {
 }
 
 type KeysListCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account string `required:"" help:"Account id."`
 	JSON    bool   `help:"Print JSON."`
 }
@@ -434,7 +440,7 @@ func (c *KeysListCmd) Run(e *env) error {
 }
 
 type KeysRevokeCmd struct {
-	StoreFlags
+	ConsoleFlags
 	ID   string `arg:"" help:"Public key id (12 characters)."`
 	JSON bool   `help:"Print JSON: {\"id\": ..., \"revoked_at\": ...}."`
 }
@@ -457,7 +463,7 @@ func (c *KeysRevokeCmd) Run(e *env) error {
 }
 
 type KeysSetCeilingCmd struct {
-	StoreFlags
+	ConsoleFlags
 	ID        string `arg:"" help:"Public key id."`
 	Ceiling   string `arg:"" help:"A whole positive figure, or 'plan'."`
 	BySupport bool   `help:"Set as the support team: the figure binds the key."`
@@ -520,12 +526,12 @@ func ceilingErr(r auth.CeilingRequest, err error) error {
 }
 
 // console opens the store and the auth service for one console command.
-func (f StoreFlags) console(e *env) (*sqlstore.DB, *auth.Service, error) {
+func (f ConsoleFlags) console(e *env) (*sqlstore.DB, *auth.Service, error) {
 	db, err := f.openExisting(e.ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := f.authService(db, false, f.logger(io.Discard), utcNow)
+	svc, err := f.authService(db, false, slog.New(slog.DiscardHandler), utcNow)
 	if err != nil {
 		db.Close()
 		return nil, nil, err

@@ -78,7 +78,7 @@ func (VersionCmd) Run(e *env) error {
 // run from the wrong folder, it would otherwise create an empty one and act on that
 // (an account "not found", a key minted into a database no server reads). --create asks
 // for the new database; serve and migrate always make it.
-func (f StoreFlags) requireDatabase() error {
+func (f ConsoleFlags) requireDatabase() error {
 	if f.Create {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (f StoreFlags) requireDatabase() error {
 // migrates (only migrate and serve do): on a database with no schema it would make one in the
 // wrong place, and on an older one it would upgrade it under the running processes. --create
 // makes the schema of a database that has none.
-func (f StoreFlags) openExisting(ctx context.Context) (*sqlstore.DB, error) {
+func (f ConsoleFlags) openExisting(ctx context.Context) (*sqlstore.DB, error) {
 	if err := f.requireDatabase(); err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (f StoreFlags) openExisting(ctx context.Context) (*sqlstore.DB, error) {
 }
 
 // where names the database for a message: a URL without its password, or the file's path.
-func (f StoreFlags) where() string {
+func (f DataFlags) where() string {
 	if path, ok := store.SQLitePath(f.dsn()); ok {
 		return path
 	}

@@ -15,7 +15,7 @@ import (
 // between the records.
 func TestRedisMessagesInTheStructuredLog(t *testing.T) {
 	var buf syncBuffer
-	StoreFlags{LogFormat: "json", LogLevel: "info"}.logger(&buf)
+	LogFlags{LogFormat: "json", LogLevel: "info"}.logger(&buf)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	defer rdb.Close()
 	for range 8 { // go-redis speaks up after repeated failed dials

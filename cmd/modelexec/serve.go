@@ -22,6 +22,8 @@ import (
 // ServeCmd runs the service.
 type ServeCmd struct {
 	StoreFlags
+	LogFlags
+	Create bool `hidden:"" help:"Ignored: serve always creates the database (accepted for scripts written for earlier releases)."`
 	WebhookFlags
 	ChatFlags
 	StudioFlags

@@ -18,7 +18,7 @@ type UsersCmd struct {
 }
 
 type UsersCreateCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account  string `help:"Account the user manages (required unless --operator)."`
 	Operator bool   `help:"An operator: signs in to the operator pages, which manage every account."`
 	Email    string `required:"" help:"Email address the user signs in with."`
@@ -70,7 +70,7 @@ func (c *UsersCreateCmd) Run(e *env) error {
 }
 
 type UsersListCmd struct {
-	StoreFlags
+	ConsoleFlags
 	Account string `required:"" help:"Account id."`
 	JSON    bool   `help:"Print JSON."`
 }
