@@ -604,3 +604,46 @@ func TestSTU05_ResentUpdateWithObjectsKeepsTheRevision(t *testing.T) {
 		e.want(e.do("POST", path, key, map[string]any{"update": b64(update), "rev": 1}), 200, "")
 	})
 }
+
+// STU-02, STU-06: the state route merges over other windows' writes, but not over a
+// whole-document save: an update holding content the save dropped (a copy loaded before it,
+// sent whole or as what it adds) is refused 409 revision_conflict with the stored document and
+// its generation, on the brief and on a canvas, and the saved document stays as saved.
+func TestSTU06_StateRouteRefusesPreSaveCopy(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newStudioEnv(t, db)
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key := e.mint("acct_a", auth.StudioWrite)
+		for _, path := range []string{"/v1/studio/projects/g2/brief", "/v1/studio/projects/g2/canvases/c1"} {
+			e.want(e.do("POST", path+"/state", key, map[string]any{"update": b64(newYWindow().insert(0, "one two three"))}), 200, "")
+			loaded := e.do("GET", path, key, nil)
+			offline := newYWindow()
+			y.ApplyUpdate(offline.doc, unb64(t, loaded.body["update"]), nil)
+			offline.insert(0, "[offline]")
+			replaced := newYWindow()
+			replaced.insert(0, "REPLACED")
+			e.want(e.do("POST", path, key, map[string]any{"update": b64(y.EncodeStateAsUpdate(replaced.doc, nil)), "rev": loaded.body["rev"]}), 200, "")
+
+			saved := e.do("GET", path, key, nil)
+			for what, u := range map[string][]byte{
+				"the whole old copy":        y.EncodeStateAsUpdate(offline.doc, nil),
+				"what it adds to the saved": y.EncodeStateAsUpdate(offline.doc, unb64(t, saved.body["state_vector"])),
+			} {
+				r := e.do("POST", path+"/state", key, map[string]any{"update": b64(u)})
+				e.want(r, 409, "revision_conflict")
+				if r.body["generation"] != 1.0 || r.body["rev"] != saved.body["rev"] || r.body["update"] != saved.body["update"] {
+					t.Fatalf("%s %s: conflict body %s, want the saved document at generation 1", path, what, r.raw)
+				}
+			}
+			// Edits made on the saved document still merge.
+			replaced.insert(8, " v2")
+			e.want(e.do("POST", path+"/state", key, map[string]any{"update": b64(y.EncodeStateAsUpdate(replaced.doc, nil))}), 200, "")
+			st := e.do("GET", path, key, nil)
+			w := newYWindow()
+			y.ApplyUpdate(w.doc, unb64(t, st.body["update"]), nil)
+			if w.text() != "REPLACED v2" || st.body["generation"] != 1.0 {
+				t.Fatalf("%s after the old copy: %q %s", path, w.text(), st.raw)
+			}
+		}
+	})
+}

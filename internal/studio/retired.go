@@ -43,6 +43,25 @@ func (r retired) holds(sv map[uint64]uint64) bool {
 	return false
 }
 
+// written reports whether update (one that passed Validate) holds a struct at a clock of a
+// dropped range: it was made from a copy older than the save that dropped it. Skips, gaps that
+// hold nothing, are not content.
+func (r retired) written(update []byte) bool {
+	if len(r) == 0 {
+		return false
+	}
+	found := false
+	walk(update, func(client, clock uint64, _ bool, it itemInfo) string { //nolint:errcheck // validated before
+		for _, s := range r[client] {
+			if !it.skip && clock < s.hi && clock+it.length > s.lo {
+				found = true
+			}
+		}
+		return ""
+	}, func(dsRange) {})
+	return found
+}
+
 // encode writes r as varuints: the number of clients, then for each (in ascending order) its
 // id, its number of ranges and each range's start and length.
 func (r retired) encode() []byte {

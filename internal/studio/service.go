@@ -381,15 +381,16 @@ type ApplyParams struct {
 	Origin Peer
 	// InGeneration (a live client's update) refuses the merge with *StaleError unless the
 	// stored generation is still Generation, the one the update was made in: a whole-document
-	// save replaced that copy. Without it (the state route) any generation takes the update.
+	// save replaced that copy. Without it (the state route) the update is placed by what it
+	// holds: one holding anything a save dropped is refused with *ConflictError.
 	InGeneration bool
 	Generation   int64
 }
 
 // Apply merges p.Update into the stored document and persists the result before any live peer
 // hears of it. Errors: *MalformedError (nothing changed), *TooLargeError (nothing changed),
-// *ConflictError (a seed while something is stored; Current is the stored document), or a
-// store error.
+// *ConflictError (a seed while something is stored, or an update holding content a
+// whole-document save dropped; Current is the stored document), *StaleError, or a store error.
 func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 	if err := Validate(p.Update); err != nil {
 		return Ack{}, err
@@ -404,6 +405,10 @@ func (s *Service) Apply(ctx context.Context, p ApplyParams) (Ack, error) {
 		}
 		if p.InGeneration && p.Generation != e.gen {
 			return Ack{}, &StaleError{Doc: p.Key.Doc, Current: e.gen}
+		}
+		if !p.InGeneration && e.gone.written(p.Update) {
+			return Ack{}, &ConflictError{Reason: fmt.Sprintf("the update holds content that a whole-document save of the %s dropped (generation %d): it was made from an older copy; load this one", p.Key.Doc, e.gen),
+				Current: e.snapshot(p.Key)}
 		}
 		if p.Seed && e.rev > 0 {
 			return Ack{}, &ConflictError{Reason: fmt.Sprintf("the %s already has content (revision %d); a seed is accepted only while nothing is stored: load this one", p.Key.Doc, e.rev),

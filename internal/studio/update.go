@@ -265,11 +265,13 @@ type itemID struct {
 }
 
 // itemInfo is what Operations needs of a struct: its length in clock units, the bytes of its
-// text (-1 when its content is not text) and the ids it was inserted between.
+// text (-1 when its content is not text) and the ids it was inserted between; skip is set for a
+// Skip, a gap in the clocks that holds nothing.
 type itemInfo struct {
 	length        uint64
 	text          int
 	origin, right itemID
+	skip          bool
 }
 
 // item reads one struct: a GC range, a Skip or an Item with its content.
@@ -281,6 +283,7 @@ func (r *reader) item() itemInfo {
 		if it.length = r.uint("struct length"); it.length == 0 && r.err == nil {
 			r.fail("empty struct")
 		}
+		it.skip = info&0x1f == refSkip
 		return it
 	}
 	if info&0x80 != 0 { // origin
