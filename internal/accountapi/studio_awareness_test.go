@@ -2,6 +2,7 @@ package accountapi_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,96 @@ func TestSTU_AwarenessReachesThePeersOfEveryProcess(t *testing.T) {
 			t.Fatalf("a newcomer after erin's state ran out was sent %q", got)
 		}
 	})
+}
+
+// awarenessStates decodes an awareness message: client id → state JSON.
+func awarenessStates(t *testing.T, msg string) map[uint64]string {
+	t.Helper()
+	b := []byte(msg)
+	uint := func() uint64 {
+		var v uint64
+		for shift := 0; ; shift += 7 {
+			if len(b) == 0 {
+				t.Fatalf("awareness message %q ends early", msg)
+			}
+			c := b[0]
+			b = b[1:]
+			v |= uint64(c&0x7f) << shift
+			if c < 0x80 {
+				return v
+			}
+		}
+	}
+	uint() // message type
+	uint() // update length
+	out := map[uint64]string{}
+	for n := uint(); n > 0; n-- {
+		id := uint()
+		uint() // clock
+		l := uint()
+		out[id], b = string(b[:l]), b[l:]
+	}
+	return out
+}
+
+// A stock y-websocket provider re-sends every awareness state it hears, the others' included
+// (docs/studio.md: the live route speaks the y-websocket protocol): six windows that each
+// announce their own state and re-send all six are not closed 1009 (a relay is not one of the
+// relaying connection's own 4 clients); a window that leaves takes only its own state with it,
+// and a copy of its state re-sent after it left does not bring it back.
+func TestSTU09_AwarenessRelaysAreNotTheRelayersOwn(t *testing.T) {
+	db := storetest.OpenSQLite(t)
+	e := newLiveEnv(t, db)
+	storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+	key, _ := e.mint("acct_a", auth.StudioWrite)
+	const live = "/v1/studio/projects/aw/brief/live"
+	var w []*liveClient
+	for range 6 {
+		c := mustHandshake(t, e.a, live, keyHeader(key))
+		c.sync()
+		w = append(w, c)
+	}
+	all := map[uint64]string{}
+	for i, c := range w {
+		id := uint64(i + 1)
+		all[id] = fmt.Sprintf(`{"user":"w%d"}`, i)
+		c.announce(byte(id), 1, all[id])
+		for _, o := range w {
+			if got := awarenessStates(t, o.awareness()); got[id] != all[id] {
+				t.Fatalf("w%d's state reached a window as %v", i, got)
+			}
+		}
+	}
+	// Each window re-sends the six states it holds, as a stock provider does: nothing is new,
+	// so the relayer alone hears it back and no one is closed.
+	for i, c := range w {
+		c.send(awarenessUpdate(all))
+		if got := awarenessStates(t, c.awareness()); len(got) != 6 {
+			t.Fatalf("w%d's relay came back as %v", i, got)
+		}
+	}
+	// w0 leaves: the others are told its state only is gone.
+	w[0].conn.Close(websocket.StatusNormalClosure, "")
+	for i, o := range w[1:] {
+		if got := awarenessStates(t, o.awareness()); len(got) != 1 || got[1] != "null" {
+			t.Fatalf("w0 leaving reached w%d as %v, want its own state removed alone", i+1, got)
+		}
+	}
+	// w1 re-sends w0's state, heard before it left: it does not come back. w1's own next
+	// state is the next thing w2 hears.
+	w[1].send(awarenessUpdate(map[uint64]string{1: all[1]}))
+	w[1].awareness()
+	w[1].announce(2, 2, `{"user":"w1 again"}`)
+	if got := awarenessStates(t, w[2].awareness()); len(got) != 1 || got[2] != `{"user":"w1 again"}` {
+		t.Fatalf("w2 heard %v, want w1's new state alone", got)
+	}
+	late := mustHandshake(t, e.a, live, keyHeader(key))
+	if got := awarenessStates(t, late.awareness()); len(got) != 5 || got[1] != "" {
+		t.Fatalf("a newcomer after w0 left was sent %v", got)
+	}
+	// w1 leaves: its own state goes, the ones it relayed stay.
+	w[1].conn.Close(websocket.StatusNormalClosure, "")
+	if got := awarenessStates(t, late.awareness()); len(got) != 1 || got[2] != "null" {
+		t.Fatalf("w1 leaving reached the newcomer as %v", got)
+	}
 }

@@ -501,11 +501,14 @@ func newStudioWriter(t *testing.T, db *sqlstore.DB) (*studioEnv, string) {
 	return e, e.mint("acct_a", auth.StudioWrite)
 }
 
-// awarenessUpdate encodes one awareness update message of the given clients' states.
-func awarenessUpdate(states map[uint64]string) []byte {
+// awarenessUpdate encodes one awareness update message of the given clients' states, at clock 1.
+func awarenessUpdate(states map[uint64]string) []byte { return awarenessUpdateAt(states, 1) }
+
+// awarenessUpdateAt encodes one awareness update message of the given clients' states at clock.
+func awarenessUpdateAt(states map[uint64]string, clock uint64) []byte {
 	u := appendVar(nil, uint64(len(states)))
 	for id, st := range states {
-		u = appendVar(appendVar(u, id), 1)
+		u = appendVar(appendVar(u, id), clock)
 		u = varBytes(u, []byte(st))
 	}
 	return varBytes([]byte{1}, u)
@@ -563,7 +566,7 @@ func TestStudioAwarenessBounded(t *testing.T) {
 		if typ, _, err := b.next(); err != nil || typ != 1 {
 			t.Fatalf("the first query: %d %v, want the states", typ, err)
 		}
-		a.send(awarenessUpdate(map[uint64]string{7: `{"user":"a","cursor":1}`}))
+		a.send(awarenessUpdateAt(map[uint64]string{7: `{"user":"a","cursor":1}`}, 2)) // a newer state: clock 2
 		if typ, _, err := b.next(); err != nil || typ != 1 {
 			t.Fatalf("a's update: %d %v, want it relayed", typ, err)
 		}

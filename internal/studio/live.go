@@ -42,6 +42,10 @@ type room struct {
 	// when it was last heard: a process that dies says nothing of its peers leaving, so such a
 	// state is dropped once not renewed for RemoteAwarenessTimeout.
 	remote map[uint64]time.Time
+	// left holds the clients that left in the last RemoteAwarenessTimeout and their last clock:
+	// clients re-send every state they hear, so a copy of a state sent before the client left
+	// may come back after it; it is not newer, so it is not taken for the client's return.
+	left map[uint64]tombstone
 	// aware counts the changes to clients: a query for the awareness states is answered only
 	// when they changed since the peer's last answer.
 	aware uint64
@@ -61,8 +65,13 @@ const (
 const RemoteAwarenessTimeout = 30 * time.Second
 
 // expireRemote drops the states of other processes' clients not renewed in time and tells the
-// room they left. Under the entry's mu.
+// room they left, and forgets the clients that left longer ago than that. Under the entry's mu.
 func (r *room) expireRemote(now time.Time) {
+	for id, t := range r.left {
+		if now.Sub(t.at) > RemoteAwarenessTimeout {
+			delete(r.left, id)
+		}
+	}
 	gone := map[uint64]awarenessState{}
 	for id, heard := range r.remote {
 		if now.Sub(heard) <= RemoteAwarenessTimeout {
@@ -71,7 +80,7 @@ func (r *room) expireRemote(now time.Time) {
 		delete(r.remote, id)
 		if st, ok := r.clients[id]; ok {
 			gone[id] = awarenessState{clock: st.clock + 1, state: "null"}
-			delete(r.clients, id)
+			r.set(id, gone[id], now)
 		}
 	}
 	if len(gone) > 0 {
@@ -86,12 +95,98 @@ type AwarenessError struct{ Reason string }
 func (e *AwarenessError) Error() string { return e.Reason }
 
 type peerState struct {
-	clients map[uint64]bool // awareness client ids this peer announced
+	// clients are the awareness client ids this peer announces: those it was the first to
+	// announce. The states of others it re-sends (a stock provider re-sends all it hears) are
+	// relays, never its own.
+	clients map[uint64]bool
 }
 
 type awarenessState struct {
 	clock uint64
 	state string // JSON; "null" once the client left
+}
+
+// tombstone is a client that left: its last clock, and when it left.
+type tombstone struct {
+	clock uint64
+	at    time.Time
+}
+
+// current is the room's last word on client id: its state, or "null" at its last clock when it
+// left lately; known is false when the room has none.
+func (r *room) current(id uint64) (st awarenessState, known bool) {
+	if st, ok := r.clients[id]; ok {
+		return st, true
+	}
+	if t, ok := r.left[id]; ok {
+		return awarenessState{clock: t.clock, state: "null"}, true
+	}
+	return awarenessState{}, false
+}
+
+// set records client id's state; a "null" one takes the client out and keeps its clock a
+// while (left). Under the entry's mu.
+func (r *room) set(id uint64, st awarenessState, now time.Time) {
+	if st.state == "null" {
+		delete(r.clients, id)
+		delete(r.remote, id)
+		r.left[id] = tombstone{clock: st.clock, at: now}
+		return
+	}
+	r.clients[id] = st
+	delete(r.left, id)
+}
+
+// owner is who announces an awareness client, as one peer sees it.
+type owner int
+
+const (
+	ownerNone  owner = iota // no peer of this process: unknown, left, or another process's
+	ownerSelf               // the peer itself
+	ownerOther              // another peer of this process
+)
+
+// ownerOf says who, seen from peer p, announces client id. Under the entry's mu.
+func (r *room) ownerOf(id uint64, p Peer) owner {
+	for q, ps := range r.peers {
+		if ps.clients[id] {
+			if q == p {
+				return ownerSelf
+			}
+			return ownerOther
+		}
+	}
+	return ownerNone
+}
+
+// awarenessVerdict is what the room does with one entry of a peer's awareness update.
+type awarenessVerdict int
+
+const (
+	awarenessDrop    awarenessVerdict = iota // not newer than the room's: nothing changes
+	awarenessRelay                           // newer: applied, and the peer announces nothing more
+	awarenessClaim                           // newer, of a client no peer here announces: the peer announces it
+	awarenessRelease                         // the peer's own client left: applied, and the peer no longer announces it
+)
+
+// judgeAwareness decides one entry c of a peer's awareness update, given who announces the
+// client (o) and the room's last word on it (cur, known). As y-protocols' applyAwarenessUpdate,
+// an entry applies only when it is newer: a higher clock, or a removal at the same clock. A
+// state whose client no peer here announces is the peer's own (a client announces itself
+// first, to the process it is connected to); any other is a relay, which a stock provider
+// sends for every state it hears, and is credited to no one.
+func judgeAwareness(c awarenessState, o owner, cur awarenessState, known bool) awarenessVerdict {
+	newer := !known || c.clock > cur.clock || c.clock == cur.clock && c.state == "null" && cur.state != "null"
+	switch {
+	case !newer, !known && c.state == "null": // a removal of a client the room never had changes nothing
+		return awarenessDrop
+	case o == ownerSelf && c.state == "null":
+		return awarenessRelease
+	case o == ownerNone && c.state != "null":
+		return awarenessClaim
+	default:
+		return awarenessRelay
+	}
 }
 
 func (r *room) broadcast(msg []byte, except Peer) {
@@ -212,10 +307,10 @@ func (ss *Session) Close() {
 	if ps, ok := e.room.peers[ss.peer]; ok {
 		delete(e.room.peers, ss.peer)
 		gone := map[uint64]awarenessState{}
-		for id := range ps.clients {
+		for id := range ps.clients { // its own clients only: the states it relayed are others'
 			if st, ok := e.room.clients[id]; ok {
 				gone[id] = awarenessState{clock: st.clock + 1, state: "null"}
-				delete(e.room.clients, id)
+				e.room.set(id, gone[id], ss.svc.now())
 			}
 		}
 		if len(gone) > 0 {
@@ -405,50 +500,66 @@ func parseAwareness(u []byte) ([]awarenessChange, error) {
 	return changes, nil
 }
 
-// awareness records the states in an awareness update and relays it to the other peers, of
-// this process and (Aware) of the others.
+// awareness applies the entries of an awareness update that are newer than the room's, credits
+// the peer with the clients it announces (at most MaxAwarenessClients), and sends what changed
+// to every peer of this process, the sender too, and (Aware) to the other processes.
 func (ss *Session) awareness(u []byte) error {
 	changes, err := parseAwareness(u)
 	if err != nil {
 		return err
 	}
 	e := ss.e
+	now := ss.svc.now()
 	e.mu.Lock()
 	ps := e.room.peers[ss.peer]
 	if ps == nil {
 		e.mu.Unlock()
 		return nil // replaced while this message was on its way
 	}
+	verdicts := make([]awarenessVerdict, len(changes))
 	mine := maps.Clone(ps.clients) // what the peer would announce after the update
-	for _, c := range changes {
-		if c.state.state == "null" {
-			delete(mine, c.id)
-		} else {
+	for i, c := range changes {
+		cur, known := e.room.current(c.id)
+		verdicts[i] = judgeAwareness(c.state, e.room.ownerOf(c.id, ss.peer), cur, known)
+		switch verdicts[i] {
+		case awarenessClaim:
 			mine[c.id] = true
+		case awarenessRelease:
+			delete(mine, c.id)
 		}
 	}
 	if len(mine) > MaxAwarenessClients {
 		e.mu.Unlock()
 		return &AwarenessError{Reason: fmt.Sprintf("a connection announces at most %d awareness clients", MaxAwarenessClients)}
 	}
-	for _, c := range changes {
-		delete(e.room.remote, c.id) // announced here now
-		if c.state.state == "null" {
-			delete(e.room.clients, c.id)
-			delete(ps.clients, c.id)
+	ps.clients = mine
+	applied := map[uint64]awarenessState{}
+	for i, c := range changes {
+		if verdicts[i] == awarenessDrop {
 			continue
 		}
-		e.room.clients[c.id] = c.state
-		ps.clients[c.id] = true
+		if verdicts[i] == awarenessClaim {
+			delete(e.room.remote, c.id) // announced here now
+		}
+		e.room.set(c.id, c.state, now)
+		applied[c.id] = c.state
 	}
-	e.room.aware++
-	// Sent back to the sender too, as y-websocket's own server does: a lone client's
-	// provider counts that echo as traffic and keeps its connection.
-	e.room.broadcast(appendBytes([]byte{msgAwareness}, u), nil)
-	e.room.expireRemote(ss.svc.now())
+	var changed []byte
+	if len(applied) > 0 {
+		e.room.aware++
+		changed = awarenessUpdate(applied)
+		// Sent back to the sender too, as y-websocket's own server does: a lone client's
+		// provider counts that echo as traffic and keeps its connection.
+		e.room.broadcast(appendBytes([]byte{msgAwareness}, changed), nil)
+	} else {
+		// Nothing new, for the others: the sender alone hears it back (it already has it), as
+		// traffic that keeps its connection, and no relay goes round the room again.
+		ss.peer.Send(appendBytes([]byte{msgAwareness}, u))
+	}
+	e.room.expireRemote(now)
 	e.mu.Unlock()
-	if ss.svc.aware != nil {
-		ss.svc.aware(ss.key, u)
+	if changed != nil && ss.svc.aware != nil {
+		ss.svc.aware(ss.key, changed)
 	}
 	return nil
 }
@@ -480,13 +591,10 @@ func (s *Service) HeardAwareness(k Key, u []byte) {
 			continue
 		}
 		relayed[c.id] = c.state
-		if c.state.state == "null" {
-			delete(e.room.clients, c.id)
-			delete(e.room.remote, c.id)
-			continue
+		e.room.set(c.id, c.state, now)
+		if c.state.state != "null" {
+			e.room.remote[c.id] = now
 		}
-		e.room.clients[c.id] = c.state
-		e.room.remote[c.id] = now
 	}
 	if len(relayed) > 0 {
 		e.room.aware++

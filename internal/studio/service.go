@@ -127,7 +127,7 @@ func (s *Service) acquire(k Key) *entry {
 	defer s.mu.Unlock()
 	e := s.entries[k]
 	if e == nil {
-		e = &entry{room: room{peers: map[Peer]*peerState{}, clients: map[uint64]awarenessState{}, remote: map[uint64]time.Time{}}}
+		e = &entry{room: room{peers: map[Peer]*peerState{}, clients: map[uint64]awarenessState{}, remote: map[uint64]time.Time{}, left: map[uint64]tombstone{}}}
 		s.entries[k] = e
 	}
 	e.refs++
