@@ -27,6 +27,7 @@ import (
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/plans"
 	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
@@ -49,6 +50,13 @@ func newModelsHarness(t *testing.T, db *sqlstore.DB) *modelsHarness {
 // applied to the server's configuration.
 func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket, edit func(*server.Config)) *modelsHarness {
 	t.Helper()
+	return newModelsHarnessPlans(t, db, bucket, edit, nil)
+}
+
+// newModelsHarnessPlans is newModelsHarnessOn with the plan figures p (the built-in ones when
+// nil), as `serve --plans` gives them.
+func newModelsHarnessPlans(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket, edit func(*server.Config), p *plans.Plans) *modelsHarness {
+	t.Helper()
 	h := &harness{t: t, db: db, clock: &clock{}, runner: newCtlRunner()}
 	var queueH, syncH, apiH http.Handler
 	h.queue = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { queueH.ServeHTTP(w, r) }))
@@ -64,7 +72,7 @@ func newModelsHarnessOn(t *testing.T, db *sqlstore.DB, bucket *blobs.Bucket, edi
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: h.auth, Now: h.clock.Now, Log: quietLog(), Bucket: bucket})
+	srv, err := server.New(context.Background(), cfg, server.Deps{DB: db, Auth: h.auth, Now: h.clock.Now, Log: quietLog(), Bucket: bucket, Plans: p})
 	if err != nil {
 		t.Fatal(err)
 	}

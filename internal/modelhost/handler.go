@@ -268,11 +268,18 @@ func settledResult(w http.ResponseWriter, r *http.Request, gate *httpapi.Gate, s
 	}
 	if j.Result != nil && len(j.Result.Files) > 0 {
 		if err := gate.AdmitEgress(w, r, httpapi.Principal(r), runners.FilesBytes(j.Result.Files)); err != nil {
-			return nil, err
+			return nil, &egressRefused{err}
 		}
 	}
 	return jobview.Result(r.Context(), j, signer)
 }
+
+// egressRefused is a settled job's links refused by the egress bucket: the job ran and its
+// charge stands whatever this answer says (the synchronous host says so, stands).
+type egressRefused struct{ err error }
+
+func (e *egressRefused) Error() string { return e.err.Error() }
+func (e *egressRefused) Unwrap() error { return e.err }
 
 func (h *Queue) cancel() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {

@@ -1,6 +1,7 @@
 package modelhost
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -95,6 +96,9 @@ func (h *Sync) run() http.Handler {
 		w.Header().Set("X-Svc-Request-Id", j.RequestID)
 		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
 		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now())
+		if late := (*egressRefused)(nil); errors.As(err, &late) {
+			return ranButNotSent(late, h.URLs.Status(j, 0, false))
+		}
 		if err != nil {
 			return err
 		}
@@ -107,6 +111,19 @@ func (h *Sync) run() http.Handler {
 		httpapi.WriteJSON(w, r, http.StatusOK, doc)
 		return nil
 	})
+}
+
+// ranButNotSent is the answer of a run whose output the egress bucket will not let out now: the
+// run happened and its charge stands, so the refusal says so (charged stands, retry poll_first,
+// x-should-retry: false) and names where the output is read once the bucket allows, never
+// inviting a resend that would run and pay again (a resend under the same key replays it).
+func ranButNotSent(late *egressRefused, urls jobview.StatusDoc) error {
+	e, ok := apierr.As(late.err)
+	if !ok {
+		return late.err
+	}
+	e.Retry = apierr.RetryPollFirst
+	return e.WithCharged(string(apierr.ChargedStands)).With("status_url", urls.StatusURL).With("response_url", urls.ResponseURL)
 }
 
 // charged is run_timed_out's `charged`: true once the job is running (charged, or paid by the
