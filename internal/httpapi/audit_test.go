@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -225,5 +226,22 @@ func TestKEY13_AccessLogNamesKeyID(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	if strings.Contains(buf.String(), "key_id") {
 		t.Fatalf("malformed key logged: %s", buf.String())
+	}
+}
+
+// TestRL04_KeylessAnswersCarryRateHeadersWhileTheLimiterIsDown: every response carries the
+// rate-limit headers (spec 01 "Endpoints"), a keyless one (the catalogue, health) too while the
+// limiter cannot be reached: they say what the pacer answered in its place, as keyed answers do.
+func TestRL04_KeylessAnswersCarryRateHeadersWhileTheLimiterIsDown(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	g := &Gate{Pacer: pacer{d: ratelimit.Decision{Limit: 60, ResetAfter: 5 * time.Second}, err: errors.New("limiter unreachable")},
+		Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler)}
+	w := serve(AccountSurface, g.Keyless(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, r, http.StatusOK, map[string]any{"ok": true})
+	})), httptest.NewRequest("GET", "/v1/catalogue", nil))
+	for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if w.Header().Get(h) == "" {
+			t.Errorf("%d answer without %s while the limiter is down: %v", w.Code, h, w.Header())
+		}
 	}
 }

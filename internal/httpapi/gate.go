@@ -368,10 +368,10 @@ func (g *Gate) anonymousHeaders(w http.ResponseWriter, r *http.Request, now time
 	if g.Pacer == nil {
 		return
 	}
-	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: "addr:" + g.Proxies.ClientAddr(r), Plan: string(auth.Free), Bucket: ratelimit.Read, Cost: 1})
-	if err == nil {
-		setRateHeaders(w.Header(), d, now)
-	}
+	// Every response carries the headers (spec 01 "Endpoints"): while the limiter cannot be
+	// reached they say what the pacer answered in its place, as a keyed answer's do.
+	d, _ := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: "addr:" + g.Proxies.ClientAddr(r), Plan: string(auth.Free), Bucket: ratelimit.Read, Cost: 1})
+	setRateHeaders(w.Header(), d, now)
 }
 
 func setRateHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
