@@ -239,18 +239,18 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 	}
 	if ok {
 		if prio != "normal" && prio != "low" {
-			return o, invalid("header", "X-Svc-Priority", "priority is normal or low", "enum")
+			return o, invalid("header", prioName, "priority is normal or low", "enum")
 		}
 		o.Priority = jobs.Priority(prio)
 	}
-	to, _, ok, err := spelled(r, header, "header", sameNumber, "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", "X-Fal-Request-Timeout")
+	to, toName, ok, err := spelled(r, header, "header", sameNumber, "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", "X-Fal-Request-Timeout")
 	if err != nil {
 		return o, err
 	}
 	if ok {
 		f, err := strconv.ParseFloat(to, 64)
 		if err != nil || math.IsNaN(f) || f < 1 || f > 86400 {
-			return o, invalid("header", "X-Svc-Request-Timeout", "a number of seconds from 1 to 86400", "range")
+			return o, invalid("header", toName, "a number of seconds from 1 to 86400", "range")
 		}
 		o.RequestTimeout = time.Duration(f * float64(time.Second))
 	}

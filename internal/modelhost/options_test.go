@@ -2,6 +2,7 @@ package modelhost_test
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/modelexec/modelexec/internal/apierr"
@@ -107,6 +108,27 @@ func TestSUB25_OptionValuesOutOfRange(t *testing.T) {
 		e, ok := apierr.As(err)
 		if !ok || e.Code != c.code || len(e.Detail) == 0 {
 			t.Errorf("%s %v: got %v, want %s with detail", c.query, c.hdr, err, c.code)
+		}
+	}
+}
+
+// TestSUB_RefusedHeaderNamesTheSpellingSent: a refused request timeout or priority names the
+// header the caller sent (its loc and message), not another spelling of it.
+func TestSUB25_RefusedHeaderNamesTheSpellingSent(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("image-4b")
+	queued := *m
+	queued.Lifecycle.Queue = catalog.QueueOffers
+	for name, v := range map[string]string{"X-Alt-Request-Timeout": "0", "X-Svc-Request-Timeout": "86401", "X-Alt-Queue-Priority": "high"} {
+		r := httptest.NewRequest("POST", "/svc-serverless/x", nil)
+		r.Header.Set(name, v)
+		_, err := modelhost.ParseOptions(r, &queued)
+		e, ok := apierr.As(err)
+		if !ok || len(e.Detail) != 1 || e.Detail[0].Loc[1] != name || !strings.HasPrefix(e.Message, name+":") {
+			t.Errorf("%s: %v: the refusal names another spelling (%+v)", name, err, e)
 		}
 	}
 }
