@@ -172,7 +172,9 @@ func (g *Gate) check(w http.ResponseWriter, r *http.Request, route Route) (*auth
 			return nil, g.Admit(w, r, &p, bucket, 1)
 		}
 		g.limited(bucket)
-		return nil, apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
+		e := apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", 1, "reason", "instance_fuse").WithRetryAfter(1)
+		e.Message = fmt.Sprintf("Too many requests on the %s bucket from this key in one second on this server; retry after 1 s.", bucket)
+		return nil, e
 	}
 	// 6. Account status, key validity, plan and rate bucket. A spending request may be let
 	// through on a cached principal (Unconfirmed): its charge confirms it in its transaction,
@@ -292,9 +294,12 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 	case "":
 		return nil
 	case ratelimit.PlanHasNoAPIGenerate:
-		return apierr.New(apierr.PlanHasNoAPIGenerate, "plan", string(p.Account.Plan), "bucket", string(bucket))
+		e := apierr.New(apierr.PlanHasNoAPIGenerate, "plan", string(p.Account.Plan), "bucket", string(bucket))
+		e.Message = fmt.Sprintf("The %s plan has no capacity on the %s bucket: move to a plan that includes it.", p.Account.Plan, bucket)
+		return e
 	case ratelimit.RequestTooLarge:
 		e := apierr.New(apierr.RequestTooLarge, "plan", string(p.Account.Plan), "bucket", string(bucket), "limit", d.Limit)
+		e.Message = fmt.Sprintf("This request costs %d on the %s bucket, more than the %s plan's bucket can ever hold (%d).", cost, bucket, p.Account.Plan, d.Limit)
 		if until, ok := newAccountUntil(p, now); ok {
 			e.Message = fmt.Sprintf("This request costs more than the %s bucket can hold while the account is new: for its first 24 hours every limit is a fifth of the %s plan's, until %s.",
 				bucket, p.Account.Plan, until.Format(time.RFC3339))
@@ -305,6 +310,7 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 		secs := max(1, ceilSeconds(d.RetryAfter))
 		g.limited(bucket)
 		e := apierr.New(apierr.RateLimited, "bucket", string(bucket), "retry_after", secs, "reason", "bucket_spent").WithRetryAfter(secs)
+		e.Message = fmt.Sprintf("Rate limit reached on the %s bucket of the %s plan (%d at most); retry after %d s.", bucket, p.Account.Plan, d.Limit, secs)
 		if until, ok := newAccountUntil(p, now); ok {
 			// Nothing else tells a new account why its second submit is refused (RL-13).
 			e.Message = fmt.Sprintf("Rate limit reached on the %s bucket; retry after %d s. This account is new: for its first 24 hours every limit is a fifth of the %s plan's (new account limits until %s).",
