@@ -123,7 +123,7 @@ func parseModelsLimit(vals []string, expand bool) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(vals[len(vals)-1]))
 	if err != nil || n < 1 || n > most || len(vals) > 1 {
-		return 0, apierr.New(apierr.InvalidLimit, "max", most)
+		return 0, apierr.Newf(apierr.InvalidLimit, "limit must be an integer from 1 to %d.", most).With("max", most)
 	}
 	return n, nil
 }
