@@ -351,7 +351,7 @@ func (m *Model) quoteLanguage(in Input) (Quote, error) {
 func (l *Language) Cost(u Usage) int64 {
 	c := new(big.Rat).Mul(l.in, big.NewRat(int64(u.InputTokens), 1))
 	c.Add(c, new(big.Rat).Mul(l.out, big.NewRat(int64(u.OutputTokens), 1)))
-	return ceilInt(c)
+	return CeilCredits(c)
 }
 
 func (c *Catalog) addLanguageModels(lfs []LanguageFile) error {

@@ -174,7 +174,7 @@ func TestI30_CatalogueFiguresBounded(t *testing.T) {
 			}
 		})
 	}
-	if got := ceilInt(new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(1), 70), big.NewInt(3))); got != math.MaxInt64 {
+	if got := CeilCredits(new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(1), 70), big.NewInt(3))); got != math.MaxInt64 {
 		t.Fatalf("ceil(2^70/3) = %d, want it saturated at %d", got, int64(math.MaxInt64))
 	}
 }

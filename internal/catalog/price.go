@@ -210,7 +210,7 @@ func (m *Model) Quote(in Input) (Quote, error) {
 			billed.Set(b.min)
 		}
 		cost := new(big.Rat).Mul(billed, b.perUnit)
-		return Quote{Credits: ceilInt(cost), Exact: cost, Units: units, BilledUnits: billed, Unit: p.Unit, Band: i}, nil
+		return Quote{Credits: CeilCredits(cost), Exact: cost, Units: units, BilledUnits: billed, Unit: p.Unit, Band: i}, nil
 	}
 	var whens []string
 	for _, b := range p.bands {
@@ -219,9 +219,10 @@ func (m *Model) Quote(in Input) (Quote, error) {
 	return Quote{}, &NotPricedError{Message: "no price band covers this request (priced when " + strings.Join(whens, " or ") + ")"}
 }
 
-// ceilInt is r rounded up, saturated at the largest int64 rather than wrapped (the figures'
-// ranges keep quotes far below it).
-func ceilInt(r *big.Rat) int64 {
+// CeilCredits is r rounded up to whole credits, saturated at the largest int64 rather than
+// wrapped (the figures' ranges keep quotes far below it): the one rounding of a price, a
+// quote's and a settlement's of part of its work alike (DESIGN 30).
+func CeilCredits(r *big.Rat) int64 {
 	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
 	if m.Sign() > 0 {
 		q.Add(q, big.NewInt(1))
@@ -239,7 +240,7 @@ func ceilDecimal(r *big.Rat, d int) string {
 	}
 	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d)), nil)
 	scaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(scale))
-	c := big.NewRat(ceilInt(scaled), 1)
+	c := big.NewRat(CeilCredits(scaled), 1)
 	return c.Quo(c, new(big.Rat).SetInt(scale)).FloatString(d)
 }
 

@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"slices"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/catalog"
 )
 
 // Kind names a ledger movement.
@@ -50,7 +52,7 @@ func Settle(reserved int64, done float64, exact *big.Rat) (charge, refund int64)
 	if exact == nil {
 		charge = int64(math.Ceil(float64(reserved) * done))
 	} else {
-		charge = ceilRat(new(big.Rat).Mul(exact, fraction(done)))
+		charge = catalog.CeilCredits(new(big.Rat).Mul(exact, fraction(done)))
 	}
 	charge = min(charge, reserved)
 	return charge, reserved - charge
@@ -85,18 +87,6 @@ func simplest(lo, hi *big.Rat) *big.Rat {
 	whole := new(big.Rat).SetInt(fl)
 	y := simplest(new(big.Rat).Inv(new(big.Rat).Sub(hi, whole)), new(big.Rat).Inv(new(big.Rat).Sub(lo, whole)))
 	return whole.Add(whole, y.Inv(y))
-}
-
-// ceilRat is r (not negative) rounded up, saturated at the largest int64.
-func ceilRat(r *big.Rat) int64 {
-	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	if m.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	if !q.IsInt64() {
-		return math.MaxInt64
-	}
-	return q.Int64()
 }
 
 // Pass is a pass or a promotion an account holds: it pays for jobs instead of credits.

@@ -4,6 +4,8 @@ import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/modelexec/modelexec/internal/catalog"
 )
 
 // JOB-05 / QST-09: the charge settles at or below the quote; a failure refunds everything.
@@ -34,7 +36,7 @@ func TestPRICE10_SettlePartlyDoneRoundsOnce(t *testing.T) {
 		ch, back := Settle(10, done, exact)
 		// The model's own rule for the steps done, in exact arithmetic.
 		rule := new(big.Rat).Mul(big.NewRat(2048*2048*int64(c.steps), 28*1_000_000), big.NewRat(12715, 10000))
-		if ch != c.charge || back != 10-ch || ch != min(ceilRat(rule), 10) {
+		if ch != c.charge || back != 10-ch || ch != min(catalog.CeilCredits(rule), 10) {
 			t.Errorf("%d of 50 steps: Settle = %d, %d; want %d, %d (the rule: %s)", c.steps, ch, back, c.charge, 10-c.charge, rule.FloatString(4))
 		}
 	}
