@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/modelexec/modelexec/internal/server"
@@ -15,22 +14,17 @@ type ChatFlags struct {
 }
 
 // checkUpstreams refuses an --openai-upstream whose base URL the chat paths cannot be appended
-// to: not an absolute http(s) URL with a host, or one with a query, a fragment or spaces (as
-// two upstreams joined by a separator other than the environment's ; would read).
+// to (server.CheckBaseURL), or one holding a ; (two upstreams joined by another separator than
+// the environment's).
 func (f ChatFlags) checkUpstreams() error {
 	for _, v := range f.OpenAIUpstream {
 		slug, cfg, err := server.ParseUpstream(v)
 		if err != nil {
 			return err
 		}
-		u, err := url.Parse(cfg.BaseURL)
-		switch {
-		case strings.ContainsAny(cfg.BaseURL, " \t;"):
-			err = fmt.Errorf("contains a space or ; (several upstreams in MODELEXEC_OPENAI_UPSTREAM are separated by ;)")
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			err = fmt.Errorf("is not an absolute http(s) URL with a host")
-		case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(cfg.BaseURL, "#"):
-			err = fmt.Errorf("has a query or fragment: the chat paths are appended to it")
+		err = server.CheckBaseURL(cfg.BaseURL)
+		if strings.Contains(cfg.BaseURL, ";") {
+			err = fmt.Errorf("contains a ; (several upstreams in MODELEXEC_OPENAI_UPSTREAM are separated by ;)")
 		}
 		if err != nil {
 			return fmt.Errorf("--openai-upstream %s: base URL %q %w", slug, cfg.BaseURL, err)

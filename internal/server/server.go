@@ -380,23 +380,34 @@ func (c Config) publicURLs() (URLs, error) {
 	return u, nil
 }
 
-// checkPublicURL accepts an absolute http or https URL with a host and nothing a path can not
-// be appended to: no query, no fragment, and no user-info (clients would be sent credentials).
+// checkPublicURL accepts a base URL (CheckBaseURL) without user-info: clients would be sent
+// the credentials.
 func checkPublicURL(v string) error {
+	if err := CheckBaseURL(v); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(v); u.User != nil {
+		return errors.New("holds a user name or password: a public URL is shown to every client")
+	}
+	return nil
+}
+
+// CheckBaseURL accepts a URL that paths are appended to (a public URL, an upstream's base):
+// absolute http or https with a host, and no query, fragment or spaces. It answers what is
+// wrong in words that follow the value ("… is not an absolute http(s) URL").
+func CheckBaseURL(v string) error {
 	u, err := url.Parse(v)
 	switch {
+	case strings.ContainsAny(v, " \t"):
+		return errors.New("contains spaces")
 	case err != nil || !u.IsAbs() || u.Opaque != "":
 		return errors.New("is not an absolute http(s) URL")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("has the scheme %q: only http and https are served", u.Scheme)
 	case u.Host == "" || u.Hostname() == "":
 		return errors.New("has no host")
-	case u.User != nil:
-		return errors.New("holds a user name or password: a public URL is shown to every client")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(v, "?#"):
-		return errors.New("has a query or fragment: status and file links are written by appending paths to it")
-	case strings.ContainsAny(v, " \t"):
-		return errors.New("contains spaces")
+		return errors.New("has a query or fragment: paths are appended to it")
 	}
 	return nil
 }
