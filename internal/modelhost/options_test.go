@@ -55,13 +55,7 @@ func TestSUB13_QueueNotOfferedNamesTheSpellingSent(t *testing.T) {
 // float parser reads it as a number that compares false with both bounds); values at the
 // edges are accepted. Proves SUB-05, SUB-07, SUB-11, SUB-17, SUB-19, SUB-25.
 func TestSUB25_OptionValuesOutOfRange(t *testing.T) {
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := cat.Model("image-4b")
-	queued := *m
-	queued.Lifecycle.Queue = catalog.QueueOffers
+	queued := offeringModel(t)
 	cases := []struct {
 		query string
 		hdr   map[string]string
@@ -115,13 +109,7 @@ func TestSUB25_OptionValuesOutOfRange(t *testing.T) {
 // TestSUB_RefusedHeaderNamesTheSpellingSent: a refused request timeout or priority names the
 // header the caller sent (its loc and message), not another spelling of it.
 func TestSUB25_RefusedHeaderNamesTheSpellingSent(t *testing.T) {
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := cat.Model("image-4b")
-	queued := *m
-	queued.Lifecycle.Queue = catalog.QueueOffers
+	queued := offeringModel(t)
 	for name, v := range map[string]string{"X-Alt-Request-Timeout": "0", "X-Svc-Request-Timeout": "86401", "X-Alt-Queue-Priority": "high"} {
 		r := httptest.NewRequest("POST", "/svc-serverless/x", nil)
 		r.Header.Set(name, v)
@@ -131,4 +119,17 @@ func TestSUB25_RefusedHeaderNamesTheSpellingSent(t *testing.T) {
 			t.Errorf("%s: %v: the refusal names another spelling (%+v)", name, err, e)
 		}
 	}
+}
+
+// offeringModel is image-4b as a model that offers a queue, so that every queue option applies.
+func offeringModel(t *testing.T) catalog.Model {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("image-4b")
+	queued := *m
+	queued.Lifecycle.Queue = catalog.QueueOffers
+	return queued
 }
