@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,4 +197,70 @@ func TestGroupCommitCancelledAndPanicking(t *testing.T) {
 	if err := db.raw.QueryRow(`SELECT count(*) FROM group_rows WHERE n IN (1, 2)`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows of the cancelled and the panicking transaction: %d (%v), want none", n, err)
 	}
+}
+
+// With nothing queued and the write lock free, a transaction is committed on its caller's
+// goroutine (its function sees its caller's stack), with the same answers as in a batch: a
+// refusal is rolled back, a panic reaches its caller. Closing the database meanwhile waits for
+// it to end.
+func TestGroupCommitAloneOnCallersGoroutine(t *testing.T) {
+	db := openGroupDB(t)
+	ctx := context.Background()
+	c0 := db.commits.Load()
+	var stack string
+	if err := db.InTx(ctx, func(tx sqlstore.Querier) error {
+		buf := make([]byte, 64<<10)
+		stack = string(buf[:runtime.Stack(buf, false)])
+		_, err := tx.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES (1)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stack, "TestGroupCommitAloneOnCallersGoroutine") {
+		t.Errorf("the transaction ran on another goroutine:\n%s", stack)
+	}
+	if got := db.commits.Load() - c0; got != 1 {
+		t.Errorf("one transaction took %d commits", got)
+	}
+	err := db.InTx(ctx, func(tx sqlstore.Querier) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES (2)`); err != nil {
+			return err
+		}
+		return errRefused
+	})
+	if !errors.Is(err, errRefused) {
+		t.Errorf("refused alone: %v", err)
+	}
+	func() {
+		defer func() {
+			if v := recover(); v != "runner bug" {
+				t.Errorf("panic reached its caller as %v", v)
+			}
+		}()
+		_ = db.InTx(ctx, func(tx sqlstore.Querier) error { panic("runner bug") })
+	}()
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.InTx(ctx, func(tx sqlstore.Querier) error {
+			close(entered)
+			<-release
+			_, err := tx.ExecContext(ctx, `INSERT INTO group_rows (n) VALUES (3)`)
+			return err
+		})
+	}()
+	<-entered
+	closed := make(chan struct{})
+	go func() { db.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("the database closed under a running transaction")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Errorf("the transaction running at close: %v", err)
+	}
+	<-closed
 }
