@@ -233,9 +233,17 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, v *vi
 }
 
 // readForm reads a form of at most formLimit bytes, multipart or URL-encoded, with the
-// address's query. A form over the limit is 413; one that cannot be read (a stray `%` or a
-// semicolon, a broken multipart body) is 400: sending less would not help it.
+// address's query. A form over the limit is 413: one that declares more (Content-Length) is
+// refused before a byte of it is read, and its connection is closed, since the rest of it would
+// be taken for the next request; one that only turns out larger is refused once the limit is
+// reached. One that cannot be read (a stray `%` or a semicolon, a broken multipart body) is
+// 400: sending less would not help it.
 func readForm(w http.ResponseWriter, r *http.Request) error {
+	tooLarge := refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("The form was larger than the console takes (%d KiB), so nothing was sent. Send it with less in it.", formLimit>>10))
+	if r.ContentLength > formLimit {
+		w.Header().Set("Connection", "close")
+		return tooLarge
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, formLimit)
 	var err error
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
@@ -248,7 +256,7 @@ func readForm(w http.ResponseWriter, r *http.Request) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &tooBig):
-		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("The form was larger than the console takes (%d KiB), so nothing was sent. Send it with less in it.", formLimit>>10))
+		return tooLarge
 	default:
 		return refuse(http.StatusBadRequest, "The form could not be read, so nothing was done: its address or its fields were garbled on the way. Reload the page and send it again.")
 	}

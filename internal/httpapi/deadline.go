@@ -16,11 +16,20 @@ import (
 // and sends 10 bytes holds a goroutine and a socket for as long as it likes. The bound is set
 // per request on the connection (a read deadline), so it applies on every listener whatever
 // built the http.Server.
+//
+// The time a body is given grows with what actually arrives, never with what is merely
+// declared: a declared length says nothing the route will take (a console form stops at
+// 256 KiB, a JSON body at 1 MiB, an upload at its signed maximum), and a client declaring a
+// terabyte and sending nothing was once granted months. Each route's reader stops at its own
+// limit, so the time any route grants is capped at BodyTimeout plus its limit over BodyMinRate,
+// and no route has to restate its limit here.
 type Limits struct {
 	// BodyTimeout is the time any body is given to arrive in full.
 	BodyTimeout time.Duration
-	// BodyMinRate, in bytes per second, adds time for a long declared body (an upload through
-	// a signed link): Content-Length / BodyMinRate seconds on top of BodyTimeout.
+	// BodyMinRate, in bytes per second, adds time for a long body (an upload through a signed
+	// link): a second on top of BodyTimeout for every BodyMinRate bytes read so far (and its
+	// fraction for fewer), up to the declared Content-Length. A body that keeps arriving at BodyMinRate is never cut off;
+	// one that stalls is cut BodyTimeout after it began plus what it had earned.
 	BodyMinRate int64
 	// WriteStall is the longest one write of an answer may wait for the client to take it (a
 	// client that stops reading is cut off then): every write and flush moves the connection's
@@ -29,17 +38,22 @@ type Limits struct {
 	WriteStall time.Duration
 }
 
-// DefaultLimits is what Wrap applies: 30 s for any body, plus a second per 64 KiB declared, and
-// 30 s for a write to make progress.
+// DefaultLimits is what Wrap applies: 30 s for any body, plus a second per 64 KiB received (up
+// to the declared length), and 30 s for a write to make progress.
 func DefaultLimits() Limits {
 	return Limits{BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10, WriteStall: 30 * time.Second}
 }
 
-// bodyDeadline is the time a body of declared length n (-1: unknown) is given.
-func (l Limits) bodyDeadline(n int64) time.Duration {
+// bodyDeadline is the time a body is given once read bytes of it (at most its declared length
+// n; -1: unknown) have arrived.
+func (l Limits) bodyDeadline(n, read int64) time.Duration {
 	d := l.BodyTimeout
-	if n > 0 && l.BodyMinRate > 0 {
-		d += time.Duration(n/l.BodyMinRate) * time.Second
+	if n >= 0 {
+		read = min(read, n)
+	}
+	if read > 0 && l.BodyMinRate > 0 {
+		// In whole seconds and the fraction of one, so no product overflows.
+		d += time.Duration(read/l.BodyMinRate)*time.Second + time.Duration(read%l.BodyMinRate)*time.Second/time.Duration(l.BodyMinRate)
 	}
 	return d
 }
@@ -57,18 +71,20 @@ func LimitBodies(lim Limits, h http.Handler) http.Handler {
 var errBodyTimeout = errors.New("httpapi: the request body did not arrive in time")
 
 // limitBody puts a read deadline on the connection for the body of r and returns r with a
-// body that lifts the deadline once it has been read to its end: a held request (a
-// synchronous run, a wait) must not be cut off by the body's deadline after the body is in.
-// Socket deadlines are wall-clock by nature, so time.Now is used here, not the injected clock.
+// body that moves the deadline on as bytes arrive (bodyDeadline) and lifts it once the body has
+// been read to its end: a held request (a synchronous run, a wait) must not be cut off by the
+// body's deadline after the body is in. Socket deadlines are wall-clock by nature, so time.Now
+// is used here, not the injected clock.
 func limitBody(w http.ResponseWriter, r *http.Request, lim Limits, timedOut *atomic.Bool) *http.Request {
 	if lim.BodyTimeout <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return r
 	}
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(lim.bodyDeadline(r.ContentLength))); err != nil {
+	start, base := time.Now(), lim.bodyDeadline(r.ContentLength, 0)
+	if err := rc.SetReadDeadline(start.Add(base)); err != nil {
 		return r // not a connection that takes deadlines (an in-process test recorder)
 	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timedOut: timedOut}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timedOut: timedOut, lim: lim, start: start, declared: r.ContentLength, earned: base}
 	return r
 }
 
@@ -77,10 +93,17 @@ type deadlineBody struct {
 	rc       *http.ResponseController
 	timedOut *atomic.Bool
 	done     bool
+	lim      Limits
+	start    time.Time
+	declared int64 // Content-Length; -1 when unknown
+	read     int64
+	// earned is the time the deadline last set gives the body from start.
+	earned time.Duration
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
 	switch {
 	case err == io.EOF && !b.done:
 		b.done = true
@@ -88,6 +111,11 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	case err != nil && isTimeout(err):
 		b.timedOut.Store(true)
 		return n, errBodyTimeout
+	case n > 0 && !b.done:
+		if d := b.lim.bodyDeadline(b.declared, b.read); d > b.earned {
+			b.earned = d
+			_ = b.rc.SetReadDeadline(b.start.Add(d))
+		}
 	}
 	return n, err
 }

@@ -280,3 +280,94 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
+
+// formish reads a body the way a route with a limit of its own does (a console form: at most
+// 256 KiB) and answers how much it read, or 400 when the body did not arrive in time.
+func formish() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, 256<<10))
+		if err != nil {
+			http.Error(w, "slow body", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, "%d", len(b))
+	})
+}
+
+// TestLIM01_AHugeDeclaredLengthEarnsNoTime: a client that declares Content-Length:
+// 1000000000000 and sends a few bytes was given the declared length's time (a second per
+// 64 KiB: about 176 days), so such connections piled up until the process ran out of file
+// descriptors. The time now grows with what arrives: the stalled body is cut within the base
+// bound, on Wrap's surfaces and on the operator listener (LimitBodies) alike, and its
+// connection is closed.
+func TestLIM01_AHugeDeclaredLengthEarnsNoTime(t *testing.T) {
+	lim := httpapi.Limits{BodyTimeout: 300 * time.Millisecond, BodyMinRate: 64 << 10}
+	for name, h := range map[string]http.Handler{
+		"Wrap":        httpapi.WrapLimits(httpapi.ConsoleSurface, slog.New(slog.DiscardHandler), lim, formish()),
+		"LimitBodies": httpapi.LimitBodies(lim, formish()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST /console/sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n"+
+				"Content-Type: application/x-www-form-urlencoded\r\n\r\nemail=a")
+			// The bound under test is 300 ms; 10 s only keeps a broken build from hanging the run.
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReader(conn)
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body declaring a terabyte: %v", err)
+			}
+			_, _ = io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("answered after %v", took)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Fatalf("connection still open after the refusal: %v", err)
+			}
+		})
+	}
+}
+
+// TestLIM01_ASteadyBodyEarnsItsTime: a long body that keeps arriving at BodyMinRate or faster
+// is read to its end although it takes several times BodyTimeout, as an upload through a
+// signed link does.
+func TestLIM01_ASteadyBodyEarnsItsTime(t *testing.T) {
+	lim := httpapi.Limits{BodyTimeout: 300 * time.Millisecond, BodyMinRate: 64 << 10}
+	srv := httptest.NewServer(httpapi.WrapLimits(httpapi.AccountSurface, slog.New(slog.DiscardHandler), lim, formish()))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const chunk, chunks = 16 << 10, 12 // 192 KiB at about 160 KiB/s: about 1.2 s, four base bounds
+	fmt.Fprintf(conn, "PUT /files/x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", chunk*chunks)
+	piece := strings.Repeat("x", chunk)
+	for range chunks {
+		if _, err := io.WriteString(conn, piece); err != nil {
+			t.Fatalf("the body was cut off while it kept arriving: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // paces the body; the bound it must stay ahead of is 250 ms per chunk
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(b) != fmt.Sprint(chunk*chunks) {
+		t.Fatalf("a steady body answered %d %s", res.StatusCode, b)
+	}
+}
