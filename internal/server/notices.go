@@ -83,47 +83,72 @@ func studioHeard(key string) (k studio.Key, rev int64, ok bool) {
 }
 
 // studioAware is the notice of an awareness update (cursors, names) a live peer of some
-// process sent.
+// process sent, or of the states a process's peers announce, answering studioAsk.
 const studioAware jobs.NoticeKind = "studio-aware"
+
+// studioAsk is the notice of a process whose first live peer of a document joined: the
+// processes with peers of it answer with the states those announce (studioAware).
+const studioAsk jobs.NoticeKind = "studio-aware-ask"
 
 // studioAwareNotice is the key of studioAware: the sending process, the document as in
 // studioNotice, and the update in unpadded base64url. A notice longer than the notifier's
 // payload (32 KiB through Redis, 7,000 bytes through PostgreSQL: an update of about 24 KB or
 // 5 KB) is dropped: its states then reach the peers of the sender's process only.
 func studioAwareNotice(from string, k studio.Key, update []byte) string {
-	return from + "/" + url.PathEscape(k.Account) + "/" + url.PathEscape(k.Project) + "/" + url.PathEscape(string(k.Doc)) + "/" +
-		base64.RawURLEncoding.EncodeToString(update)
+	return studioAskNotice(from, k) + "/" + base64.RawURLEncoding.EncodeToString(update)
 }
 
 // studioAwareHeard reads a studioAware key back; ok is false for anything else.
 func studioAwareHeard(key string) (from string, k studio.Key, update []byte, ok bool) {
-	parts := strings.Split(key, "/")
-	if len(parts) != 5 {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
 		return "", studio.Key{}, nil, false
+	}
+	if from, k, ok = studioAskHeard(key[:i]); !ok {
+		return "", studio.Key{}, nil, false
+	}
+	update, err := base64.RawURLEncoding.DecodeString(key[i+1:])
+	if err != nil {
+		return "", studio.Key{}, nil, false
+	}
+	return from, k, update, true
+}
+
+// studioAskNotice is the key of studioAsk: the asking process and the document as in
+// studioNotice.
+func studioAskNotice(from string, k studio.Key) string {
+	return from + "/" + url.PathEscape(k.Account) + "/" + url.PathEscape(k.Project) + "/" + url.PathEscape(string(k.Doc))
+}
+
+// studioAskHeard reads a studioAsk key back; ok is false for anything else.
+func studioAskHeard(key string) (from string, k studio.Key, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 {
+		return "", studio.Key{}, false
 	}
 	var err error
 	var p [3]string
 	for i := range p {
 		if p[i], err = url.PathUnescape(parts[i+1]); err != nil {
-			return "", studio.Key{}, nil, false
+			return "", studio.Key{}, false
 		}
 	}
-	if update, err = base64.RawURLEncoding.DecodeString(parts[4]); err != nil {
-		return "", studio.Key{}, nil, false
-	}
-	return parts[0], studio.Key{Account: p[0], Project: p[1], Doc: studio.Name(p[2])}, update, true
+	return parts[0], studio.Key{Account: p[0], Project: p[1], Doc: studio.Name(p[2])}, true
 }
 
 // studioFanOut carries the studio edits and awareness of every process to the live peers of
-// every other, through the notifier: what a process stores is told (the Changed of its studio
-// service), and what any process told brings this one's rooms up to date (Heard); what a peer
-// announces is told (Aware) and relayed by the others (HeardAwareness), not by its own.
-func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger) (changed func(studio.Key, int64), aware func(studio.Key, []byte), listen func(context.Context) error) {
+// every other, through the notifier, by setting cfg's callbacks: what a process stores is told
+// (Changed), and what any process told brings this one's rooms up to date (Heard); what a peer
+// announces is told (Aware) and relayed by the others (HeardAwareness), not by its own; a room
+// that opens asks (AskAwareness) and the processes with peers of its document answer with
+// their states (AnswerAwareness), which reach it as any others. listen hears the others.
+func studioFanOut(n jobs.Notifier, cfg *studio.Config, svc func() *studio.Service, log *slog.Logger) (listen func(context.Context) error) {
 	self := rand.Text()
-	changed = func(k studio.Key, rev int64) { n.Notify(jobs.Notice{Kind: studioChanged, Key: studioNotice(k, rev)}) }
-	aware = func(k studio.Key, u []byte) {
+	cfg.Changed = func(k studio.Key, rev int64) { n.Notify(jobs.Notice{Kind: studioChanged, Key: studioNotice(k, rev)}) }
+	cfg.Aware = func(k studio.Key, u []byte) {
 		n.Notify(jobs.Notice{Kind: studioAware, Key: studioAwareNotice(self, k, u)})
 	}
+	cfg.AskAwareness = func(k studio.Key) { n.Notify(jobs.Notice{Kind: studioAsk, Key: studioAskNotice(self, k)}) }
 	heard := func(ctx context.Context) func(jobs.Notice) {
 		return func(x jobs.Notice) {
 			switch x.Kind {
@@ -138,6 +163,10 @@ func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger)
 			case studioAware:
 				if from, k, u, ok := studioAwareHeard(x.Key); ok && from != self {
 					svc().HeardAwareness(k, u)
+				}
+			case studioAsk:
+				if from, k, ok := studioAskHeard(x.Key); ok && from != self {
+					svc().AnswerAwareness(k)
 				}
 			}
 		}
@@ -156,5 +185,5 @@ func studioFanOut(n jobs.Notifier, svc func() *studio.Service, log *slog.Logger)
 			}
 		}
 	}
-	return changed, aware, listen
+	return listen
 }

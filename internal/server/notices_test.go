@@ -40,3 +40,18 @@ func TestStudioAwareNoticeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A room's opening is told as the asking process and its document whatever the names hold;
+// anything else is not read as one.
+func TestI26_StudioAskNoticeRoundTrip(t *testing.T) {
+	k := studio.Key{Account: "acct_b", Project: "a project/with slashes and\nbreaks", Doc: "canvas:c1"}
+	from, got, ok := studioAskHeard(studioAskNotice("proc1", k))
+	if !ok || from != "proc1" || got != k {
+		t.Fatalf("read back %q %+v %v", from, got, ok)
+	}
+	for _, bad := range []string{"", "p/a/b", "p/a/b/c/d", "p/a/%zz/c"} {
+		if _, _, ok := studioAskHeard(bad); ok {
+			t.Errorf("%q read as an awareness query", bad)
+		}
+	}
+}

@@ -285,7 +285,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	var studioListen func(context.Context) error
 	if notifier != nil && roles[RoleAPI] {
 		// Edits stored by any process reach the live peers of every other.
-		scfg.Changed, scfg.Aware, studioListen = studioFanOut(notifier, func() *studio.Service { return acct.Studio }, d.Log)
+		studioListen = studioFanOut(notifier, &scfg, func() *studio.Service { return acct.Studio }, d.Log)
 	}
 	acct.Studio = studio.NewService(scfg)
 	// Tickets are signed under the deployment secret and claimed in the database, so a ticket

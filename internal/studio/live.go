@@ -2,6 +2,7 @@ package studio
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,9 +177,8 @@ const (
 // first, to the process it is connected to); any other is a relay, which a stock provider
 // sends for every state it hears, and is credited to no one.
 func judgeAwareness(c awarenessState, o owner, cur awarenessState, known bool) awarenessVerdict {
-	newer := !known || c.clock > cur.clock || c.clock == cur.clock && c.state == "null" && cur.state != "null"
 	switch {
-	case !newer, !known && c.state == "null": // a removal of a client the room never had changes nothing
+	case !changesAwareness(c, cur, known):
 		return awarenessDrop
 	case o == ownerSelf && c.state == "null":
 		return awarenessRelease
@@ -189,12 +189,32 @@ func judgeAwareness(c awarenessState, o owner, cur awarenessState, known bool) a
 	}
 }
 
+// changesAwareness reports whether entry c changes the room's last word on its client (cur,
+// known): as y-protocols' applyAwarenessUpdate, only a newer entry does (a higher clock, or a
+// removal at the same clock), and a removal of a client the room never had changes nothing.
+func changesAwareness(c, cur awarenessState, known bool) bool {
+	if !known {
+		return c.state != "null"
+	}
+	return c.clock > cur.clock || c.clock == cur.clock && c.state == "null" && cur.state != "null"
+}
+
 func (r *room) broadcast(msg []byte, except Peer) {
 	for p := range r.peers {
 		if p != except {
 			p.Send(msg)
 		}
 	}
+}
+
+// open readies a room without peers for its first. While it had none it relayed nothing, so it
+// heard nothing either: the states it holds (all other processes' clients: a peer's own go
+// when it leaves) may have changed or left since; they are dropped, and the processes that
+// announce them answer with their current ones (Config.AskAwareness). Under the entry's mu.
+func (r *room) open() {
+	clear(r.clients)
+	clear(r.remote)
+	r.aware++
 }
 
 // replaced tells every peer but except that a whole-document save replaced the document, and
@@ -278,14 +298,20 @@ type JoinParams struct {
 }
 
 // Join adds p.Peer to the document's room and sends it the server's sync step 1 and the
-// awareness states of the room. Close must follow.
+// awareness states of the room. The first peer of a room in this process has the other
+// processes asked for the states of theirs (Config.AskAwareness): their answers reach it as
+// their peers' updates do (HeardAwareness). Close must follow.
 func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 	e := s.acquire(p.Key)
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err := s.load(ctx, p.Key, e); err != nil {
+		e.mu.Unlock()
 		s.release(p.Key, e)
 		return nil, err
+	}
+	opened := len(e.room.peers) == 0
+	if opened {
+		e.room.open()
 	}
 	e.room.expireRemote(s.now()) // before the newcomer is in the room: it is sent what is left
 	e.room.peers[p.Peer] = &peerState{clients: map[uint64]bool{}}
@@ -295,6 +321,10 @@ func (s *Service) Join(ctx context.Context, p JoinParams) (*Session, error) {
 	if len(e.room.clients) > 0 {
 		ss.answered = e.room.aware + 1
 		p.Peer.Send(awarenessMessage(e.room.clients))
+	}
+	e.mu.Unlock()
+	if opened && s.ask != nil {
+		s.ask(p.Key) // once the newcomer is in the room: the answers are relayed to it
 	}
 	return ss, nil
 }
@@ -587,7 +617,9 @@ func (s *Service) HeardAwareness(k Key, u []byte) {
 	}
 	relayed := map[uint64]awarenessState{}
 	for _, c := range changes {
-		if e.room.announcedHere(c.id) {
+		// Not newer: a state this room has (an answer to another room's opening re-sends it),
+		// or one overtaken on the way by its client's next.
+		if cur, known := e.room.current(c.id); e.room.announcedHere(c.id) || !changesAwareness(c.state, cur, known) {
 			continue
 		}
 		relayed[c.id] = c.state
@@ -601,6 +633,51 @@ func (s *Service) HeardAwareness(k Key, u []byte) {
 		e.room.broadcast(awarenessMessage(relayed), nil)
 	}
 	e.room.expireRemote(now)
+}
+
+// answerBytes bounds the states one answer of AnswerAwareness carries (a state larger alone
+// goes in an answer of its own): an answer travels in one notice between processes, whose
+// payload is at most 7,000 bytes through PostgreSQL's notifications.
+const answerBytes = 4 << 10
+
+// AnswerAwareness tells Aware the awareness states the live peers of this process announce
+// for k: another process opened a room of k and asked (Config.AskAwareness there), and its
+// newcomer hears them when they arrive (HeardAwareness), as it would a change of them. The
+// states of other processes' clients are theirs to answer. A process without live peers of k,
+// or whose peers announce nothing, answers nothing.
+func (s *Service) AnswerAwareness(k Key) {
+	if s.aware == nil {
+		return
+	}
+	e := s.held(k)
+	if e == nil {
+		return
+	}
+	defer s.release(k, e)
+	var answers [][]byte
+	batch, size := map[uint64]awarenessState{}, 0
+	e.mu.Lock()
+	for _, ps := range e.room.peers {
+		for id := range ps.clients {
+			st, ok := e.room.clients[id]
+			if !ok {
+				continue
+			}
+			n := len(st.state) + 2*binary.MaxVarintLen64 + binary.MaxVarintLen32
+			if len(batch) > 0 && size+n > answerBytes {
+				answers = append(answers, awarenessUpdate(batch))
+				batch, size = map[uint64]awarenessState{}, 0
+			}
+			batch[id], size = st, size+n
+		}
+	}
+	e.mu.Unlock()
+	if len(batch) > 0 {
+		answers = append(answers, awarenessUpdate(batch))
+	}
+	for _, u := range answers {
+		s.aware(k, u)
+	}
 }
 
 // announcedHere reports whether a peer of this process announces client id.

@@ -73,6 +73,11 @@ type Config struct {
 	// peer that disconnects, as leaving: it tells the service's other processes, whose live
 	// peers then hear it (HeardAwareness).
 	Aware func(k Key, update []byte)
+	// AskAwareness, when set, is told when a room of k opens in this process (its first live
+	// peer joins): it asks the service's other processes for the awareness states of their
+	// peers of k, which each answers through its Aware (AnswerAwareness), so the newcomer sees
+	// them at once rather than at their clients' next renewal.
+	AskAwareness func(k Key)
 }
 
 // Service merges, saves and reads documents and runs live rooms.
@@ -84,6 +89,7 @@ type Service struct {
 	cacheBytes int
 	changed    func(Key, int64)
 	aware      func(Key, []byte)
+	ask        func(Key)
 
 	mu      sync.Mutex
 	entries map[Key]*entry
@@ -119,7 +125,7 @@ func NewService(cfg Config) *Service {
 		cfg.CacheBytes = 4 << 20
 	}
 	return &Service{store: cfg.Store, now: cfg.Now, log: cfg.Log, cacheDocs: cfg.CacheDocs, cacheBytes: cfg.CacheBytes,
-		changed: cfg.Changed, aware: cfg.Aware, entries: map[Key]*entry{}}
+		changed: cfg.Changed, aware: cfg.Aware, ask: cfg.AskAwareness, entries: map[Key]*entry{}}
 }
 
 func (s *Service) acquire(k Key) *entry {
