@@ -24,6 +24,7 @@ import (
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
 	"github.com/modelexec/modelexec/internal/ledger"
+	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/studio"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
@@ -127,8 +128,10 @@ func (h *Handler) Routes() http.Handler {
 
 	mux.Handle("GET /console/keys", h.account(h.keys))
 	mux.Handle("POST /console/keys", h.account(h.mintKey))
-	mux.Handle("POST /console/keys/{id}/revoke", h.change(h.revokeKey))
-	mux.Handle("POST /console/keys/{id}/ceiling", h.change(h.setCeiling))
+	// Keys are managed only here (no API route changes one): a limited account may still
+	// revoke a key it fears leaked, or mint one, which can only read.
+	mux.Handle("POST /console/keys/{id}/revoke", h.change(ratelimit.Read, h.revokeKey))
+	mux.Handle("POST /console/keys/{id}/ceiling", h.change(ratelimit.Read, h.setCeiling))
 	h.webhookRoutes(mux)
 	h.operatorRoutes(mux)
 	h.usageRoutes(mux)
@@ -272,28 +275,35 @@ func (h *Handler) account(fn func(w http.ResponseWriter, r *http.Request, v *vie
 	})
 }
 
-// change serves an account's form that changes something (a key, an endpoint, a delivery, a
-// ticket): a banned or suspended account is refused before anything is done (standing). A form
-// with typed fields (mint, add endpoint, run) is served by account and checks standing itself,
-// so its refusal keeps what was typed.
-func (h *Handler) change(fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
+// change serves an account's form that changes something on the API's bucket (a key and a
+// ticket, which the API's read bucket admits; an endpoint or a delivery, on the write bucket): an
+// account whose status refuses that bucket is refused before anything is done (standing). A
+// form with typed fields (mint, add endpoint, run) is served by account and checks standing
+// itself, so its refusal keeps what was typed.
+func (h *Handler) change(bucket ratelimit.Bucket, fn func(w http.ResponseWriter, r *http.Request, v *viewer) error) http.Handler {
 	return h.account(func(w http.ResponseWriter, r *http.Request, v *viewer) error {
-		if err := standing(v.Account); err != nil {
+		if err := standing(v.Account, bucket); err != nil {
 			return err
 		}
 		return fn(w, r, v)
 	})
 }
 
-// standing refuses a form that would change something for an account whose status refuses
-// every key (spec 02: account_suspended, account_banned), as auth.AccountStanding decides for
-// the API. Sign-out, and the operator's forms acting on other accounts, are not asked. A
-// limited account is refused by the spend itself (the playground's submit), as its keys are
-// on the buckets it may not write.
-func standing(a auth.Account) *pageError {
-	e, ok := apierr.As(auth.AccountStanding(a, true))
+// standing refuses a form that would act for an account whose status refuses the bucket the API
+// takes the same action on, as auth.AccountStanding decides for the API's gate (spec 02):
+// account_suspended and account_banned refuse every bucket; account_limited, naming the
+// bucket, every one but read (the account may read but not spend or write: a webhook change
+// is on write, a run on generate). Sign-out, and the operator's forms acting on other
+// accounts, are not asked.
+func standing(a auth.Account, bucket ratelimit.Bucket) *pageError {
+	e, ok := apierr.As(auth.AccountStanding(a, bucket == ratelimit.Read))
 	if !ok {
 		return nil
+	}
+	if e.Code == apierr.AccountLimited {
+		return &pageError{status: e.HTTPStatus(),
+			msg: fmt.Sprintf("This account is limited: it may read but not spend or write, so nothing was done (%s, bucket %s). The console can still show what the account has.",
+				e.Code, bucket)}
 	}
 	return &pageError{status: e.HTTPStatus(),
 		msg: fmt.Sprintf("%s (%s): nothing was done. The console can still show what the account has.",

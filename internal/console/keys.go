@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/auth"
+	"github.com/modelexec/modelexec/internal/ratelimit"
 )
 
 type keyRow struct {
@@ -163,7 +164,7 @@ func (h *Handler) mintKey(w http.ResponseWriter, r *http.Request, v *viewer) err
 		h.render(w, status, "keys", view{Title: "API keys", Nav: "keys", V: v, Data: d, Error: msg})
 		return nil
 	}
-	if refused := standing(v.Account); refused != nil {
+	if refused := standing(v.Account, ratelimit.Read); refused != nil {
 		return again(refused.status, refused.msg)
 	}
 	var scopes []auth.Scope

@@ -11,6 +11,7 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/catalog"
 	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ratelimit"
 )
 
 // The playground runs a model from a form generated from its input contract (the schema the
@@ -147,7 +148,7 @@ func (h *Handler) playgroundSubmit(w http.ResponseWriter, r *http.Request, v *vi
 		h.render(w, status, "playground", view{Title: "Playground", Nav: "playground", V: v, Data: d, Error: msg})
 		return nil
 	}
-	if refused := standing(v.Account); refused != nil {
+	if refused := standing(v.Account, ratelimit.Generate); refused != nil {
 		return again(refused.status, refused.msg, nil)
 	}
 	if len(problems) > 0 {

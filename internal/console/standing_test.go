@@ -84,3 +84,69 @@ func TestConsoleBannedOrSuspendedAccountChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestERR27_ConsoleLimitedAccountWritesNothing: a limited account may read but not spend or write
+// (spec 02 account_limited; the write bucket covers webhook changes). Its console used to add,
+// re-challenge, test, delete and resend webhooks as if it were live, while POST /v1/webhooks
+// answered 403 account_limited. Each of those forms now answers 403 naming account_limited and
+// the write bucket in words, a playground run names the generate bucket, nothing reaches the
+// receiver; the pages still read, and keys (managed only in the console, no API bucket but
+// read) can still be revoked.
+func TestERR27_ConsoleLimitedAccountWritesNothing(t *testing.T) {
+	f := newWHFixture(t)
+	rc := newHookReceiver(t)
+	const account = "acct_limited_console"
+	b := f.signIn(t, account, "limited@example.com")
+
+	_, page := b.submit("/console/webhooks", url.Values{"url": {rc.URL()}, "product": {"photo"}})
+	ids := whEndpointIDs(page)
+	if len(ids) != 1 {
+		t.Fatalf("endpoints on the page: %v\n%s", ids, page)
+	}
+	hook := ids[0]
+	b.submit("/console/webhooks/"+hook+"/test", nil)
+	evs := rc.events()
+	if len(evs) != 1 {
+		t.Fatalf("the receiver got %d events while live", len(evs))
+	}
+	dlv := evs[0].Header.Get(webhooks.HeaderDelivery)
+	_, page = b.submit("/console/keys", url.Values{"expires_days": {"90"}, "name": {"ci"}})
+	key := match(t, mintedID, page)
+
+	if err := f.db.SetAccountStatus(context.Background(), account, auth.Limited); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := b.get("/console/webhooks"); status != http.StatusOK {
+		t.Fatalf("the webhooks page of a limited account answered %d", status)
+	}
+	refused := func(what, path, bucket string, form url.Values, kept ...string) {
+		t.Helper()
+		status, page := b.submit(path, form)
+		if status != http.StatusForbidden || !strings.Contains(page, "account_limited, bucket "+bucket) ||
+			!strings.Contains(page, "may read but not spend or write") || !strings.Contains(page, "nothing was done") {
+			t.Errorf("%s by a limited account answered %d, want 403 naming account_limited and bucket %s:\n%.3000s", what, status, bucket, page)
+		}
+		for _, k := range kept {
+			if !strings.Contains(page, k) {
+				t.Errorf("%s refused does not keep %q in the form", what, k)
+			}
+		}
+	}
+	other := newHookReceiver(t)
+	refused("adding an endpoint", "/console/webhooks", "write", url.Values{"url": {other.URL()}, "product": {"photo"}}, `value="`+other.URL()+`"`)
+	refused("a test event", "/console/webhooks/"+hook+"/test", "write", nil)
+	refused("a re-challenge", "/console/webhooks/"+hook+"/challenge", "write", nil)
+	refused("a resend", "/console/webhooks/deliveries/"+dlv+"/resend", "write", nil)
+	refused("deleting an endpoint", "/console/webhooks/"+hook+"/delete", "write", nil)
+	refused("a playground run", "/console/playground", "generate", url.Values{"model": {"image-lite"}, "in.positivePrompt": {"a red bicycle"}}, "a red bicycle")
+	if n := len(rc.events()) + len(other.events()); n != 1 {
+		t.Errorf("the receivers got %d events, want only the one sent while live", n)
+	}
+	_, page = b.get("/console/webhooks")
+	if got := whEndpointIDs(page); len(got) != 1 || got[0] != hook {
+		t.Errorf("endpoints after the refusals: %v, want only %s", got, hook)
+	}
+	if status, page := b.submit("/console/keys/"+key+"/revoke", nil); status >= 400 {
+		t.Errorf("revoking a key of a limited account answered %d:\n%.2000s", status, page)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/studio"
 )
 
@@ -14,7 +15,7 @@ func (h *Handler) studioRoutes(mux *http.ServeMux) {
 	if h.Tickets == nil {
 		return
 	}
-	mux.Handle("POST /console/studio/projects/{project}/tickets", h.change(h.studioTicket))
+	mux.Handle("POST /console/studio/projects/{project}/tickets", h.change(ratelimit.Read, h.studioTicket))
 }
 
 // studioTicket mints a ticket for the account's project with the rights of the account's

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelexec/modelexec/internal/ratelimit"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -32,10 +33,10 @@ var productWords = map[string]string{
 func (h *Handler) webhookRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /console/webhooks", h.account(h.webhooksPage))
 	mux.Handle("POST /console/webhooks", h.account(h.addWebhook))
-	mux.Handle("POST /console/webhooks/{id}/challenge", h.change(h.rechallengeWebhook))
-	mux.Handle("POST /console/webhooks/{id}/test", h.change(h.testWebhook))
-	mux.Handle("POST /console/webhooks/{id}/delete", h.change(h.deleteWebhook))
-	mux.Handle("POST /console/webhooks/deliveries/{id}/resend", h.change(h.resendDelivery))
+	mux.Handle("POST /console/webhooks/{id}/challenge", h.change(ratelimit.Write, h.rechallengeWebhook))
+	mux.Handle("POST /console/webhooks/{id}/test", h.change(ratelimit.Write, h.testWebhook))
+	mux.Handle("POST /console/webhooks/{id}/delete", h.change(ratelimit.Write, h.deleteWebhook))
+	mux.Handle("POST /console/webhooks/deliveries/{id}/resend", h.change(ratelimit.Write, h.resendDelivery))
 }
 
 type webhookRow struct {
@@ -239,7 +240,7 @@ func (h *Handler) addWebhook(w http.ResponseWriter, r *http.Request, v *viewer) 
 		h.renderWebhooks(w, status, v, d, "", msg)
 		return nil
 	}
-	if refused := standing(v.Account); refused != nil {
+	if refused := standing(v.Account, ratelimit.Write); refused != nil {
 		return again(refused.status, refused.msg)
 	}
 	if url == "" {
