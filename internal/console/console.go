@@ -66,6 +66,10 @@ type Handler struct {
 	JobCount JobCounter
 	// Signer turns stored outputs into the signed links the API hands out.
 	Signer jobview.Signer
+	// Egress admits a download of bytes of the caller's files before any link is signed: the
+	// API's own admission (httpapi.Gate.AdmitEgress: a limited account is refused, the egress
+	// bucket takes the bytes). Nil: no link is signed.
+	Egress func(w http.ResponseWriter, r *http.Request, p *auth.Principal, bytes int64) error
 	// Deliveries reads a job's webhook deliveries; nil leaves them off the job page.
 	Deliveries Deliveries
 	// Paused reports whether the operator has paused the API or a product: the playground

@@ -18,6 +18,8 @@ type homeData struct {
 	Spend *usageData
 	// Recent are the account's newest jobs (nil: jobs are not available).
 	Recent []jobRow
+	// LinksRefused says why the previews are not shown (the download was refused).
+	LinksRefused string
 }
 
 // recentJobs is how many jobs the overview lists.
@@ -53,6 +55,7 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request, v *viewer) error 
 		for _, j := range list {
 			d.Recent = append(d.Recent, h.jobListRow(r.Context(), v, j))
 		}
+		d.LinksRefused = h.signThumbs(w, r, v, d.Recent)
 	}
 	h.render(w, http.StatusOK, "home", view{Title: "Overview", Nav: "home", V: v, Data: d, Flash: h.flash(w, r)})
 	return nil

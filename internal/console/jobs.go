@@ -15,6 +15,7 @@ import (
 	"github.com/modelexec/modelexec/internal/apierr"
 	"github.com/modelexec/modelexec/internal/jobs"
 	"github.com/modelexec/modelexec/internal/jobview"
+	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/webhooks"
 )
 
@@ -53,6 +54,7 @@ type jobRow struct {
 	Took                            string
 	Prompt                          string // the start of the prompt, when the model takes one
 	Thumb                           string // a signed link to the first image output
+	thumb                           *runners.File
 }
 
 type jobsData struct {
@@ -68,6 +70,8 @@ type jobsData struct {
 	Page                   int  // 1 for the newest page; 0 when the way back is too long to count
 	Total                  int  // jobs the filters match (-1: not counted on this server)
 	TotalMore              bool // more than maxCounted
+	// LinksRefused says why the previews are not shown (the download was refused).
+	LinksRefused string
 }
 
 // maxCounted bounds the count of the jobs a list's filters match; maxTrail bounds how many
@@ -136,6 +140,7 @@ func (h *Handler) jobsList(w http.ResponseWriter, r *http.Request, v *viewer) er
 	for _, j := range list {
 		d.Rows = append(d.Rows, h.jobListRow(r.Context(), v, j))
 	}
+	d.LinksRefused = h.signThumbs(w, r, v, d.Rows)
 	h.render(w, status, "jobs", view{Title: "Jobs", Nav: "jobs", V: v, Data: d, Error: d.FilterError})
 	return nil
 }
@@ -187,14 +192,38 @@ func (h *Handler) jobListRow(ctx context.Context, v *viewer, j jobs.Job) jobRow 
 	if full.Result != nil {
 		for _, f := range full.Result.Files {
 			if strings.HasPrefix(f.ContentType, "image/") {
-				if link, _, err := h.Signer.SignGet(ctx, f.Key); err == nil {
-					row.Thumb = link
-				}
+				row.thumb = &f
 				break
 			}
 		}
 	}
 	return row
+}
+
+// signThumbs links each row's preview, all of them admitted as one download (admitDownload);
+// when that is refused, no row has a preview and the answer says why.
+func (h *Handler) signThumbs(w http.ResponseWriter, r *http.Request, v *viewer, rows []jobRow) string {
+	var files []runners.File
+	for _, row := range rows {
+		if row.thumb != nil {
+			files = append(files, *row.thumb)
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	if err := h.admitDownload(w, r, v, runners.FilesBytes(files)); err != nil {
+		return strings.Replace(h.linksRefused(r, err), "the files are listed without links", "no previews are shown", 1)
+	}
+	for i := range rows {
+		if rows[i].thumb == nil {
+			continue
+		}
+		if link, _, err := h.Signer.SignGet(r.Context(), rows[i].thumb.Key); err == nil {
+			rows[i].Thumb = link
+		}
+	}
+	return ""
 }
 
 // promptOf is the start of a job's prompt (positivePrompt, or prompt), at most 80 characters.
@@ -313,17 +342,19 @@ type jobDeliveryRow struct {
 }
 
 type jobData struct {
-	Job                      jobs.Job
-	State                    string
-	Settled                  bool
-	Input, Result            string
-	History                  []historyRow
-	Refunded                 int64
-	Coverage                 string
-	EventID, EventType       string
-	Deliveries               []jobDeliveryRow
-	DeliveriesUnavailable    bool
-	Outputs                  []output
+	Job                   jobs.Job
+	State                 string
+	Settled               bool
+	Input, Result         string
+	History               []historyRow
+	Refunded              int64
+	Coverage              string
+	EventID, EventType    string
+	Deliveries            []jobDeliveryRow
+	DeliveriesUnavailable bool
+	Outputs               []output
+	// LinksRefused says why the outputs have no links (the download was refused).
+	LinksRefused             string
 	Logs                     []jobs.LogLine
 	Progress                 int
 	ErrorCode, ErrorSentence string
@@ -369,12 +400,15 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, v *viewer) err
 	}
 	h.jobError(&d, j)
 	if j.Result != nil {
-		if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
-			d.Result = pretty(mustJSON(doc))
-		} else {
-			h.Log.Warn("console: sign result links", "job", j.ID, "err", err)
+		var signed bool
+		if d.LinksRefused, signed = h.admitOutputs(w, r, v, j); signed {
+			if doc, err := jobview.Result(r.Context(), j, h.Signer); err == nil {
+				d.Result = pretty(mustJSON(doc))
+			} else {
+				h.Log.Warn("console: sign result links", "job", j.ID, "err", err)
+			}
 		}
-		d.Outputs = h.outputs(r.Context(), j)
+		d.Outputs = h.outputs(r.Context(), j, signed)
 	}
 	if h.Deliveries != nil {
 		ds, err := h.Deliveries.ListDeliveries(r.Context(), webhooks.ListDeliveriesParams{Account: v.Account.ID, JobID: j.ID})
@@ -462,15 +496,31 @@ func (h *Handler) accountJob(r *http.Request, v *viewer) (jobs.Job, error) {
 	return j, nil
 }
 
-// outputs are the job's stored files behind signed links (valid 15 minutes, as the API's),
-// each shown the way its type plays: an image preview, an audio or video player, or a link.
-func (h *Handler) outputs(ctx context.Context, j jobs.Job) []output {
+// admitOutputs admits the links to j's files as one download (admitDownload): signed says
+// they may be signed; otherwise refused says why in words. A job without files needs none.
+func (h *Handler) admitOutputs(w http.ResponseWriter, r *http.Request, v *viewer, j jobs.Job) (refused string, signed bool) {
+	if len(j.Result.Files) == 0 {
+		return "", true
+	}
+	if err := h.admitDownload(w, r, v, runners.FilesBytes(j.Result.Files)); err != nil {
+		return h.linksRefused(r, err), false
+	}
+	return "", true
+}
+
+// outputs are the job's stored files, each shown the way its type plays: an image preview, an
+// audio or video player, or a link, behind signed links (valid 15 minutes, as the API's) when
+// signed; without links (and so without previews) when the download was refused.
+func (h *Handler) outputs(ctx context.Context, j jobs.Job, signed bool) []output {
 	var out []output
 	for _, f := range j.Result.Files {
-		link, _, err := h.Signer.SignGet(ctx, f.Key)
-		if err != nil {
-			h.Log.Warn("console: sign output", "job", j.ID, "err", err)
-			continue
+		var link string
+		if signed {
+			var err error
+			if link, _, err = h.Signer.SignGet(ctx, f.Key); err != nil {
+				h.Log.Warn("console: sign output", "job", j.ID, "err", err)
+				continue
+			}
 		}
 		kind, _, _ := strings.Cut(f.ContentType, "/")
 		if !slices.Contains([]string{"image", "audio", "video"}, kind) {
@@ -487,15 +537,17 @@ func (h *Handler) outputs(ctx context.Context, j jobs.Job) []output {
 
 // liveJob is what the job page's script polls while the job runs.
 type liveJob struct {
-	State    string          `json:"state"`
-	Settled  bool            `json:"settled"`
-	Progress float64         `json:"progress"`
-	Position *int            `json:"queue_position,omitempty"`
-	Logs     []jobs.LogLine  `json:"logs"`
-	Charged  int64           `json:"credits_charged"`
-	Error    *string         `json:"error_code"`
-	Outputs  []output        `json:"outputs"`
-	Result   json.RawMessage `json:"result,omitempty"`
+	State    string         `json:"state"`
+	Settled  bool           `json:"settled"`
+	Progress float64        `json:"progress"`
+	Position *int           `json:"queue_position,omitempty"`
+	Logs     []jobs.LogLine `json:"logs"`
+	Charged  int64          `json:"credits_charged"`
+	Error    *string        `json:"error_code"`
+	Outputs  []output       `json:"outputs"`
+	// LinksRefused says why the outputs have no url (the download was refused).
+	LinksRefused string          `json:"links_refused,omitempty"`
+	Result       json.RawMessage `json:"result,omitempty"`
 	// Warnings are the run's warnings while its page has not shown them (the playground's
 	// script shows them beside the outputs).
 	Warnings []string `json:"warnings,omitempty"`
@@ -522,7 +574,9 @@ func (h *Handler) jobLive(w http.ResponseWriter, r *http.Request, v *viewer) err
 		l.Position = &n
 	}
 	if j.Result != nil {
-		l.Outputs = h.outputs(r.Context(), j)
+		var signed bool
+		l.LinksRefused, signed = h.admitOutputs(w, r, v, j)
+		l.Outputs = h.outputs(r.Context(), j, signed)
 	}
 	h.peek(r, v, "/console/jobs/"+j.ID, &l.Warnings)
 	writeJSON(w, http.StatusOK, l)

@@ -28,7 +28,7 @@ func (s *Server) wireConsole(d Deps, cat *catalog.Catalog, signer jobview.Signer
 		Webhooks: s.account.Webhooks, Directory: d.DB, KeysUsed: d.DB, Usage: s.usage, Now: d.Now, Log: s.log, Jobs: s.jobs, Signer: signer,
 		Deliveries: sqlstore.Webhooks{DB: d.DB}, JobCount: sqlstore.Jobs{DB: d.DB}, SignIns: d.DB, Proxies: gate.Proxies,
 		Paused:  func(product string) bool { return sw.APIDisabled.Load() || sw.ProductDisabled(product) },
-		Tickets: s.account.Tickets}
+		Tickets: s.account.Tickets, Egress: gate.AdmitEgress}
 }
 
 // withConsole serves /console and everything under it from the console, the rest from api.

@@ -255,9 +255,23 @@
       p.textContent = `The run failed (${j.error_code}); the job page says why.`;
       out.append(p);
     }
+    if (j.links_refused) { // the download was refused: the files are listed without links
+      const p = document.createElement('p');
+      p.className = 'error';
+      p.id = 'links-refused';
+      p.textContent = j.links_refused;
+      out.append(p);
+    }
     for (const o of j.outputs || []) {
       const fig = document.createElement('figure');
       fig.className = 'output ' + o.kind;
+      if (!o.url) {
+        const cap = document.createElement('figcaption');
+        cap.textContent = `${o.name} (${o.content_type}, ${o.bytes} bytes; no link)`;
+        fig.append(cap);
+        out.append(fig);
+        continue;
+      }
       let media = null;
       if (o.kind === 'image') {
         media = document.createElement('img');
