@@ -233,8 +233,12 @@ type Tx interface {
 	CloseJob(ctx context.Context, j Job, ev *Event) error
 	// CountQueuedOf counts the jobs waiting for a slot of each model (reading only those), by
 	// priority, in one statement where the store can; a model without waiting jobs may be left
-	// out.
-	CountQueuedOf(ctx context.Context, models []string) (map[string]Waiting, error)
+	// out. The models of lock (some of models) are counted under a lock of each held until the
+	// transaction ends, where other processes' transactions could count them at once
+	// (PostgreSQL; SQLite's one writer holds the database already): a transaction that judges
+	// a model's room by its count sees every job another committed under the lock, and no
+	// other commits one between its count and its own insert.
+	CountQueuedOf(ctx context.Context, models, lock []string) (map[string]Waiting, error)
 	// InsertJobs stores js, in one statement where the store can; ErrDuplicate when an account
 	// already has one's job id or idempotency key. The store may write the rows with the
 	// transaction's next statement or its COMMIT (one round trip fewer): the failure is then

@@ -118,7 +118,7 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 	}()
 	now := s.now()
 	pairs := make([]ledger.AccountKey, len(batch))
-	var models []string
+	var models, capped []string
 	for i, p := range batch {
 		s.unclaim(p, false)
 		p.job, p.balance, p.err = p.base, 0, nil
@@ -126,10 +126,17 @@ func (s *Service) chargeSubmits(ctx context.Context, tx Tx, batch []*pendingSubm
 		if queues(p.req.Model) || !s.cfg.Runs {
 			models = append(models, p.base.Model)
 		}
+		if !queues(p.req.Model) && !s.cfg.Runs {
+			// handOff's service_busy is judged on this count, which every front process's
+			// submits share: it is taken under the model's lock, or two fronts that each count
+			// before the other commits hand off more than one worker runs at once. A process
+			// that runs the model judges its own slots and takes no lock.
+			capped = append(capped, p.base.Model)
+		}
 	}
 	queued := map[string]Waiting{}
 	if len(models) > 0 {
-		if queued, err = tx.CountQueuedOf(ctx, sortedSet(models)); err != nil {
+		if queued, err = tx.CountQueuedOf(ctx, sortedSet(models), sortedSet(capped)); err != nil {
 			return admission(err)
 		}
 	}

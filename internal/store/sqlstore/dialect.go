@@ -19,6 +19,8 @@ type dialectSQL struct {
 	// lockKey takes a lock on a text key ($1) until the transaction ends; "" where the
 	// transaction's own lock covers it (SQLite).
 	lockKey string
+	// lockKeys is lockKey for each of a list of keys ($1, as list gives it), in its order.
+	lockKeys string
 	// markFannedOut takes the events of a JSON array of seqs ($1) out of events_pending.
 	markFannedOut string
 	// ledgerArgs is how many of LedgerApply's parameters its statement reads (qLedgerApply).
@@ -48,6 +50,7 @@ var dialects = map[Dialect]*dialectSQL{
 		index:         func(string) string { return "" },
 		list:          func(ids []string) any { return ids },
 		lockKey:       `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+		lockKeys:      `SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i`,
 		markFannedOut: `DELETE FROM events_pending WHERE seq IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)`,
 		ledgerArgs:    15,
 		chargeAll:     qChargeAll,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -248,8 +249,21 @@ var qCountQueuedOf = map[Dialect]string{
 }
 
 // CountQueuedOf counts the jobs waiting for a slot of each model of slugs by priority, in one
-// statement.
-func (tx *Tx) CountQueuedOf(ctx context.Context, slugs []string) (map[string]jobs.Waiting, error) {
+// statement; the models of lock first take their hand-off locks (lockKeys) until the
+// transaction ends. The locks are a statement of their own, sent with the count (WriteAtCommit):
+// under READ COMMITTED a statement reads what was committed when it began, so a count in the
+// statement that waited for a lock would miss the job its holder committed meanwhile.
+func (tx *Tx) CountQueuedOf(ctx context.Context, slugs, lock []string) (map[string]jobs.Waiting, error) {
+	if len(lock) > 0 && tx.sql.lockKeys != "" {
+		keys := make([]string, len(lock))
+		for i, m := range lock {
+			keys[i] = "handoff:" + m
+		}
+		slices.Sort(keys) // every transaction takes them in one order: no deadlock between two
+		if err := tx.q.WriteAtCommit(ctx, tx.sql.lockKeys, []any{tx.list(keys)}, nil); err != nil {
+			return nil, err
+		}
+	}
 	out := make(map[string]jobs.Waiting, len(slugs))
 	err := eachRow(tx.q.QueryContext(ctx, qCountQueuedOf[tx.sql.name], tx.list(slugs)))(func(row Row) error {
 		var v string

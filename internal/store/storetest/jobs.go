@@ -239,8 +239,8 @@ func testCloseJob(t *testing.T, s Stores) {
 				}
 			}()
 			_ = s.Jobs.InOneStatement(ctx, func(tx jobs.Tx) error {
-				_, _ = tx.CountQueuedOf(ctx, []string{"photo"})
-				_, err := tx.CountQueuedOf(ctx, []string{"photo"})
+				_, _ = tx.CountQueuedOf(ctx, []string{"photo"}, nil)
+				_, err := tx.CountQueuedOf(ctx, []string{"photo"}, nil)
 				return err
 			})
 		}()
@@ -274,7 +274,7 @@ func testClaims(t *testing.T, s Stores) {
 	}
 	var claimed jobs.Job
 	err = s.Jobs.InTx(ctx, func(tx jobs.Tx) error {
-		counts, err := tx.CountQueuedOf(ctx, []string{"m-photo"})
+		counts, err := tx.CountQueuedOf(ctx, []string{"m-photo"}, nil)
 		if w := counts["m-photo"]; err != nil || w != (jobs.Waiting{Normal: 2, Low: 1}) {
 			return fmt.Errorf("queue length %+v %v, want 2 normal and 1 low", w, err)
 		}
@@ -438,7 +438,7 @@ func holdWithJob(t *testing.T, store jobs.Store, account, key string, spend int6
 			if err := tx.InsertJobs(ctx, []jobs.Job{newJob(account, "photo", "held", jobs.InProgress, t0)}); err != nil {
 				return err
 			}
-			if _, err := tx.CountQueuedOf(ctx, []string{"none"}); err != nil { // the insert is sent
+			if _, err := tx.CountQueuedOf(ctx, []string{"none"}, nil); err != nil { // the insert is sent
 				return err
 			}
 			close(holding)
