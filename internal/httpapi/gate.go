@@ -88,9 +88,10 @@ func (g *Gate) Protect(route Route, h http.Handler) http.Handler {
 			if p.Unconfirmed {
 				// An error the handler answers for a principal from the cache confirms it
 				// first (WriteError): a revoked key or a banned account is answered as such.
-				// A submit that succeeds confirmed it in its charge's transaction and clears
-				// Unconfirmed (jobs.Service.Submit): what is answered after it, such as a run
-				// whose links are refused and whose charge stands, is answered as it is.
+				// A submit that succeeds confirmed it in its charge's transaction, and the host
+				// that submitted marks it so (modelhost's confirmed): what is answered after it,
+				// such as a run whose links are refused and whose charge stands, is answered as
+				// it is.
 				ctx = context.WithValue(ctx, confirmKey, confirmer(func(w http.ResponseWriter, r *http.Request, err error) error {
 					return g.refuse(w, r, p, route.Bucket, err)
 				}))

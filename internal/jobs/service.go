@@ -147,9 +147,9 @@ func ValidIdempotencyKey(k string) bool { return idemPattern.MatchString(k) }
 
 // SubmitRequest is one submit, its options already parsed by the transport.
 type SubmitRequest struct {
-	// Principal is the caller. A submit that succeeds confirmed its standing: Submit clears its
-	// Unconfirmed, so the gate's check of a cached principal (httpapi.Gate.Protect) no longer
-	// replaces what the request answers afterwards.
+	// Principal is the caller. A submit that succeeds has confirmed its standing (its charge's
+	// transaction judged the key and account, a replay read them): Submit does not write on it,
+	// its caller knows from the nil error.
 	Principal      *auth.Principal
 	Model          *catalog.Model
 	Body           []byte
@@ -181,18 +181,8 @@ type SubmitResult struct {
 // it, whatever product, model or body is sent later, and the job keeps the first request's id.
 // That id is minted fresh, never built from the key (DESIGN 37): two accounts sending the same
 // key make two jobs with two ids.
-func (s *Service) Submit(ctx context.Context, r SubmitRequest) (_ SubmitResult, err error) {
+func (s *Service) Submit(ctx context.Context, r SubmitRequest) (SubmitResult, error) {
 	m, p := r.Model, r.Principal
-	defer func() {
-		if err == nil && p.Unconfirmed {
-			// The charge's transaction (Judge), or a replay's read, confirmed the caller's key
-			// and account: whatever is answered for this request afterwards (a run's outcome,
-			// links the egress bucket refused) is answered as it is, not replaced by a standing
-			// changed since (auth.Principal.Unconfirmed). An unconfirmed principal is the
-			// gate's, of one request; a confirmed one, which callers may share, is not written.
-			p.Unconfirmed = false
-		}
-	}()
 	now := s.now()
 	requestID := newRequestID()
 	key := r.IdempotencyKey

@@ -122,6 +122,7 @@ func (h *Queue) submit() http.Handler {
 		if err != nil {
 			return err
 		}
+		confirmed(p)
 		Warn(w, m, res.Warnings)
 		f := jobview.SubmitFields{Replayed: res.Replayed, Balance: res.Balance, Model: m}
 		j := res.Job
@@ -172,6 +173,13 @@ func (h *Queue) submit() http.Handler {
 }
 
 // Warn sets the Deprecation signal for cross-field rules broken before enforcement.
+// confirmed marks the request's principal as confirmed once its submit succeeded: the charge's
+// transaction judged its key and account (a replay read them), so what the request answers
+// afterwards (a run's outcome, links the egress bucket refused, whose charge stands) is answered
+// as it is, not replaced by a revocation made since (httpapi.Gate.Protect confirms only an
+// unconfirmed principal). The principal is this request's own, made by the gate.
+func confirmed(p *auth.Principal) { p.Unconfirmed = false }
+
 func Warn(w http.ResponseWriter, m *catalog.Model, ws []catalog.Warning) {
 	if len(ws) == 0 {
 		return

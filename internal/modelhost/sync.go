@@ -79,6 +79,7 @@ func (h *Sync) run() http.Handler {
 		if err != nil {
 			return err
 		}
+		confirmed(p)
 		Warn(w, m, res.Warnings)
 		if res.Replayed { // the key answered an earlier request (DESIGN 25)
 			w.Header().Set("Idempotent-Replayed", "true")
