@@ -53,7 +53,7 @@ func (h *Queue) stream() http.Handler {
 		poll := time.NewTicker(time.Second)
 		defer poll.Stop()
 		var last []byte
-		sent := 0 // the job's log lines this stream has sent
+		sent, run := 0, j.Attempts // the job's log lines this stream has sent, of its run run
 		for {
 			pos := 0
 			if j.Status == jobs.InQueue {
@@ -66,12 +66,15 @@ func (h *Queue) stream() http.Handler {
 				if doc.Logs != nil {
 					// An event carries the lines new since the stream's last one: clients add
 					// them up (fal's does), so the whole list in every event repeats lines.
+					// A new run of the job (a takeover) starts its log afresh; within one run a
+					// read may lag the one before (the running process's lines ahead of the
+					// stored row while the job settles): it has nothing new to send.
 					all := *doc.Logs
-					if sent > len(all) {
-						sent = 0 // a new run of the job started its log afresh
+					if j.Attempts != run {
+						sent, run = 0, j.Attempts
 					}
-					fresh := all[sent:]
-					doc.Logs, sent = &fresh, len(all)
+					fresh := all[min(sent, len(all)):]
+					doc.Logs, sent = &fresh, max(sent, len(all))
 					b, _ = json.Marshal(doc)
 				}
 				if _, err := w.Write([]byte("data: " + string(b) + "\n\n")); err != nil {
