@@ -27,20 +27,7 @@ func TestConsoleBannedOrSuspendedAccountChangesNothing(t *testing.T) {
 			b := f.signIn(t, account, string(st)+"@example.com")
 
 			// While live: an endpoint, a test event (a delivery to resend), a key.
-			_, page := b.submit("/console/webhooks", url.Values{"url": {rc.URL()}, "product": {"photo"}})
-			ids := whEndpointIDs(page)
-			if len(ids) != 1 {
-				t.Fatalf("endpoints on the page: %v\n%s", ids, page)
-			}
-			hook := ids[0]
-			b.submit("/console/webhooks/"+hook+"/test", nil)
-			evs := rc.events()
-			if len(evs) != 1 {
-				t.Fatalf("the receiver got %d events while live", len(evs))
-			}
-			dlv := evs[0].Header.Get(webhooks.HeaderDelivery)
-			_, page = b.submit("/console/keys", url.Values{"expires_days": {"90"}, "name": {"ci"}})
-			key := match(t, mintedID, page)
+			hook, dlv, key := whileLive(t, b, rc)
 
 			if err := f.db.SetAccountStatus(context.Background(), account, st); err != nil {
 				t.Fatal(err)
@@ -73,7 +60,7 @@ func TestConsoleBannedOrSuspendedAccountChangesNothing(t *testing.T) {
 			if n := len(rc.events()); n != 1 {
 				t.Errorf("the receiver got %d events, want only the one sent while live", n)
 			}
-			_, page = b.get("/console/webhooks")
+			_, page := b.get("/console/webhooks")
 			if got := whEndpointIDs(page); len(got) != 1 || got[0] != hook {
 				t.Errorf("endpoints after the refusals: %v, want only %s", got, hook)
 			}
@@ -98,20 +85,7 @@ func TestERR27_ConsoleLimitedAccountWritesNothing(t *testing.T) {
 	const account = "acct_limited_console"
 	b := f.signIn(t, account, "limited@example.com")
 
-	_, page := b.submit("/console/webhooks", url.Values{"url": {rc.URL()}, "product": {"photo"}})
-	ids := whEndpointIDs(page)
-	if len(ids) != 1 {
-		t.Fatalf("endpoints on the page: %v\n%s", ids, page)
-	}
-	hook := ids[0]
-	b.submit("/console/webhooks/"+hook+"/test", nil)
-	evs := rc.events()
-	if len(evs) != 1 {
-		t.Fatalf("the receiver got %d events while live", len(evs))
-	}
-	dlv := evs[0].Header.Get(webhooks.HeaderDelivery)
-	_, page = b.submit("/console/keys", url.Values{"expires_days": {"90"}, "name": {"ci"}})
-	key := match(t, mintedID, page)
+	hook, dlv, key := whileLive(t, b, rc)
 
 	if err := f.db.SetAccountStatus(context.Background(), account, auth.Limited); err != nil {
 		t.Fatal(err)
@@ -142,11 +116,29 @@ func TestERR27_ConsoleLimitedAccountWritesNothing(t *testing.T) {
 	if n := len(rc.events()) + len(other.events()); n != 1 {
 		t.Errorf("the receivers got %d events, want only the one sent while live", n)
 	}
-	_, page = b.get("/console/webhooks")
+	_, page := b.get("/console/webhooks")
 	if got := whEndpointIDs(page); len(got) != 1 || got[0] != hook {
 		t.Errorf("endpoints after the refusals: %v, want only %s", got, hook)
 	}
 	if status, page := b.submit("/console/keys/"+key+"/revoke", nil); status >= 400 {
 		t.Errorf("revoking a key of a limited account answered %d:\n%.2000s", status, page)
 	}
+}
+
+// whileLive makes, while the account is live, an endpoint, a test event (a delivery to resend)
+// and a key, and returns their ids.
+func whileLive(t *testing.T, b *whBrowser, rc *hookReceiver) (hook, delivery, key string) {
+	t.Helper()
+	_, page := b.submit("/console/webhooks", url.Values{"url": {rc.URL()}, "product": {"photo"}})
+	ids := whEndpointIDs(page)
+	if len(ids) != 1 {
+		t.Fatalf("endpoints on the page: %v\n%s", ids, page)
+	}
+	b.submit("/console/webhooks/"+ids[0]+"/test", nil)
+	evs := rc.events()
+	if len(evs) != 1 {
+		t.Fatalf("the receiver got %d events while live", len(evs))
+	}
+	_, page = b.submit("/console/keys", url.Values{"expires_days": {"90"}, "name": {"ci"}})
+	return ids[0], evs[0].Header.Get(webhooks.HeaderDelivery), match(t, mintedID, page)
 }
