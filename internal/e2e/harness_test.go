@@ -331,7 +331,13 @@ func (h *harness) callKey(key, method, url, body string, hdr ...string) resp {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	given := map[string]bool{}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if given[hdr[i]] {
+			req.Header.Add(hdr[i], hdr[i+1]) // a header named twice is sent on two lines
+			continue
+		}
+		given[hdr[i]] = true
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)

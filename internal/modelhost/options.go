@@ -100,12 +100,8 @@ func queryOf(r *http.Request, single ...string) (func(*http.Request, string) (st
 		return nil, unreadableQuery(r.URL.RawQuery)
 	}
 	for _, name := range single {
-		for _, v := range q[name][min(1, len(q[name])):] {
-			if v != q[name][0] {
-				msg := name + " is given more than once with different values; send it once"
-				return nil, apierr.Newf(apierr.ConflictingOptions, "%s.", msg).With("options", []string{name, name}).With("option", name).
-					WithDetail(apierr.Violation{Loc: []any{"query", name}, Msg: msg, Type: "conflicting_options"})
-			}
+		if err := agree("query", name, q[name], sameText); err != nil {
+			return nil, err
 		}
 	}
 	return func(_ *http.Request, name string) (string, bool) {
@@ -159,6 +155,35 @@ func header(r *http.Request, name string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(v[0]), true
+}
+
+// headersAgree refuses a single-valued option header sent on several lines that disagree:
+// to HTTP the lines are one value, so no line may be taken over the others. Lines that
+// agree are the same request.
+func headersAgree(r *http.Request, same func(x, y string) bool, names ...string) error {
+	for _, name := range names {
+		var lines []string
+		for _, l := range r.Header.Values(name) {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+		if err := agree("header", name, lines, same); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agree refuses an option given more than once (in where: query or header) with values that
+// are not the same.
+func agree(where, name string, values []string, same func(x, y string) bool) error {
+	for _, v := range values[min(1, len(values)):] {
+		if !same(v, values[0]) {
+			msg := name + " is given more than once with different values; send it once"
+			return apierr.Newf(apierr.ConflictingOptions, "%s.", msg).With("options", []string{name, name}).With("option", name).
+				WithDetail(apierr.Violation{Loc: []any{where, name}, Msg: msg, Type: "conflicting_options"})
+		}
+	}
+	return nil
 }
 
 func invalid(where, name, msg, typ string) *apierr.Error {
@@ -233,6 +258,12 @@ func ParseOptionsUnder(r *http.Request, m *catalog.Model, policy webhooks.URLPol
 		v := int(n)
 		o.MaxQueueLength = &v
 	}
+	if err := headersAgree(r, sameText, "X-Svc-Priority", "X-Alt-Queue-Priority", falPriorityHeader, "X-Svc-Covered-Only"); err != nil {
+		return o, err
+	}
+	if err := headersAgree(r, sameNumber, "X-Svc-Request-Timeout", "X-Alt-Request-Timeout", "X-Fal-Request-Timeout"); err != nil {
+		return o, err
+	}
 	prio, prioName, ok, err := spelled(r, header, "header", sameText, "X-Svc-Priority", "X-Alt-Queue-Priority", falPriorityHeader)
 	if err != nil {
 		return o, err
@@ -294,6 +325,9 @@ func ReadBody(r *http.Request, o *Options) ([]byte, error) {
 			return nil, apierr.New(apierr.InvalidIdempotencyKey).WithDetail(apierr.Violation{Loc: []any{"body", "idempotency_key"}, Msg: "must match [A-Za-z0-9._-]{1,64}", Type: "invalid_idempotency_key"})
 		}
 		bodyKey = k
+	}
+	if err := headersAgree(r, sameText, "Idempotency-Key"); err != nil {
+		return nil, err
 	}
 	hk, inHeader := header(r, "Idempotency-Key")
 	if inHeader && !jobs.ValidIdempotencyKey(hk) {
