@@ -81,6 +81,59 @@ func TestSUB25_UnreadableQueryIsRefused(t *testing.T) {
 	})
 }
 
+// TestSUB24_RepeatedHeaderLinesAgree: an option header sent on two lines with different values
+// (two Idempotency-Key lines, two X-Svc-Priority, two X-Svc-Request-Timeout) was read from its
+// first line alone, so the second key was dropped and the same request resent with it alone
+// was charged again; the lines are one value to HTTP, and values that differ are refused 422
+// conflicting_options naming the header, before any charge, on the queue and synchronous
+// hosts. Lines that agree are one request. Proves SUB-24.
+func TestSUB24_RepeatedHeaderLinesAgree(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		before := h.balance()
+		ok := `{"positivePrompt":"ok"}`
+		for _, hdr := range [][]string{
+			{"Idempotency-Key", "first-x", "Idempotency-Key", "second-x"},
+			{"X-Svc-Priority", "low", "X-Svc-Priority", "normal"},
+			{"X-Svc-Request-Timeout", "10", "X-Svc-Request-Timeout", "0"},
+			{"X-Svc-Covered-Only", "1", "X-Svc-Covered-Only", "0"},
+		} {
+			for host, u := range map[string]string{"queue": h.queue.URL, "sync": h.sync.URL} {
+				r := h.call(http.MethodPost, u+"/svc-serverless/"+mFast, ok, hdr...)
+				if r.Code != http.StatusUnprocessableEntity || r.str("error") != "conflicting_options" || r.str("option") != hdr[0] || r.str("charged") != "no" {
+					t.Errorf("%s %v: %d %s, want 422 conflicting_options", host, hdr, r.Code, r.Raw)
+					continue
+				}
+				if loc := detailLoc(r); loc != "header/"+hdr[0] {
+					t.Errorf("%s %v: detail loc %s", host, hdr, loc)
+				}
+			}
+		}
+		if h.balance() != before || h.countJobs() != 0 {
+			t.Fatalf("a refused header was charged or ran: balance %d (was %d), %d jobs", h.balance(), before, h.countJobs())
+		}
+		a := h.submit(mFast, "", ok, "Idempotency-Key", "same-x", "Idempotency-Key", "same-x")
+		b := h.submit(mFast, "", ok, "Idempotency-Key", "same-x")
+		if a.Code != http.StatusOK || b.Code != http.StatusOK || b.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("lines that agree: %d %s, then %d %s (replayed %q)", a.Code, a.Raw, b.Code, b.Raw, b.Header.Get("Idempotent-Replayed"))
+		}
+	})
+}
+
+// TestINSHARED06_NULNamedInDetail: a NUL character in a field is refused 422 invalid_body on
+// the queue host with the field in param and in detail's loc, as every other field refusal
+// names it (it was loc [body]).
+func TestINSHARED06_NULNamedInDetail(t *testing.T) {
+	each(t, options{}, func(t *testing.T, h *harness) {
+		r := h.submit(mFast, "", `{"positivePrompt":"ok","lora":[{"model":"x\u0000"}]}`)
+		if r.Code != http.StatusUnprocessableEntity || r.str("error") != "invalid_body" || r.str("param") != "lora[0].model" {
+			t.Fatalf("%d %s", r.Code, r.Raw)
+		}
+		if loc := detailLoc(r); loc != "body/lora/0/model" {
+			t.Errorf("detail loc %s, want body/lora/0/model: %s", loc, r.Raw)
+		}
+	})
+}
+
 // detailLoc is the first detail entry's loc joined with "/".
 func detailLoc(r resp) string {
 	d, _ := r.Body["detail"].([]any)

@@ -23,17 +23,20 @@ func refuseNUL(b []byte) error {
 	if !bytes.Contains(b, nulEscape) {
 		return nil
 	}
-	path, found := nulPath(b)
+	path, loc, found := nulPath(b)
 	if !found {
 		return nil // the text was an escaped backslash followed by "u0000"
 	}
-	return apierr.Newf(apierr.InvalidBody, "%s contains a NUL character (\\u0000), which cannot be stored: remove it.", apierr.Excerpt(path)).
-		With("param", path)
+	msg := apierr.Excerpt(path) + " contains a NUL character (\\u0000), which cannot be stored: remove it."
+	return apierr.Newf(apierr.InvalidBody, "%s", msg).With("param", path).
+		WithDetail(apierr.Violation{Loc: loc, Msg: msg, Type: string(apierr.InvalidBody)})
 }
 
 // nulPath walks the JSON document b and answers the path of the first string that holds a
-// NUL character ("messages[0].content"; "body" for the document itself).
-func nulPath(b []byte) (string, bool) {
+// NUL character, written out ("messages[0].content"; "body" for the document itself) and as
+// a detail's loc (["body", "messages", "0", "content"], as the catalogue's checks name a
+// field).
+func nulPath(b []byte) (string, []any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	type frame struct {
 		array bool
@@ -48,6 +51,9 @@ func nulPath(b []byte) (string, bool) {
 				sb.WriteString("[" + strconv.Itoa(f.index) + "]")
 				continue
 			}
+			if f.key == "" {
+				break // an object whose key is being read: the object is named
+			}
 			if sb.Len() > 0 {
 				sb.WriteByte('.')
 			}
@@ -57,6 +63,18 @@ func nulPath(b []byte) (string, bool) {
 			return "body"
 		}
 		return sb.String()
+	}
+	loc := func() []any {
+		l := []any{"body"}
+		for _, f := range stack {
+			switch {
+			case f.array:
+				l = append(l, strconv.Itoa(f.index))
+			case f.key != "":
+				l = append(l, f.key)
+			}
+		}
+		return l
 	}
 	expectKey := func() bool { return len(stack) > 0 && !stack[len(stack)-1].array && stack[len(stack)-1].key == "" }
 	// value marks the end of a value in the innermost container.
@@ -72,7 +90,7 @@ func nulPath(b []byte) (string, bool) {
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) || err != nil {
-			return "", false
+			return "", nil, false
 		}
 		switch t := tok.(type) {
 		case json.Delim:
@@ -88,13 +106,13 @@ func nulPath(b []byte) (string, bool) {
 		case string:
 			if expectKey() {
 				if strings.ContainsRune(t, 0) {
-					return path(), true
+					return path(), loc(), true // a key: its object is named
 				}
 				stack[len(stack)-1].key = t
 				continue
 			}
 			if strings.ContainsRune(t, 0) {
-				return path(), true
+				return path(), loc(), true
 			}
 			value()
 		default:
