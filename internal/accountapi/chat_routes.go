@@ -99,11 +99,16 @@ func decodeChat(r *http.Request, v any) error {
 	return nil
 }
 
-// idemKey reads idempotency_key from the body or the Idempotency-Key header.
+// idemKey reads idempotency_key from the body or the Idempotency-Key header (whose lines
+// must agree).
 func idemKey(r *http.Request, body string) (string, error) {
+	hk, _, err := httpapi.OneHeader(r, "Idempotency-Key", func(x, y string) bool { return x == y })
+	if err != nil {
+		return "", err
+	}
 	k := body
 	if k == "" {
-		k = r.Header.Get("Idempotency-Key")
+		k = hk
 	}
 	if k != "" && !jobs.ValidIdempotencyKey(k) {
 		return "", apierr.New(apierr.InvalidIdempotencyKey)

@@ -63,3 +63,27 @@ func TestCHAT03_ConversationPagesNeitherSkipNorRepeat(t *testing.T) {
 		}
 	})
 }
+
+// TestCHAT03_IdempotencyKeyOnTwoLines: a turn's Idempotency-Key sent on two lines that
+// disagree is refused conflicting_options before any charge (only its first line was read,
+// so a resend with the second line alone ran and was charged again); lines that agree are
+// one key. SQLite.
+func TestCHAT03_IdempotencyKeyOnTwoLines(t *testing.T) {
+	e := newAccEnvConfig(t, storetest.OpenSQLite(t), func(c *server.Config) { c.ReferenceModels = true })
+	key := e.account("acct_lines", auth.TextWrite, auth.ChatRead)
+	c := e.call("POST", "/v1/chat/conversations", key, []byte(`{"title":"lines"}`), "Content-Type", "application/json")
+	e.want(c, 201, "")
+	turn := []byte(`{"conversation_id":"` + c.body["id"].(string) + `","model":"qwen","message":"hi"}`)
+	a := e.call("POST", "/v1/chat", key, turn, "Content-Type", "application/json", "Idempotency-Key", "first", "Idempotency-Key", "second")
+	e.want(a, 400, "conflicting_options")
+	if a.body["option"] != "Idempotency-Key" {
+		t.Errorf("refusal names %v: %s", a.body["option"], a.raw)
+	}
+	b := e.call("POST", "/v1/chat", key, turn, "Content-Type", "application/json", "Idempotency-Key", "same", "Idempotency-Key", "same")
+	e.want(b, 200, "")
+	r := e.call("POST", "/v1/chat", key, turn, "Content-Type", "application/json", "Idempotency-Key", "same")
+	e.want(r, 409, "key_settled") // the same key, whose turn settled
+	if r.body["job_id"] != b.body["job_id"] {
+		t.Errorf("lines that agree are one key: jobs %v %v", b.body["job_id"], r.body["job_id"])
+	}
+}

@@ -246,7 +246,13 @@ func (e *accEnv) call(method, url, key string, body []byte, hdr ...string) accAn
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	given := map[string]bool{}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if given[hdr[i]] {
+			req.Header.Add(hdr[i], hdr[i+1]) // a header named twice is sent on two lines
+			continue
+		}
+		given[hdr[i]] = true
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)

@@ -63,6 +63,13 @@ func TestERR24_IdempotencyKeyFolded(t *testing.T) {
 	if key("a/b") == key("a/c") {
 		t.Fatal("different keys folded together")
 	}
+	// A key sent on two lines is the whole value, not its first line.
+	r := httptest.NewRequest("POST", "/compat/v1/chat/completions", nil)
+	r.Header.Add("Idempotency-Key", "first")
+	r.Header.Add("Idempotency-Key", "second")
+	if got := idempotencyKey(r); got == key("first") || got != key("first, second") {
+		t.Fatalf("two lines folded to %q", got)
+	}
 }
 
 // ERR-29 on /compat/v1: the envelope has no room for insufficient_scope's fields, so its

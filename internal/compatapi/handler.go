@@ -101,10 +101,11 @@ func (h *Handler) fallback(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// idempotencyKey reads the Idempotency-Key header. A key outside [A-Za-z0-9._-]{1,64} is
-// folded into the set (spec 02): the same key always folds the same way.
+// idempotencyKey reads the Idempotency-Key header, all of its lines (to HTTP, lines are one
+// value joined by commas: none is dropped). A key outside [A-Za-z0-9._-]{1,64} is folded
+// into the set (spec 02): the same key always folds the same way.
 func idempotencyKey(r *http.Request) string {
-	k := r.Header.Get("Idempotency-Key")
+	k := strings.Join(r.Header.Values("Idempotency-Key"), ", ")
 	if k == "" || jobs.ValidIdempotencyKey(k) {
 		return k
 	}

@@ -100,7 +100,7 @@ func queryOf(r *http.Request, single ...string) (func(*http.Request, string) (st
 		return nil, unreadableQuery(r.URL.RawQuery)
 	}
 	for _, name := range single {
-		if err := agree("query", name, q[name], sameText); err != nil {
+		if err := httpapi.Repeated("query", name, q[name], sameText); err != nil {
 			return nil, err
 		}
 	}
@@ -157,30 +157,11 @@ func header(r *http.Request, name string) (string, bool) {
 	return strings.TrimSpace(v[0]), true
 }
 
-// headersAgree refuses a single-valued option header sent on several lines that disagree:
-// to HTTP the lines are one value, so no line may be taken over the others. Lines that
-// agree are the same request.
+// headersAgree refuses a single-valued option header sent on several lines that disagree.
 func headersAgree(r *http.Request, same func(x, y string) bool, names ...string) error {
 	for _, name := range names {
-		var lines []string
-		for _, l := range r.Header.Values(name) {
-			lines = append(lines, strings.TrimSpace(l))
-		}
-		if err := agree("header", name, lines, same); err != nil {
+		if _, _, err := httpapi.OneHeader(r, name, same); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// agree refuses an option given more than once (in where: query or header) with values that
-// are not the same.
-func agree(where, name string, values []string, same func(x, y string) bool) error {
-	for _, v := range values[min(1, len(values)):] {
-		if !same(v, values[0]) {
-			msg := name + " is given more than once with different values; send it once"
-			return apierr.Newf(apierr.ConflictingOptions, "%s.", msg).With("options", []string{name, name}).With("option", name).
-				WithDetail(apierr.Violation{Loc: []any{where, name}, Msg: msg, Type: "conflicting_options"})
 		}
 	}
 	return nil
