@@ -1,7 +1,9 @@
 package accountapi_test
 
 import (
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/httpapi"
@@ -97,4 +99,33 @@ func TestKEY16_KeylessRoutesRefuseBrowserCalls(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRL10_ZeroCapacityOtherBucketIsTooLarge: an operator's plan table may give a read,
+// write or egress bucket capacity 0. A request there asks more than the bucket can ever
+// hold: 413 request_too_large naming the bucket with limit 0, not 403
+// plan_has_no_api_generate (which the spec keeps for generate and interactive, and which
+// told a caller who had generated that the plan has no API generate).
+func TestRL10_ZeroCapacityOtherBucketIsTooLarge(t *testing.T) {
+	table := ratelimit.Table{}
+	for plan, buckets := range ratelimit.Plans {
+		table[plan] = maps.Clone(buckets)
+	}
+	table[string(auth.Pro)][ratelimit.Egress] = ratelimit.Rate{Period: 24 * time.Hour}
+	table[string(auth.Pro)][ratelimit.Write] = ratelimit.Rate{Period: time.Minute}
+	e := &env{clock: &clock{t: t0}}
+	adm := ratelimit.NewAdmission(ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: e.clock.Now, Plans: table}), ratelimit.AdmissionOptions{})
+	e.build(t, storetest.OpenSQLite(t), "deployment-secret", httpapi.Admission{Adm: adm, Now: e.clock.Now})
+	storetest.NewAccount(t, e.db, "acct_zero", auth.Pro, 5000)
+	key := e.mint(auth.MintParams{AccountID: "acct_zero"}).Key
+	for _, c := range []struct{ method, path, bucket string }{{"GET", "/probe/egress", "egress"}, {"POST", "/probe/write", "write"}} {
+		a := e.do(c.method, c.path, bearer(key)...)
+		e.refused(a, 413, "request_too_large")
+		if a.body["bucket"] != c.bucket || a.body["limit"] != float64(0) || a.body["plan"] != "pro" {
+			t.Errorf("%s: %s", c.path, a.raw)
+		}
+	}
+	if a := e.do("POST", "/probe/generate", bearer(key)...); a.status != 200 {
+		t.Fatalf("generate, whose bucket has capacity: %d %s", a.status, a.raw)
+	}
 }

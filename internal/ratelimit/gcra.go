@@ -9,8 +9,9 @@ import (
 // Resolve is the part of an admission every implementation shares: the rate in force for the
 // request at now (plan table, new-account multiplier) and its cost (below 1 counts as 1).
 //
-// It also returns the refusals decided without any stored state. A zero-capacity bucket is
-// refused PlanHasNoAPIGenerate here (final is true; the decision is complete). A request costing
+// It also returns the refusals decided without any stored state. A zero-capacity generate or
+// interactive bucket is refused PlanHasNoAPIGenerate here, another zero-capacity bucket
+// RequestTooLarge with a limit of 0 (final is true; the decision is complete). A request costing
 // more than the bucket can ever hold is marked RequestTooLarge (final is false): the
 // implementation still reads the bucket, without taking from it, to fill Remaining and ResetAfter,
 // and must keep the refusal.
@@ -29,7 +30,11 @@ func (t Table) Resolve(r Request, now time.Time) (rate Rate, cost int64, d Decis
 		cost = 1
 	}
 	if rate.Zero() {
-		return rate, cost, Decision{Refusal: PlanHasNoAPIGenerate}, true, nil
+		if r.Bucket == Generate || r.Bucket == Interactive {
+			return rate, cost, Decision{Refusal: PlanHasNoAPIGenerate}, true, nil
+		}
+		// read, write or egress at capacity 0: every request asks more than it can ever hold.
+		return rate, cost, Decision{Refusal: RequestTooLarge, Limit: 0}, true, nil
 	}
 	if cost > rate.Burst {
 		return rate, cost, Decision{Refusal: RequestTooLarge, Limit: rate.Burst}, false, nil
