@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -34,15 +35,67 @@ func Each(t *testing.T, f func(t *testing.T, db *sqlstore.DB)) {
 	}
 }
 
-// OpenSQLite opens a migrated SQLite database in a temp dir.
+// OpenSQLite opens a migrated SQLite database in a temp dir: a copy of MigratedSQLite's file,
+// opened as a fresh one is (store.Open, which finds nothing left to apply).
 func OpenSQLite(t testing.TB) *sqlstore.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
+	path := filepath.Join(t.TempDir(), "test.db")
+	WriteMigratedSQLite(t, path)
+	db, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// migrated is the file of a SQLite database with every migration applied, made once per test
+// process: applying the migrations costs most of a test's time under the race detector (modernc's
+// SQLite parses each statement in instrumented Go), a copy of the file nothing. The migrations
+// themselves are proven from an empty file by sqlstore's migration tests and OpenSQLiteAt.
+var migrated struct {
+	once sync.Once
+	file []byte
+	err  error
+}
+
+// MigratedSQLite answers the bytes of a closed SQLite database file with every migration
+// applied and no rows of its own, the same for every caller.
+func MigratedSQLite(t testing.TB) []byte {
+	t.Helper()
+	migrated.once.Do(func() {
+		dir, err := os.MkdirTemp("", "modelexec-storetest-")
+		if err != nil {
+			migrated.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "template.db")
+		db, err := store.Open(context.Background(), path)
+		if err != nil {
+			migrated.err = err
+			return
+		}
+		// Closing the last connection checkpoints the WAL into the file and removes it.
+		if err := db.Close(); err != nil {
+			migrated.err = err
+			return
+		}
+		migrated.file, migrated.err = os.ReadFile(path)
+	})
+	if migrated.err != nil {
+		t.Fatalf("migrated SQLite template: %v", migrated.err)
+	}
+	return migrated.file
+}
+
+// WriteMigratedSQLite writes MigratedSQLite's file at path (owner-only, as store.Open makes
+// one), for a test that opens the database itself or has a command open it.
+func WriteMigratedSQLite(t testing.TB, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, MigratedSQLite(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // OpenSQLiteAt opens a SQLite database in a temp dir with its migrations applied up to version
