@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/modelexec/modelexec/internal/auth"
 	"github.com/modelexec/modelexec/internal/blobs"
 	"github.com/modelexec/modelexec/internal/catalog"
@@ -154,8 +156,11 @@ func newAccEnvConfig(t *testing.T, db *sqlstore.DB, edit func(*server.Config)) *
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { root.ServeHTTP(w, r) }))
 	t.Cleanup(e.srv.Close)
 	bucket := blobs.NewMemory()
+	// The console's sign-in hashes at bcrypt's lowest cost (as internal/server's console tests
+	// do): no test here signs in, and each server otherwise spends a second of race-detector CPU
+	// on the hash its sign-in compares unknown emails against.
 	cfg := server.Config{Roles: server.Every(), Secret: "blob-signing-secret-0123456789abcdef",
-		PublicURLAPI: e.srv.URL, PublicURLQueue: "http://queue.test"}
+		PublicURLAPI: e.srv.URL, PublicURLQueue: "http://queue.test", PasswordCost: bcrypt.MinCost}
 	if edit != nil {
 		edit(&cfg)
 	}
