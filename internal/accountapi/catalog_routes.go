@@ -42,9 +42,24 @@ func (h *Handler) catalogRoutes(mux *http.ServeMux) {
 
 func (h *Handler) catalogue() http.Handler {
 	return httpapi.Func(func(w http.ResponseWriter, r *http.Request) error {
-		httpapi.WriteJSON(w, r, http.StatusOK, h.Catalog.CatalogueView())
+		v := h.Catalog.CatalogueView()
+		for i, m := range v.Models {
+			v.Models[i].State = h.shownState(m.State, m.Product)
+			v.Addresses[m.Address] = v.Models[i].State
+		}
+		httpapi.WriteJSON(w, r, http.StatusOK, v)
 		return nil
 	})
+}
+
+// shownState is an address's state as the catalogue and the model rows show it: paused while
+// the operator pauses its product (--disable-product), whose submits are refused before the
+// model is looked at; the catalogue's own state otherwise.
+func (h *Handler) shownState(st catalog.State, product string) catalog.State {
+	if h.Gate != nil && h.Gate.Switches != nil && h.Gate.Switches.ProductDisabled(product) {
+		return catalog.Paused
+	}
+	return st
 }
 
 // modelList is the body of GET /v1/models.
@@ -74,6 +89,9 @@ func (h *Handler) models() http.Handler {
 		}
 		if limit > 0 && len(rows) > limit {
 			rows = rows[:limit]
+		}
+		for i := range rows {
+			rows[i].State = h.shownState(rows[i].State, rows[i].Product)
 		}
 		if expand {
 			for i := range rows {
@@ -141,7 +159,9 @@ func (h *Handler) model() http.Handler {
 			return apierr.Newf(apierr.NotFound, "No model at address %q.", addr)
 		}
 		if !doc {
-			httpapi.WriteJSON(w, r, http.StatusOK, m.Row())
+			row := m.Row()
+			row.State = h.shownState(row.State, row.Product)
+			httpapi.WriteJSON(w, r, http.StatusOK, row)
 			return nil
 		}
 		b, err := h.Catalog.ModelDocument(m.Slug)

@@ -1,6 +1,7 @@
 package accountapi_test
 
 import (
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -127,5 +128,53 @@ func TestRL10_ZeroCapacityOtherBucketIsTooLarge(t *testing.T) {
 	}
 	if a := e.do("POST", "/probe/generate", bearer(key)...); a.status != 200 {
 		t.Fatalf("generate, whose bucket has capacity: %d %s", a.status, a.raw)
+	}
+}
+
+// TestCAT05_PausedProductShowsPaused: while the operator pauses a product (--disable-product),
+// its addresses read paused on GET /v1/catalogue, GET /v1/models and GET /v1/models/{address}
+// (they read connected while every submit was refused 503 api_disabled); other products'
+// addresses keep their state, and lifting the pause shows them connected again.
+func TestCAT05_PausedProductShowsPaused(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite(t), "deployment-secret")
+	storetest.NewAccount(t, e.db, "acct_cat", auth.Pro, 100)
+	key := e.mint(auth.MintParams{AccountID: "acct_cat"}).Key
+	states := func() (map[string]any, map[string]string, map[string]string) {
+		t.Helper()
+		cat := e.do("GET", "/v1/catalogue")
+		list := e.do("GET", "/v1/models", bearer(key)...)
+		if cat.status != 200 || list.status != 200 {
+			t.Fatalf("catalogue %d, models %d", cat.status, list.status)
+		}
+		rows, products := map[string]string{}, map[string]string{}
+		for _, r := range list.body["data"].([]any) {
+			row := r.(map[string]any)
+			rows[row["id"].(string)], products[row["id"].(string)] = row["state"].(string), row["product"].(string)
+		}
+		return cat.body["addresses"].(map[string]any), rows, products
+	}
+	before, _, products := states()
+	e.switches.DisabledProducts.Store(&map[string]bool{"music": true})
+	addrs, rows, _ := states()
+	paused := 0
+	for addr, product := range products {
+		want := before[addr]
+		if product == "music" {
+			want, paused = "paused", paused+1
+			one := e.do("GET", "/v1/models/"+addr, bearer(key)...)
+			if one.body["state"] != "paused" {
+				t.Errorf("GET /v1/models/%s: state %v", addr, one.body["state"])
+			}
+		}
+		if addrs[addr] != want || rows[addr] != want {
+			t.Errorf("%s (%s): catalogue %v, models %v, want %v", addr, product, addrs[addr], rows[addr], want)
+		}
+	}
+	if paused == 0 {
+		t.Fatal("the catalogue holds no music model")
+	}
+	e.switches.DisabledProducts.Store(nil)
+	if addrs, _, _ := states(); fmt.Sprint(addrs) != fmt.Sprint(before) {
+		t.Errorf("after the pause: %v, want %v", addrs, before)
 	}
 }
