@@ -49,11 +49,11 @@ func TestREAD09_CancelUnsupportedFromServe(t *testing.T) {
 	cogSrv := oldCog(t, started)
 	c := &ServeCmd{Roles: "api,queue,sync,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0",
 		Cog: map[string]string{"image-4b": cogSrv.URL}, CogNoCancel: []string{"image-lite"}}
-	c.Data, c.Secret = t.TempDir(), "cancel-unsupported-secret-0123"
+	c.Data, c.Secret = migratedData(t), "cancel-unsupported-secret-0123"
 	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "--cog-no-cancel image-lite") {
 		t.Fatalf("--cog-no-cancel of a model without --cog: %v", err)
 	}
-	c.CogNoCancel, c.Data = []string{"image-4b"}, t.TempDir()
+	c.CogNoCancel, c.Data = []string{"image-4b"}, migratedData(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	db, err := c.open(ctx)
@@ -65,7 +65,7 @@ func TestREAD09_CancelUnsupportedFromServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := c.build(ctx, db, svc, slog.New(slog.DiscardHandler))
+	srv, err := c.buildWith(ctx, db, svc, slog.New(slog.DiscardHandler), lowCost)
 	if err != nil {
 		t.Fatal(err)
 	}

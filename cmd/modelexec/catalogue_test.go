@@ -48,7 +48,7 @@ func TestCAT04_OperatorReplacesCatalogue(t *testing.T) {
 	}
 
 	c := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", Catalogue: path}
-	c.Data, c.Secret = t.TempDir(), "a-20-byte-secret-xyz"
+	c.Data, c.Secret = migratedData(t), "a-20-byte-secret-xyz"
 	a, err := serveWith(t, c)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestCAT04_ModelWithoutARunnerRefusedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &ServeCmd{Roles: "api,queue,sync,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", Catalogue: path}
-	c.Data, c.Secret = t.TempDir(), "a-20-byte-secret-xyz"
+	c.Data, c.Secret = migratedData(t), "a-20-byte-secret-xyz"
 	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "c-4b has no runner") || !strings.Contains(err.Error(), "--cog c-4b=URL") {
 		t.Fatalf("serve with a model nothing runs: %v", err)
 	}

@@ -136,7 +136,7 @@ func newChatWorldWith(t *testing.T, edit func(f *catalog.File), flags func(c *Se
 	t.Helper()
 	w := &chatWorld{t: t, upstream: newMockUpstream(t)}
 	c := &ServeCmd{Roles: "api,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
-	c.Data, c.Secret = t.TempDir(), "chat-e2e-secret-0123456789"
+	c.Data, c.Secret = migratedData(t), "chat-e2e-secret-0123456789"
 	c.OpenAIUpstream = []string{"kimi=" + w.upstream.srv.URL + "/v1,key=sk-mock,name=mock-kimi"}
 	flags(c)
 	if edit != nil {
@@ -162,7 +162,7 @@ func newChatWorldWith(t *testing.T, edit func(f *catalog.File), flags func(c *Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.build(ctx, db, svc, log)
+	a, err := c.buildWith(ctx, db, svc, log, lowCost)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ type console struct {
 }
 
 func newConsole(t *testing.T) *console {
-	c := &console{t: t, data: t.TempDir(), secret: "console-test-secret"}
+	c := &console{t: t, data: migratedData(t), secret: "console-test-secret"}
 	c.ok(nil, "migrate") // console commands refuse a missing database
 	return c
 }

@@ -9,8 +9,27 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/modelexec/modelexec/internal/server"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
+
+// migratedData answers a new data folder whose database (modelexec.db) already holds every
+// migration (storetest's template, made once per test process): serve and the console commands
+// find nothing to apply, where applying them costs a second of CPU under the race detector.
+// For tests whose point is not a new or an older database; those start from t.TempDir().
+func migratedData(t testing.TB) string {
+	t.Helper()
+	data := t.TempDir()
+	storetest.WriteMigratedSQLite(t, filepath.Join(data, "modelexec.db"))
+	return data
+}
+
+// lowCost is a buildWith edit: the console's sign-in hashes at bcrypt's lowest cost (as
+// internal/server's console tests do), where each server would otherwise spend a second of
+// race-detector CPU on the hash it compares unknown emails against. serve keeps the default.
+func lowCost(cfg *server.Config) { cfg.PasswordCost = bcrypt.MinCost }
 
 // runCLI runs the command line in process, as an operator would, and answers what it printed
 // and the error main would print (nil: exit 0).

@@ -17,7 +17,7 @@ func serveDevIn(t *testing.T, data, dsn string) string {
 	var errb bytes.Buffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--dev", "--data", data, "--database", dsn,
-			"--api-addr", "127.0.0.1:0", "--queue-addr", "127.0.0.1:0", "--sync-addr", "127.0.0.1:0"},
+			"--api-addr", "127.0.0.1:0", "--queue-addr", "127.0.0.1:0", "--sync-addr", "127.0.0.1:0", "--drain-delay", "0"},
 			func(string) string { return "" }, out, &errb)
 	}()
 	select {

@@ -46,7 +46,7 @@ func serveDev(t *testing.T, dsn, want string) (*watched, <-chan error) {
 	var errb bytes.Buffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--dev", "--data", t.TempDir(), "--database", dsn, "--secret", "shared-dev-secret",
-			"--api-addr", "127.0.0.1:0", "--queue-addr", "127.0.0.1:0", "--sync-addr", "127.0.0.1:0"},
+			"--api-addr", "127.0.0.1:0", "--queue-addr", "127.0.0.1:0", "--sync-addr", "127.0.0.1:0", "--drain-delay", "0"},
 			func(string) string { return "" }, out, &errb)
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -147,7 +147,7 @@ func fuzzChatService(f *testing.F) (http.Handler, string, string) {
 	}
 	raw, _ := json.Marshal(pf)
 	c := &ServeCmd{Roles: "api,worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
-	c.Data, c.Secret, c.ReferenceModels = f.TempDir(), "fuzz-chat-secret-0123456789", true
+	c.Data, c.Secret, c.ReferenceModels = migratedData(f), "fuzz-chat-secret-0123456789", true
 	c.Plans = filepath.Join(f.TempDir(), "plans.json")
 	if err := os.WriteFile(c.Plans, raw, 0o600); err != nil {
 		f.Fatal(err)
@@ -163,7 +163,7 @@ func fuzzChatService(f *testing.F) (http.Handler, string, string) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	a, err := c.build(ctx, db, svc, log)
+	a, err := c.buildWith(ctx, db, svc, log, lowCost)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func FuzzSurfaces(f *testing.F) {
 // new-account limits.
 func fuzzSurfaces(f *testing.F) ([]http.Handler, string) {
 	c := &ServeCmd{Roles: "api,queue,sync", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
-	c.Data, c.Secret = f.TempDir(), "fuzz-deployment-secret-0123456789"
+	c.Data, c.Secret = migratedData(f), "fuzz-deployment-secret-0123456789"
 	c.Plans = unlimitedPlans(f, c.Data)
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
@@ -112,7 +112,7 @@ func fuzzSurfaces(f *testing.F) ([]http.Handler, string) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	a, err := c.build(ctx, db, svc, log)
+	a, err := c.buildWith(ctx, db, svc, log, lowCost)
 	if err != nil {
 		f.Fatal(err)
 	}

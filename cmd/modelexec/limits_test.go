@@ -56,13 +56,13 @@ func TestVER06_PublishedTimeLimitsNeverShortened(t *testing.T) {
 		}
 	}
 	c := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", Catalogue: shorter}
-	c.Data, c.Secret = t.TempDir(), "a-20-byte-secret-xyz"
+	c.Data, c.Secret = migratedData(t), "a-20-byte-secret-xyz"
 	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "stall_ceiling_seconds") {
 		t.Fatalf("serve with a shortened stall ceiling: %v", err)
 	}
 
 	longer := editedCatalogue(t, "image-lite", func(l map[string]any) { l["stall_ceiling_seconds"] = stall * 2 })
-	c.Catalogue, c.Data = longer, t.TempDir()
+	c.Catalogue, c.Data = longer, migratedData(t)
 	if _, err := serveWith(t, c); err != nil {
 		t.Fatalf("serve with a lengthened stall ceiling: %v", err)
 	}

@@ -90,7 +90,7 @@ func TestDevHintNamesTheStoreInUse(t *testing.T) {
 			served := make(chan error, 1)
 			go func() {
 				served <- run(ctx, append([]string{"serve", "--dev", "--api-addr", apiAddr, "--queue-addr", freePort(t),
-					"--sync-addr", freePort(t), "--log-level", "error"}, tc.args(data)...), noEnv, out, io.Discard)
+					"--sync-addr", freePort(t), "--log-level", "error", "--drain-delay", "0"}, tc.args(data)...), noEnv, out, io.Discard)
 			}()
 			res := waitFor(t, func() (*http.Response, error) { return http.Get("http://" + apiAddr + "/healthz") })
 			res.Body.Close()

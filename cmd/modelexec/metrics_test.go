@@ -11,7 +11,7 @@ import (
 // the operator listener exposes them (and pprof); without it there is no operator listener.
 func TestServeMetricsListener(t *testing.T) {
 	c := &ServeCmd{Roles: "api,queue,sync", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"}
-	c.Data, c.Secret = t.TempDir(), "metrics-test-secret-0123456789"
+	c.Data, c.Secret = migratedData(t), "metrics-test-secret-0123456789"
 	a, err := serveWith(t, c)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestServeMetricsListener(t *testing.T) {
 	}
 
 	c2 := &ServeCmd{Roles: "api", APIAddr: "127.0.0.1:0"}
-	c2.Data, c2.Secret = t.TempDir(), "metrics-test-secret-0123456789"
+	c2.Data, c2.Secret = migratedData(t), "metrics-test-secret-0123456789"
 	a2, err := serveWith(t, c2)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,7 +21,7 @@ func TestERR90_NotConfiguredFromServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	noenv := func(string) string { return "" }
-	data := filepath.Join(t.TempDir(), "data")
+	data := migratedData(t)
 	const secret = "no-uploads-secret-0123456789"
 	api := freePort(t)
 	serve := func(ctx context.Context, extra ...string) error {

@@ -76,11 +76,11 @@ func TestI10_OperatorKnobs(t *testing.T) {
 	catFile := filepath.Join(dir, "catalogue.json")
 	writeFile(t, catFile, cf)
 
-	data := filepath.Join(dir, "data")
+	data := migratedData(t)
 	api, queue, sync := freePort(t), freePort(t), freePort(t)
 	serveArgs := func(plansFile string) []string {
 		return []string{"serve", "--data", data, "--secret", "knobs-secret-0123456789", "--plans", plansFile, "--catalogue", catFile,
-			"--api-addr", api, "--queue-addr", queue, "--sync-addr", sync, "--model-concurrency", "2", "--log-level", "error"}
+			"--api-addr", api, "--queue-addr", queue, "--sync-addr", sync, "--model-concurrency", "2", "--log-level", "error", "--drain-delay", "0"}
 	}
 	if err := run(ctx, serveArgs(bad), noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "bad.json") {
 		t.Fatalf("serve with a broken plans file: %v", err)
@@ -184,11 +184,11 @@ func TestI30_PlanFiguresInRange(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("plans --check of a burst of 2^40: %v, want %q", err, want)
 	}
-	data := filepath.Join(dir, "data")
+	data := migratedData(t)
 	api := freePort(t)
 	serveArgs := func(plansFile string) []string {
 		return []string{"serve", "--data", data, "--secret", "range-secret-0123456789", "--plans", plansFile,
-			"--api-addr", api, "--queue-addr", freePort(t), "--sync-addr", freePort(t), "--log-level", "error"}
+			"--api-addr", api, "--queue-addr", freePort(t), "--sync-addr", freePort(t), "--log-level", "error", "--drain-delay", "0"}
 	}
 	if err := run(ctx, serveArgs(huge), noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("serve with a burst of 2^40: %v, want %q", err, want)
@@ -241,11 +241,11 @@ func TestI30_CatalogueFiguresInRange(t *testing.T) {
 	if err := run(ctx, []string{"catalogue", "--check", huge}, noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("catalogue --check of a stall ceiling of 2^40 s: %v, want %q", err, want)
 	}
-	data := filepath.Join(dir, "data")
+	data := migratedData(t)
 	api, sync := freePort(t), freePort(t)
 	serveArgs := func(catFile string) []string {
 		return []string{"serve", "--data", data, "--secret", "range-secret-0123456789", "--catalogue", catFile,
-			"--api-addr", api, "--queue-addr", freePort(t), "--sync-addr", sync, "--log-level", "error"}
+			"--api-addr", api, "--queue-addr", freePort(t), "--sync-addr", sync, "--log-level", "error", "--drain-delay", "0"}
 	}
 	if err := run(ctx, serveArgs(huge), noenv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("serve with a stall ceiling of 2^40 s: %v, want %q", err, want)

@@ -25,7 +25,7 @@ func TestRetentionFlags(t *testing.T) {
 	workers := func(outputs, uploads time.Duration) int {
 		c := &ServeCmd{Roles: "worker", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0",
 			RetainOutputs: outputs, RetainUploads: uploads}
-		c.Data, c.Secret = t.TempDir(), "retention-secret-0123456789"
+		c.Data, c.Secret = migratedData(t), "retention-secret-0123456789"
 		a, err := serveWith(t, c)
 		if err != nil {
 			t.Fatal(err)

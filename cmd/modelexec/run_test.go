@@ -38,13 +38,13 @@ func (s *syncBuffer) String() string {
 func devService(t *testing.T) (api, queue, key string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	data := t.TempDir()
+	data := migratedData(t)
 	apiAddr, queueAddr, syncAddr := freePort(t), freePort(t), freePort(t)
 	out := &syncBuffer{}
 	served := make(chan error, 1)
 	go func() {
 		served <- run(ctx, []string{"serve", "--dev", "--data", data, "--api-addr", apiAddr, "--queue-addr", queueAddr,
-			"--sync-addr", syncAddr, "--log-level", "error"}, noEnv, out, io.Discard)
+			"--sync-addr", syncAddr, "--log-level", "error", "--drain-delay", "0"}, noEnv, out, io.Discard)
 	}()
 	t.Cleanup(func() { cancel(); <-served })
 	res := waitFor(t, func() (*http.Response, error) { return http.Get("http://" + queueAddr + "/healthz") })

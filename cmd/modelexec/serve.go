@@ -160,9 +160,18 @@ func (c *ServeCmd) config() (server.Config, error) {
 
 // build wires the service from the flags (server.New does the wiring).
 func (c *ServeCmd) build(ctx context.Context, db *sqlstore.DB, svc *auth.Service, log *slog.Logger) (*server.Server, error) {
+	return c.buildWith(ctx, db, svc, log, nil)
+}
+
+// buildWith is build with the flags' configuration edited first (nil: as the flags give it);
+// tests lower the console's bcrypt cost through it.
+func (c *ServeCmd) buildWith(ctx context.Context, db *sqlstore.DB, svc *auth.Service, log *slog.Logger, edit func(*server.Config)) (*server.Server, error) {
 	cfg, err := c.config()
 	if err != nil {
 		return nil, err
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	p, err := loadPlans(c.Plans)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 func buildServe(t *testing.T, secret, roles, scheme string) *server.Server {
 	t.Helper()
 	c := &ServeCmd{Roles: roles, APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
-	c.Data, c.Secret, c.WebhookScheme = t.TempDir(), secret, scheme
+	c.Data, c.Secret, c.WebhookScheme = migratedData(t), secret, scheme
 	a, err := serveWith(t, c)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func serveWith(t *testing.T, c *ServeCmd) (*server.Server, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := c.build(ctx, db, svc, log)
+	srv, err := c.buildWith(ctx, db, svc, log, lowCost)
 	if srv != nil {
 		t.Cleanup(func() { _ = srv.Close() })
 	}
@@ -88,7 +88,7 @@ func TestWH37_ServeWiresWebhooks(t *testing.T) {
 		t.Fatalf("unconfigured: jwks %d, %d workers", rec.Code, a.Workers())
 	}
 	c := &ServeCmd{Roles: "api,webhooks", APIAddr: "127.0.0.1:0", QueueAddr: "127.0.0.1:0", SyncAddr: "127.0.0.1:0"}
-	c.Data = t.TempDir()
+	c.Data = migratedData(t)
 	if _, err := serveWith(t, c); err == nil || !strings.Contains(err.Error(), "deployment secret") {
 		t.Fatalf("split roles without a secret: %v", err)
 	}
