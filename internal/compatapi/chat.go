@@ -396,40 +396,55 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	return in, err
 }
 
+// chatCompletions answers the protocol's chat completions. A refusal names the output budget as
+// the caller sent it: the checks shared with the other routes name max_tokens, spelled
+// max_completion_tokens when the request sent that (it is the budget then, whatever max_tokens
+// says), as asResponses spells max_output_tokens.
 func (h *Handler) chatCompletions() handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 		var req chatRequest
-		if err := decode(r, &req); err != nil {
-			return err
+		err := h.chatCompletion(w, r, p, &req)
+		if err != nil && req.MaxCompletionTokens != nil {
+			return respell(err, completionNames.Replace, completionNames.Replace)
 		}
-		if len(req.Messages) == 0 {
-			return apierr.Newf(apierr.InvalidBody, "messages must hold at least one message.").With("param", "messages")
-		}
-		in, err := req.input()
-		if err != nil {
-			return err
-		}
-		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
-			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
-		if err != nil {
-			return promptParam(err, "messages")
-		}
-		defer call.Close()
-		setCallHeaders(w, call) // a failure answered below names its job too
-		if call.Kind != catalog.KindChat {
-			return answerOtherKind(w, r, call)
-		}
-		if req.Stream {
-			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-			return h.stream(w, r, call, usage, chatChunks{id: "chatcmpl-" + call.Job.ID, model: call.Job.Model, created: created(call.Job)})
-		}
-		out, err := call.Result(r.Context())
-		if err != nil {
-			return err
-		}
-		httpapi.WriteJSON(w, r, http.StatusOK, completionOf(out))
-		return nil
+		return err
 	}
+}
+
+// completionNames spells max_tokens as max_completion_tokens.
+var completionNames = strings.NewReplacer("max_tokens", "max_completion_tokens")
+
+func (h *Handler) chatCompletion(w http.ResponseWriter, r *http.Request, p *auth.Principal, req *chatRequest) error {
+	if err := decode(r, req); err != nil {
+		return err
+	}
+	if len(req.Messages) == 0 {
+		return apierr.Newf(apierr.InvalidBody, "messages must hold at least one message.").With("param", "messages")
+	}
+	in, err := req.input()
+	if err != nil {
+		return err
+	}
+	call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
+		IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
+	if err != nil {
+		return promptParam(err, "messages")
+	}
+	defer call.Close()
+	setCallHeaders(w, call) // a failure answered below names its job too
+	if call.Kind != catalog.KindChat {
+		return answerOtherKind(w, r, call)
+	}
+	if req.Stream {
+		usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		return h.stream(w, r, call, usage, chatChunks{id: "chatcmpl-" + call.Job.ID, model: call.Job.Model, created: created(call.Job)})
+	}
+	out, err := call.Result(r.Context())
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, r, http.StatusOK, completionOf(out))
+	return nil
 }
 
 // promptParam names the field of a chat call's refusal for a prompt over the model's context

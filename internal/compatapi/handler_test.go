@@ -19,8 +19,11 @@ import (
 	"github.com/modelexec/modelexec/internal/chat"
 	"github.com/modelexec/modelexec/internal/compatapi"
 	"github.com/modelexec/modelexec/internal/httpapi"
+	"github.com/modelexec/modelexec/internal/jobs"
+	"github.com/modelexec/modelexec/internal/ledger"
 	"github.com/modelexec/modelexec/internal/runners"
 	"github.com/modelexec/modelexec/internal/runners/builtin"
+	"github.com/modelexec/modelexec/internal/store/sqlstore"
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
@@ -31,6 +34,8 @@ type compatEnv struct {
 	srv      *httptest.Server
 	switches *httpapi.Switches
 	key      string
+	db       *sqlstore.DB
+	account  string
 }
 
 func newCompatEnv(t *testing.T, lim httpapi.Limits) *compatEnv {
@@ -57,19 +62,32 @@ func newCompatEnv(t *testing.T, lim httpapi.Limits) *compatEnv {
 			langs[m.Slug] = builtin.ChatRunner{}
 		}
 	}
-	e := &compatEnv{t: t, switches: &httpapi.Switches{}, key: minted.Key}
+	e := &compatEnv{t: t, switches: &httpapi.Switches{}, key: minted.Key, db: db, account: acct.ID}
 	gate := &httpapi.Gate{Auth: svc, Switches: e.switches, Now: now, Log: log}
-	h := &compatapi.Handler{Gate: gate, Chat: &chat.Service{Catalog: cat, Runners: langs, Now: now}, Now: now, Log: log}
+	env := func(jobs.Job, runners.Reporter) runners.Env { return runners.Env{} }
+	js := jobs.New(jobs.Deps{Store: sqlstore.Jobs{DB: db}, Ledger: ledger.New(db, now), Catalog: cat, Runners: langs, Env: env,
+		Seats: jobs.NewSeats(8, 8, 8), Now: now, Log: log}, jobs.DefaultConfig())
+	h := &compatapi.Handler{Gate: gate, Chat: &chat.Service{Jobs: js, Catalog: cat, Runners: langs, Hub: chat.NewHub(), Now: now}, Now: now, Log: log}
 	e.srv = httptest.NewServer(httpapi.WrapLimits(httpapi.AccountSurface, log, lim, h.Routes()))
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// balance is the account's balance in credits.
+func (e *compatEnv) balance() int64 {
+	e.t.Helper()
+	a, err := e.db.Account(context.Background(), e.account)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a.Balance
 }
 
 // compatAnswer is an answer as a client of the protocol reads it.
 type compatAnswer struct {
 	status int
 	header http.Header
-	err    struct{ Message, Type, Code string }
+	err    struct{ Message, Type, Code, Param string }
 	raw    string
 }
 
@@ -82,7 +100,7 @@ func readAnswer(t *testing.T, res *http.Response) compatAnswer {
 	}
 	a := compatAnswer{status: res.StatusCode, header: res.Header, raw: string(b)}
 	var body struct {
-		Error *struct{ Message, Type, Code string } `json:"error"`
+		Error *struct{ Message, Type, Code, Param string } `json:"error"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Error != nil {
 		a.err = *body.Error

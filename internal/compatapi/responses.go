@@ -107,13 +107,8 @@ var responsesNames = strings.NewReplacer("max_completion_tokens", "max_output_to
 // asResponses renames, in a refusal's message and param, the fields the caller of the Responses
 // protocol did not send: max_tokens for max_output_tokens, reasoning_effort for
 // reasoning.effort, messages for input, and messages[i] for the input item it came from
-// (instructions, when sent, are message 0: shift is 1). A model parser's refusal stays one
-// (chat.ParserRefusal), so that translate answers it 422 as on the other routes.
+// (instructions, when sent, are message 0: shift is 1).
 func asResponses(err error, shift int) error {
-	e, ok := apierr.As(err)
-	if !ok {
-		return err
-	}
 	items := func(s string) string {
 		return messageIndex.ReplaceAllStringFunc(s, func(m string) string {
 			i, _ := strconv.Atoi(m[len("messages[") : len(m)-1])
@@ -123,19 +118,34 @@ func asResponses(err error, shift int) error {
 			return fmt.Sprintf("input[%d]", i)
 		})
 	}
-	c := *e
-	c.Message = items(responsesNames.Replace(e.Text()))
-	c.Fields = maps.Clone(e.Fields)
-	param, ok := c.Fields["param"].(string)
-	if !ok {
-		param = paramOf(e.Code)
-	}
-	if param == "messages" {
-		param = "input"
-	}
-	if param != "" {
+	message := func(s string) string { return items(responsesNames.Replace(s)) }
+	return respell(err, message, func(param string) string {
+		if param == "messages" {
+			param = "input"
+		}
 		// instructions are message 0: a refusal of its content names instructions itself.
-		c.With("param", strings.Replace(items(responsesNames.Replace(param)), "instructions.content", "instructions", 1))
+		return strings.Replace(message(param), "instructions.content", "instructions", 1)
+	})
+}
+
+// respell is a refusal with its message and its param (the code's own, paramOf, when it
+// names none) spelled as the caller's protocol or request names the fields. A model parser's
+// refusal stays one (chat.ParserRefusal), so that translate answers it 422 as on the other
+// routes.
+func respell(err error, message, param func(string) string) error {
+	e, ok := apierr.As(err)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Message = message(e.Text())
+	c.Fields = maps.Clone(e.Fields)
+	p, ok := c.Fields["param"].(string)
+	if !ok {
+		p = paramOf(e.Code)
+	}
+	if p != "" {
+		c.With("param", param(p))
 	}
 	var parser *chat.ParserRefusal
 	if errors.As(err, &parser) {

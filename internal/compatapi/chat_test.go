@@ -1,0 +1,39 @@
+package compatapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelexec/modelexec/internal/compatapi"
+	"github.com/modelexec/modelexec/internal/httpapi"
+)
+
+// TestCHAT01_CompatOutputBudgetNamedAsSent proves CHAT-01 on /compat/v1/chat/completions: an
+// output budget over what the model can write is 400 output_limit_reached naming the field the
+// request sent, max_completion_tokens in its param and message when that was it (max_tokens
+// otherwise), nothing charged; Responses names max_output_tokens as before.
+func TestCHAT01_CompatOutputBudgetNamedAsSent(t *testing.T) {
+	e := newCompatEnv(t, httpapi.DefaultLimits())
+	before := e.balance()
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	for _, c := range []struct{ path, body, param, other string }{
+		{"/chat/completions", `{"model":"qwen",` + msgs + `,"max_completion_tokens":100000}`, "max_completion_tokens", "max_tokens"},
+		{"/chat/completions", `{"model":"qwen",` + msgs + `,"max_completion_tokens":100000,"max_tokens":5}`, "max_completion_tokens", "max_tokens"},
+		{"/chat/completions", `{"model":"qwen",` + msgs + `,"max_tokens":100000}`, "max_tokens", "max_completion_tokens"},
+		{"/chat/completions", `{"model":"qwen",` + msgs + `,"max_completion_tokens":0}`, "max_completion_tokens", "max_tokens"},
+		{"/responses", `{"model":"qwen","input":"hi","max_output_tokens":100000}`, "max_output_tokens", "max_tokens"},
+	} {
+		a := e.do("POST", compatapi.Prefix+c.path, c.body, "Authorization", "Bearer "+e.key)
+		if a.status != http.StatusBadRequest || a.err.Param != c.param || !strings.Contains(a.err.Message, c.param) ||
+			strings.Contains(a.err.Message, c.other) {
+			t.Fatalf("%s %s: %d %s, want 400 naming %s only", c.path, c.body, a.status, a.raw, c.param)
+		}
+		if strings.Contains(c.body, "100000") && a.err.Code != "output_limit_reached" {
+			t.Fatalf("%s %s: code %q, want output_limit_reached", c.path, c.body, a.err.Code)
+		}
+	}
+	if e.balance() != before {
+		t.Fatalf("refusals charged: balance %d, was %d", e.balance(), before)
+	}
+}
