@@ -20,6 +20,9 @@ import (
 // MaxMessageChars is the longest message a chat call carries (spec 02 "Limits").
 const MaxMessageChars = 24000
 
+// MaxStop is the most stop sequences a request sends, the protocol's own bound.
+const MaxStop = 4
+
 // content is a message content: a string, or a list of parts: text parts, and image parts
 // (chat completions' image_url, the Responses protocol's input_image) naming an http(s) URL, an
 // upload's read_url say, or a data: URL.
@@ -89,7 +92,7 @@ type shapeRefusal string
 
 func (s shapeRefusal) Error() string { return string(s) }
 
-// stopList is `stop`: a string or a list of strings.
+// stopList is `stop`: a string or a list of strings (at most MaxStop, chatRequest.input).
 type stopList []string
 
 func (s *stopList) UnmarshalJSON(b []byte) error {
@@ -342,6 +345,9 @@ func (req chatRequest) input() (catalog.ChatInput, error) {
 	}
 	if req.N != nil && *req.N != 1 {
 		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "n must be 1: one choice per request.").With("param", "n")
+	}
+	if len(req.Stop) > MaxStop {
+		return catalog.ChatInput{}, apierr.Newf(apierr.InvalidBody, "stop holds at most %d sequences; this one holds %d.", MaxStop, len(req.Stop)).With("param", "stop")
 	}
 	if err := req.sampling(); err != nil {
 		return catalog.ChatInput{}, err

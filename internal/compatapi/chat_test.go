@@ -1,6 +1,7 @@
 package compatapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,5 +36,32 @@ func TestCHAT01_CompatOutputBudgetNamedAsSent(t *testing.T) {
 	}
 	if e.balance() != before {
 		t.Fatalf("refusals charged: balance %d, was %d", e.balance(), before)
+	}
+}
+
+// TestCHAT01_CompatStopAtMostFour proves CHAT-01 on /compat/v1/chat/completions and
+// /completions: stop holds up to 4 sequences, as the protocol says; more is 400 invalid_body
+// with param stop, nothing charged, while 4 are taken.
+func TestCHAT01_CompatStopAtMostFour(t *testing.T) {
+	e := newCompatEnv(t, httpapi.DefaultLimits())
+	bodies := map[string]string{
+		"/chat/completions": `{"model":"qwen","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stop":%s}`,
+		"/completions":      `{"model":"qwen","prompt":"hi","max_tokens":5,"stop":%s}`,
+	}
+	for path, body := range bodies {
+		before := e.balance()
+		for _, stop := range []string{`["a","b","c","d","e"]`, `["a","b","c","d","e","f","g","h"]`} {
+			a := e.do("POST", compatapi.Prefix+path, fmt.Sprintf(body, stop), "Authorization", "Bearer "+e.key)
+			refused(t, path+" stop "+stop, a, http.StatusBadRequest, "invalid_body")
+			if a.err.Param != "stop" || a.err.Type != "invalid_request_error" {
+				t.Fatalf("%s stop %s: %s, want param stop", path, stop, a.raw)
+			}
+		}
+		if e.balance() != before {
+			t.Fatalf("%s: refusals charged: balance %d, was %d", path, e.balance(), before)
+		}
+		if a := e.do("POST", compatapi.Prefix+path, fmt.Sprintf(body, `["a","b","c","d"]`), "Authorization", "Bearer "+e.key); a.status != http.StatusOK {
+			t.Fatalf("%s: 4 stop sequences: %d %s", path, a.status, a.raw)
+		}
 	}
 }
