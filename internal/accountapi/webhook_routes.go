@@ -108,6 +108,8 @@ func (h *Handler) rechallengeWebhook() http.Handler {
 			return apierr.Newf(apierr.NotFound, "No webhook endpoint %s.", r.PathValue("id"))
 		case errors.As(err, &ue):
 			return urlRefusal(ue, http.StatusConflict)
+		case errors.Is(err, webhooks.ErrTooManyWebhooks): // a dead endpoint passing would make one too many
+			return apierr.New(apierr.TooManyWebhooks, "limit", h.Webhooks.MaxEndpoints())
 		default:
 			return apierr.New(apierr.WebhookReadFailed).Wrap(err)
 		}

@@ -60,10 +60,11 @@ type whReceived struct {
 // whReceiver is a real HTTPS receiver on loopback: it echoes the challenge nonce unless echo
 // is off and answers 200 to everything else.
 type whReceiver struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	echo bool
-	reqs []whReceived
+	srv    *httptest.Server
+	mu     sync.Mutex
+	echo   bool
+	status int // the answer to events; 0 is 200
+	reqs   []whReceived
 }
 
 func newWHReceiver(t *testing.T) *whReceiver {
@@ -72,13 +73,16 @@ func newWHReceiver(t *testing.T) *whReceiver {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		rc.reqs = append(rc.reqs, whReceived{Header: r.Header.Clone(), Body: body})
-		echo := rc.echo
+		echo, status := rc.echo, rc.status
 		rc.mu.Unlock()
 		if r.Header.Get(webhooks.HeaderEvent) == webhooks.EventChallenge && echo {
 			var env webhooks.ChallengeEnvelope
 			_ = json.Unmarshal(body, &env)
 			_ = json.NewEncoder(w).Encode(map[string]string{"nonce": env.Data.Nonce})
 			return
+		}
+		if status != 0 {
+			w.WriteHeader(status)
 		}
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
@@ -90,6 +94,8 @@ func newWHReceiver(t *testing.T) *whReceiver {
 func (rc *whReceiver) URL() string { return rc.srv.URL + "/hook" }
 
 func (rc *whReceiver) setEcho(on bool) { rc.mu.Lock(); rc.echo = on; rc.mu.Unlock() }
+
+func (rc *whReceiver) setStatus(code int) { rc.mu.Lock(); rc.status = code; rc.mu.Unlock() }
 
 func (rc *whReceiver) received(kind string) []whReceived {
 	rc.mu.Lock()
@@ -419,6 +425,59 @@ func TestWH05_WebhookRoutesOverHTTP(t *testing.T) {
 			t.Fatalf("deleted across accounts: %s", a.raw)
 		}
 		e.want(e.do("POST", "/v1/webhooks", key, map[string]any{"url": good.URL()}), 201, "")
+	})
+}
+
+// TestWH06_DeadEndpointBroughtBackCountsInTheLimit: an endpoint a 410 made dead does not
+// count in the five not dead, so the account registers another in its place; a passing
+// re-challenge of the dead one would make six, and is refused 409 too_many_webhooks with
+// limit 5, the endpoint left dead (it was brought back active: every such round added one
+// more live endpoint). With a place freed, the same re-challenge brings it back. SQLite and
+// PostgreSQL.
+func TestWH06_DeadEndpointBroughtBackCountsInTheLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
+		good := newWHReceiver(t)
+		gone := newWHReceiver(t)
+		e := newWHEnv(t, db, rootsOf(good.srv))
+		storetest.NewAccount(t, db, "acct_a", auth.Pro, 1000)
+		key := e.mint("acct_a")
+		a := e.do("POST", "/v1/webhooks", key, map[string]any{"url": gone.URL()})
+		e.want(a, 201, "")
+		goneID := a.body["id"].(string)
+		var others []string
+		for range 4 {
+			a := e.do("POST", "/v1/webhooks", key, map[string]any{"url": good.URL()})
+			e.want(a, 201, "")
+			others = append(others, a.body["id"].(string))
+		}
+		gone.setStatus(http.StatusGone)
+		e.settle("acct_a", "photo_k1", "photo", jobs.Succeeded, "", "")
+		e.pump()
+		status := func(id string) any {
+			t.Helper()
+			for _, w := range e.do("GET", "/v1/webhooks", key, nil).body["data"].([]any) {
+				if w := w.(map[string]any); w["id"] == id {
+					return w["status"]
+				}
+			}
+			return nil
+		}
+		if st := status(goneID); st != "dead" {
+			t.Fatalf("after a 410 the endpoint is %v", st)
+		}
+		e.want(e.do("POST", "/v1/webhooks", key, map[string]any{"url": good.URL()}), 201, "") // five not dead again
+		gone.setStatus(0)
+		a = e.do("POST", "/v1/webhooks/"+goneID, key, nil)
+		e.want(a, 409, "too_many_webhooks")
+		if a.body["limit"] != float64(5) || status(goneID) != "dead" {
+			t.Fatalf("re-challenge at the limit: %s; endpoint %v", a.raw, status(goneID))
+		}
+		e.want(e.do("DELETE", "/v1/webhooks/"+others[0], key, nil), 200, "")
+		a = e.do("POST", "/v1/webhooks/"+goneID, key, nil)
+		e.want(a, 200, "")
+		if a.body["status"] != "active" {
+			t.Fatalf("re-challenge with a place free: %s", a.raw)
+		}
 	})
 }
 

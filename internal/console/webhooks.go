@@ -308,6 +308,8 @@ func (h *Handler) rechallengeWebhook(w http.ResponseWriter, r *http.Request, v *
 		return errNotFound
 	case errors.As(err, &ue):
 		return h.webhooksRefusal(w, r, v, http.StatusConflict, "The stored URL no longer passes the URL rules: "+ue.Message()+" Delete the endpoint and add it again.")
+	case errors.Is(err, webhooks.ErrTooManyWebhooks):
+		return h.webhooksRefusal(w, r, v, http.StatusConflict, fmt.Sprintf("Endpoint %s passed the challenge but stays dead: an account may have %d endpoints that are not dead. Delete one first.", id, h.Webhooks.MaxEndpoints()))
 	default:
 		return err
 	}

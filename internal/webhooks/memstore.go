@@ -43,13 +43,7 @@ func cloneDelivery(d Delivery) Delivery {
 func (m *MemStore) CreateEndpoint(_ context.Context, p CreateEndpointParams) (Endpoint, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for _, e := range m.endpoints {
-		if e.Account == p.Account && e.Status != StatusDead {
-			n++
-		}
-	}
-	if p.MaxNotDead > 0 && n >= p.MaxNotDead {
+	if m.full(p.Account, p.MaxNotDead) {
 		return Endpoint{}, ErrTooManyWebhooks
 	}
 	if _, ok := m.endpoints[p.ID]; ok {
@@ -88,6 +82,17 @@ func (m *MemStore) ListEndpoints(_ context.Context, account string) ([]Endpoint,
 	return out, nil
 }
 
+// full reports whether account already has max endpoints not dead (never when max is 0).
+func (m *MemStore) full(account string, max int) bool {
+	n := 0
+	for _, e := range m.endpoints {
+		if e.Account == account && e.Status != StatusDead {
+			n++
+		}
+	}
+	return max > 0 && n >= max
+}
+
 func (m *MemStore) RecordChallenge(_ context.Context, p RecordChallengeParams) (ChallengeRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,6 +109,9 @@ func (m *MemStore) RecordChallenge(_ context.Context, p RecordChallengeParams) (
 		m.endpoints[e.ID] = e
 		rec.Endpoint = cloneEndpoint(e)
 		return rec, nil
+	}
+	if e.Status == StatusDead && m.full(e.Account, p.MaxNotDead) {
+		return ChallengeRecord{}, ErrTooManyWebhooks
 	}
 	e.Status, e.Verified, e.VerifiedAt = StatusActive, true, tp(p.Now)
 	e.Verification, e.DisabledReason, e.DeadAt, e.ConsecutiveFailures = nil, "", nil, 0

@@ -104,7 +104,7 @@ func (s *Service) challengeAndRecord(ctx context.Context, ep Endpoint) (Registra
 	}
 	now := s.cfg.Clock.Now()
 	rec, err := s.cfg.Store.RecordChallenge(ctx, RecordChallengeParams{EndpointID: ep.ID, Now: now, Passed: passed,
-		Verification: v, RetainFrom: now.Add(-s.cfg.Retention), ReleaseSpacing: s.cfg.ReleaseSpacing})
+		Verification: v, RetainFrom: now.Add(-s.cfg.Retention), ReleaseSpacing: s.cfg.ReleaseSpacing, MaxNotDead: s.cfg.MaxEndpoints})
 	if err != nil {
 		return Registration{}, err
 	}

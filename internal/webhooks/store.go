@@ -131,6 +131,9 @@ type RecordChallengeParams struct {
 	// Now + i*ReleaseSpacing.
 	RetainFrom     time.Time
 	ReleaseSpacing time.Duration
+	// MaxNotDead: a pass that would bring a dead endpoint back while the account already has
+	// this many not dead is refused ErrTooManyWebhooks, and the endpoint stays dead.
+	MaxNotDead int
 }
 
 // ChallengeRecord is what RecordChallenge did.
@@ -271,7 +274,9 @@ type Store interface {
 	// RecordChallenge stores a challenge outcome. On a pass the endpoint becomes active and
 	// verified (verified_at Now, verification, disabled_reason, dead_at cleared,
 	// consecutive_failures 0) and its held deliveries are released as RecordChallengeParams
-	// says. On a failure only verification changes: the status stays as it was.
+	// says. On a failure only verification changes: the status stays as it was. A pass that
+	// would bring a dead endpoint back counts the account's endpoints not dead in the same
+	// transaction, as CreateEndpoint does: ErrTooManyWebhooks at MaxNotDead.
 	// ErrNotFound when the endpoint is gone.
 	RecordChallenge(ctx context.Context, p RecordChallengeParams) (ChallengeRecord, error)
 	// DeleteEndpoint removes the account's endpoint and its open (scheduled or held)

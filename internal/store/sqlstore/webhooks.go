@@ -140,17 +140,8 @@ func (tx *Tx) saveEndpoint(ctx context.Context, e webhooks.Endpoint) error {
 func (s Webhooks) CreateEndpoint(ctx context.Context, p webhooks.CreateEndpointParams) (webhooks.Endpoint, error) {
 	var out webhooks.Endpoint
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if lock := tx.sql.lockKey; lock != "" {
-			if _, err := tx.q.ExecContext(ctx, lock, "webhooks:"+p.Account); err != nil {
-				return err
-			}
-		}
-		var n int
-		if err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE account_id = $1 AND status <> 'dead'`, p.Account).Scan(&n); err != nil {
+		if err := tx.roomForEndpoint(ctx, p.Account, p.MaxNotDead); err != nil {
 			return err
-		}
-		if p.MaxNotDead > 0 && n >= p.MaxNotDead {
-			return webhooks.ErrTooManyWebhooks
 		}
 		products := ""
 		if p.Products != nil {
@@ -172,6 +163,28 @@ func (s Webhooks) CreateEndpoint(ctx context.Context, p webhooks.CreateEndpointP
 		return err
 	})
 	return out, err
+}
+
+// roomForEndpoint refuses ErrTooManyWebhooks when account already has max endpoints not dead
+// (never when max is 0), counted in the caller's transaction under a per-account lock on
+// PostgreSQL, so that two transactions cannot both take the last place.
+func (tx *Tx) roomForEndpoint(ctx context.Context, account string, max int) error {
+	if max <= 0 {
+		return nil
+	}
+	if lock := tx.sql.lockKey; lock != "" {
+		if _, err := tx.q.ExecContext(ctx, lock, "webhooks:"+account); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE account_id = $1 AND status <> 'dead'`, account).Scan(&n); err != nil {
+		return err
+	}
+	if n >= max {
+		return webhooks.ErrTooManyWebhooks
+	}
+	return nil
 }
 
 func (s Webhooks) GetEndpoint(ctx context.Context, id string) (webhooks.Endpoint, error) {
@@ -198,6 +211,11 @@ func (s Webhooks) RecordChallenge(ctx context.Context, p webhooks.RecordChalleng
 			}
 			rec.Endpoint = e
 			return tx.saveEndpoint(ctx, e)
+		}
+		if e.Status == webhooks.StatusDead {
+			if err := tx.roomForEndpoint(ctx, e.Account, p.MaxNotDead); err != nil {
+				return err
+			}
 		}
 		now := p.Now
 		e.Status, e.Verified, e.VerifiedAt = webhooks.StatusActive, true, &now

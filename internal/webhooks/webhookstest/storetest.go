@@ -184,6 +184,16 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) webhooks.Store) {
 		if ids := enqueue(t, s, at, "wh_a", "evt_new"); len(ids) != 0 {
 			t.Fatal("dead endpoint queued")
 		}
+		// A pass that would bring it back beside five not dead is refused; it stays dead.
+		for _, id := range []string{"wh_l1", "wh_l2", "wh_l3", "wh_l4", "wh_l5"} {
+			create(t, s, id, "acc")
+		}
+		if _, err := s.RecordChallenge(ctx, webhooks.RecordChallengeParams{EndpointID: "wh_a", Now: at, Passed: true, MaxNotDead: 5}); !errors.Is(err, webhooks.ErrTooManyWebhooks) {
+			t.Fatalf("a sixth brought back: %v", err)
+		}
+		if e, _ := s.GetEndpoint(ctx, "wh_a"); e.Status != webhooks.StatusDead {
+			t.Fatalf("refused pass left %+v", e)
+		}
 		// Success clears the counter.
 		activate(t, s, "wh_a")
 		e, _ = recordOne(t, s, webhooks.AttemptParams{DeliveryID: webhooks.DeliveryID("wh_a", "evt_z"), EndpointID: "wh_a", Now: at, Attempted: true,
