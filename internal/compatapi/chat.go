@@ -49,7 +49,7 @@ func (c *content) UnmarshalJSON(b []byte) error {
 	}
 	var parts []contentPart
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return shapeRefusal("content must be a string or a list of text and image parts.")
+		return shapeRefusal{msg: "content must be a string or a list of text and image parts."}
 	}
 	var sb strings.Builder
 	for _, p := range parts {
@@ -63,7 +63,7 @@ func (c *content) UnmarshalJSON(b []byte) error {
 			}
 			c.images = append(c.images, u)
 		default:
-			return shapeRefusal(fmt.Sprintf("content part type %q is not offered; send text or images.", apierr.Excerpt(p.Type)))
+			return shapeRefusal{msg: fmt.Sprintf("content part type %q is not offered; send text or images.", apierr.Excerpt(p.Type))}
 		}
 	}
 	c.text = sb.String()
@@ -81,16 +81,26 @@ func imageURL(raw json.RawMessage) (string, error) {
 		u = obj.URL
 	}
 	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "data:image/") {
-		return "", shapeRefusal("an image part needs image_url: an http(s) URL (an upload's read_url, say) or a data:image/ URL.")
+		return "", shapeRefusal{msg: "an image part needs image_url: an http(s) URL (an upload's read_url, say) or a data:image/ URL."}
 	}
 	return u, nil
 }
 
 // shapeRefusal is a field's own refusal of its value while the body is decoded, written for a
-// person: it is shown as it stands, where the decoder's own errors are rewritten (ShapeError).
-type shapeRefusal string
+// person: it is shown as it stands, where the decoder's own errors are rewritten (ShapeError),
+// naming param when the field knows its own name.
+type shapeRefusal struct{ msg, param string }
 
-func (s shapeRefusal) Error() string { return string(s) }
+func (s shapeRefusal) Error() string { return s.msg }
+
+// refusal is the surface's invalid_body of s.
+func (s shapeRefusal) refusal() *apierr.Error {
+	e := apierr.Newf(apierr.InvalidBody, "%s", s.msg)
+	if s.param != "" {
+		e = e.With("param", s.param)
+	}
+	return e
+}
 
 // stopList is `stop`: a string or a list of strings (at most MaxStop, chatRequest.input).
 type stopList []string
@@ -103,7 +113,7 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return shapeRefusal("stop must be a string or a list of strings.")
+		return shapeRefusal{msg: "stop must be a string or a list of strings.", param: "stop"}
 	}
 	*s = many
 	return nil
@@ -311,7 +321,7 @@ func decode(r *http.Request, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		var own shapeRefusal
 		if errors.As(err, &own) {
-			return apierr.Newf(apierr.InvalidBody, "%s", string(own))
+			return own.refusal()
 		}
 		return httpapi.ShapeError(err)
 	}

@@ -40,8 +40,9 @@ func TestCHAT01_CompatOutputBudgetNamedAsSent(t *testing.T) {
 }
 
 // TestCHAT01_CompatStopAtMostFour proves CHAT-01 on /compat/v1/chat/completions and
-// /completions: stop holds up to 4 sequences, as the protocol says; more is 400 invalid_body
-// with param stop, nothing charged, while 4 are taken.
+// /completions: stop holds up to 4 sequences, as the protocol says; more, or a stop that is
+// neither a string nor a list of strings, is 400 invalid_body with param stop, nothing
+// charged, while 4 are taken.
 func TestCHAT01_CompatStopAtMostFour(t *testing.T) {
 	e := newCompatEnv(t, httpapi.DefaultLimits())
 	bodies := map[string]string{
@@ -50,7 +51,7 @@ func TestCHAT01_CompatStopAtMostFour(t *testing.T) {
 	}
 	for path, body := range bodies {
 		before := e.balance()
-		for _, stop := range []string{`["a","b","c","d","e"]`, `["a","b","c","d","e","f","g","h"]`} {
+		for _, stop := range []string{`["a","b","c","d","e"]`, `["a","b","c","d","e","f","g","h"]`, `7`, `[1]`, `{"a":"b"}`} {
 			a := e.do("POST", compatapi.Prefix+path, fmt.Sprintf(body, stop), "Authorization", "Bearer "+e.key)
 			refused(t, path+" stop "+stop, a, http.StatusBadRequest, "invalid_body")
 			if a.err.Param != "stop" || a.err.Type != "invalid_request_error" {

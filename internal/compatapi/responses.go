@@ -293,7 +293,7 @@ func responsesInput(raw json.RawMessage) ([]catalog.Message, error) {
 	if err := json.Unmarshal(raw, &items); err != nil {
 		var own shapeRefusal
 		if errors.As(err, &own) {
-			return nil, apierr.Newf(apierr.InputInvalid, "input: %s", string(own))
+			return nil, apierr.Newf(apierr.InputInvalid, "input: %s", own.msg)
 		}
 		return nil, apierr.Newf(apierr.InputInvalid, "input must be a string or a list of messages, each with a role and content.")
 	}
