@@ -476,6 +476,14 @@ func TestACC11_ACC12_ACC13_Assets(t *testing.T) {
 		}
 		e.pacer.take()
 		e.want(e.get("/v1/jobs/"+f.ID+"/assets", key), 402, "refunded")
+		// Every status the route answered here is one its OpenAPI operation lists.
+		doc := e.get("/v1/openapi.json", "")
+		responses := doc.body["paths"].(map[string]any)["/v1/jobs/{id}/assets"].(map[string]any)["get"].(map[string]any)["responses"].(map[string]any)
+		for _, status := range []string{"200", "402", "409", "429"} {
+			if _, ok := responses[status]; !ok {
+				t.Errorf("GET /v1/jobs/{id}/assets answers %s, which openapi.json does not list", status)
+			}
+		}
 		if calls := e.pacer.take(); len(calls) != 1 || calls[0].Bucket != ratelimit.Read {
 			t.Fatalf("refunded assets admitted %+v", calls)
 		}

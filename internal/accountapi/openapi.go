@@ -82,8 +82,10 @@ func oaErrs(statuses ...string) map[string]any {
 	desc := map[string]string{
 		"400": "Refused: a parameter or the body is invalid (see error).",
 		"401": "No key, or the key is malformed, unknown, revoked or expired.",
+		"402": "The job failed and was refunded (refunded): it has no assets.",
 		"403": "The key lacks the scope, or the account is limited.",
 		"404": "Not found (also for another account's resource).",
+		"405": "The method is not the one the link was signed for (method_not_allowed).",
 		"409": "Conflict with the resource's state.",
 		"410": "Gone.",
 		"413": "Too large: the body, or on GET /v1/usage the window (usage_window_too_large).",
@@ -206,14 +208,14 @@ func oaAccountPaths(cat *catalog.Catalog) map[string]any {
 		"/v1/jobs/{id}": map[string]any{"get": oaOperation("getJob", "jobs", "One job of the caller's account; scope jobs:read.", oaBearer, []any{jobID},
 			map[string]any{"200": oaOk("The job record.", "Job")}, append(slices.Clone(oaKeyed), "404")...)},
 		"/v1/jobs/{id}/assets": map[string]any{"get": oaOperation("getJobAssets", "jobs", "Signed asset URLs (valid 15 minutes); scope assets:read. 409 not_ready before a terminal status.", oaBearer, []any{jobID},
-			map[string]any{"200": oaOk("The job's assets.", "AssetList")}, append(slices.Clone(oaKeyed), "404", "409", "410")...)},
+			map[string]any{"200": oaOk("The job's assets.", "AssetList")}, append(slices.Clone(oaKeyed), "402", "404", "409", "410")...)},
 		"/v1/usage": map[string]any{"get": oaOperation("getUsage", "account", "Spend per key; scope jobs:read.", oaBearer, []any{
-			oaQueryParam("window", "month (default), last_month, or 1m to 12m (the current month and the ones before it); else 413 usage_window_too_large.", oaStr()),
+			oaQueryParam("window", "month (default), last_month, or 1m to 12m (the current month and the ones before it); more than 12 months 413 usage_window_too_large, anything else 400 invalid_input (allowed).", oaStr()),
 		}, map[string]any{"200": oaOk("Spend per key over the window.", "Usage")}, oaKeyed...)},
 		"/v1/usage/export": map[string]any{"get": oaOperation("exportUsage", "account",
 			"Spend per UTC day, key and model as one CSV file; scope jobs:read. Windows as GET /v1/usage. A window holding more rows than one file is refused with 413 export_too_large (carrying window) before any row is sent.",
 			oaBearer, []any{
-				oaQueryParam("window", "month (default), last_month, or 1m to 12m; beyond 12 months 413 usage_window_too_large.", oaStr()),
+				oaQueryParam("window", "month (default), last_month, or 1m to 12m; beyond 12 months 413 usage_window_too_large, anything else 400 invalid_input (allowed).", oaStr()),
 				oaQueryParam("granularity", "day (default): one row per UTC day, key and model; job: one row per charge or refund entry, key by key, each key's in the order written.", oaEnum("day", "job")),
 			}, map[string]any{"200": map[string]any{
 				"description": "CSV (RFC 4180), attachment usage-<account>-<window>.csv (usage-<account>-<window>-jobs.csv for granularity=job). Header row date,key_id,model,jobs,credits_charged,credits_refunded,credits_net, rows ordered by date, key_id, model; for granularity=job time,key_id,model,job_id,kind,credits_charged,credits_refunded. Text cells starting with = + - @ are prefixed with a single quote.",
@@ -255,7 +257,7 @@ func oaAccountPaths(cat *catalog.Catalog) map[string]any {
 					"image/webp": map[string]any{"schema": map[string]any{"type": "string", "contentMediaType": "image/webp"}},
 				}},
 				"responses": func() map[string]any {
-					r := oaErrs("400", "403", "413")
+					r := oaErrs("400", "403", "404", "405", "410", "413", "429", "500", "503")
 					r["200"] = map[string]any{"description": "Stored."}
 					return r
 				}()},
