@@ -140,10 +140,12 @@ func do(method, u, key, body string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-// waitFor retries f until the server answers (it is starting).
+// waitFor retries f until the server answers (it is starting: a fresh database's migrations
+// and --dev's first user, under the race detector on a loaded machine, can take most of a
+// minute).
 func waitFor(t *testing.T, f func() (*http.Response, error)) *http.Response {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		res, err := f()
 		if err == nil {

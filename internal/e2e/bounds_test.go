@@ -36,18 +36,26 @@ func TestIN_SHARED06_LargeValuesBounded(t *testing.T) {
 			{"strings", arrayBody(`""`, 1<<20)},
 			{"deep", deepBody(9_000)},
 		} {
-			var m0, m1 runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&m0)
-			r := h.submit(mFast, "", c.body)
-			runtime.ReadMemStats(&m1)
-			if r.Code != http.StatusUnprocessableEntity || r.str("error") != "invalid_input" {
-				t.Fatalf("%s: %d %.300s", c.name, r.Code, r.Raw)
+			// The process's count takes in what its other goroutines allocate meanwhile (the
+			// engine's sweeps, the timers): the least of three refusals is the refusal's own.
+			var alloc uint64
+			var r resp
+			for try := range 3 {
+				var m0, m1 runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&m0)
+				r = h.submit(mFast, "", c.body)
+				runtime.ReadMemStats(&m1)
+				if r.Code != http.StatusUnprocessableEntity || r.str("error") != "invalid_input" {
+					t.Fatalf("%s: %d %.300s", c.name, r.Code, r.Raw)
+				}
+				if a := m1.TotalAlloc - m0.TotalAlloc; try == 0 || a < alloc {
+					alloc = a
+				}
 			}
 			if !strings.Contains(r.Raw, `"a"`) {
 				t.Fatalf("%s: the refusal does not name the unknown field: %.300s", c.name, r.Raw)
 			}
-			alloc := m1.TotalAlloc - m0.TotalAlloc
 			t.Logf("%s: body %d bytes, refusal %d bytes, %.2f MiB allocated (client included)", c.name, len(c.body), len(r.Raw), float64(alloc)/(1<<20))
 			if alloc > 4*uint64(len(c.body))+(1<<20) {
 				t.Errorf("%s: one refusal of a %d-byte body allocated %.1f MiB", c.name, len(c.body), float64(alloc)/(1<<20))

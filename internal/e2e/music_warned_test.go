@@ -30,7 +30,7 @@ func TestINSHARED43_MusicWarnedRequestIsServed(t *testing.T) {
 		serve := func(body, key, rule string) (resp, map[string]any) {
 			t.Helper()
 			before, n := m.balance(), m.countJobs()
-			r := m.submit("music-turbo", "wait=60", body, "Idempotency-Key", key)
+			r := m.submit("music-turbo", "wait=300", body, "Idempotency-Key", key) // 30 s of Opus under -race on a busy machine can take over a minute
 			if r.Code != http.StatusOK || r.str("status") != "COMPLETED" || r.Header.Get("Deprecation") == "" || !strings.Contains(r.Raw, `"rule":"`+rule+`"`) {
 				t.Fatalf("warned request: %d %s (Deprecation %q)", r.Code, r.Raw, r.Header.Get("Deprecation"))
 			}
@@ -55,7 +55,7 @@ func TestINSHARED43_MusicWarnedRequestIsServed(t *testing.T) {
 			t.Fatalf("result %v; file %d Hz, %d ch, %.3f s: want 48000 Hz stereo, 30 s", a, rate, ch, seconds)
 		}
 		before := m.balance()
-		again := m.submit("music-turbo", "wait=60", strings.Replace(body, "44100", "48000", 1), "Idempotency-Key", "music-44100")
+		again := m.submit("music-turbo", "wait=300", strings.Replace(body, "44100", "48000", 1), "Idempotency-Key", "music-44100")
 		if again.Code != http.StatusOK || again.Body["replayed"] != true || again.str("request_id") != first.str("request_id") ||
 			again.str("status") != "COMPLETED" || m.balance() != before {
 			t.Fatalf("the key resent: %d %s (balance %d→%d)", again.Code, again.Raw, before, m.balance())
