@@ -14,34 +14,44 @@ import (
 	"github.com/modelexec/modelexec/internal/store/storetest"
 )
 
-// TestERR05_SyncRunRefusedEgressSaysItsChargeStands: a synchronous run whose output the egress
-// bucket will not let out answers the bucket's refusal, but the run happened and was charged,
-// so the answer says charged "stands", retry "poll_first" and x-should-retry: false, and names
-// its status and result URLs; it never says "no" and invites a resend that runs and pays again.
-// Proves ERR-05's advice and the charged column (spec 02 "Error body") on the synchronous host.
-func TestERR05_SyncRunRefusedEgressSaysItsChargeStands(t *testing.T) {
+// TestERR05_SyncRunSpentEgressRefusedBeforeItIsCharged: a synchronous run takes its output's
+// first megabyte of egress before it runs, so a key whose egress bucket is spent is refused
+// 429 rate_limited (bucket egress) with charged "no" before anything runs or is charged, and a
+// client that resends it (fal's retries 429 three times, whatever x-should-retry says) pays
+// nothing. A run was charged and then refused its links, and every resend was a new run
+// charged again: four charges and no output for one fal.run. A run admitted delivers its
+// output whatever the bucket holds by then (Gate.AdmitPaidEgress). Proves ERR-05's advice and
+// the charged column (spec 02 "Error body") on the synchronous host.
+func TestERR05_SyncRunSpentEgressRefusedBeforeItIsCharged(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *sqlstore.DB) {
 		p := plans.Default()
 		p.Rates[string(auth.Pro)][ratelimit.Egress] = ratelimit.Rate{Burst: 1, Refill: 1, Period: 24 * time.Hour}
 		p.Rates[string(auth.Pro)][ratelimit.Generate] = ratelimit.Rate{Burst: 100, Refill: 100, Period: time.Minute}
 		m := newModelsHarnessPlans(t, db, blobs.NewMemory(), func(c *server.Config) { c.NoRateLimits = false }, p)
-		run := func(key string) resp {
-			return m.call(http.MethodPost, m.sync.URL+"/svc-serverless/image-lite", `{"positivePrompt":"a fox"}`, "Idempotency-Key", key)
+		run := func() resp {
+			return m.call(http.MethodPost, m.sync.URL+"/svc-serverless/image-lite", `{"positivePrompt":"a fox"}`)
 		}
-		if first := run("egress-1"); first.Code != http.StatusOK {
-			t.Fatalf("first run (its links take the bucket's one megabyte): %d %s", first.Code, first.Raw)
+		before, jobs := m.balance(), m.countJobs()
+		first := run()
+		if first.Code != http.StatusOK || m.balance() >= before || m.countJobs() != jobs+1 {
+			t.Fatalf("first run (it takes the bucket's one megabyte): %d %s", first.Code, first.Raw)
 		}
-		before := m.balance()
-		late := run("egress-2")
-		if late.Code != http.StatusTooManyRequests || late.str("bucket") != "egress" {
-			t.Fatalf("second run: %d %s", late.Code, late.Raw)
+		if u, _ := first.Body["images"].([]any); len(u) == 0 {
+			t.Fatalf("the first run's output carries no image: %s", first.Raw)
 		}
-		if late.str("charged") != "stands" || late.str("retry") != "poll_first" || late.Header.Get("x-should-retry") != "false" ||
-			late.str("status_url") == "" || late.str("response_url") == "" {
-			t.Fatalf("a run refused its links must say its charge stands and where to read it: %v %s", late.Header, late.Raw)
+		before, jobs = m.balance(), m.countJobs()
+		for try := range 4 { // the first answer and three resends
+			m.clock.Advance(time.Second) // past the per-instance fuse's second (3 generate requests)
+			late := run()
+			if late.Code != http.StatusTooManyRequests || late.str("bucket") != "egress" || late.str("charged") != "no" {
+				t.Fatalf("run %d on a spent egress bucket: %d %s", try+2, late.Code, late.Raw)
+			}
+			if late.Header.Get("Retry-After") == "" {
+				t.Fatalf("the refusal names no wait: %v", late.Header)
+			}
 		}
-		if m.balance() >= before {
-			t.Fatalf("balance %d, was %d: the second run ran and is charged", m.balance(), before)
+		if m.balance() != before || m.countJobs() != jobs {
+			t.Fatalf("refused runs ran or were charged: balance %d→%d, jobs %d→%d", before, m.balance(), jobs, m.countJobs())
 		}
 	})
 }

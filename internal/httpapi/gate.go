@@ -416,6 +416,26 @@ func authFailure(err error, bucket ratelimit.Bucket) error {
 // egress), then the egress bucket takes the bytes in whole megabytes, minimum 1 (RL-09). The
 // asset list and the queue host's result read both sign through it.
 func (g *Gate) AdmitEgress(w http.ResponseWriter, r *http.Request, p *auth.Principal, bytes int64) error {
+	return g.admitEgress(w, r, p, ratelimit.EgressCost(bytes), false)
+}
+
+// PrepaidEgress is what a synchronous run takes of the egress bucket before it runs
+// (AdmitEgress of one megabyte): a spent bucket refuses the run before it is charged, as a
+// resend is safe then.
+const PrepaidEgress = 1
+
+// AdmitPaidEgress admits the links to a synchronous run's output, which ran and was charged
+// before they are signed, with PrepaidEgress taken before it ran: the rest of the files'
+// megabytes are taken whatever the bucket holds (ratelimit.Request.Overdraw, a debt that
+// refuses the key's next download or run until it is repaid), and a limiter that cannot be
+// asked lets them out. A refusal now would answer a paid run with a status clients resend as
+// a new run, paying again. The key and the account are read afresh as AdmitEgress does: a
+// revoked key or a limited account is still refused.
+func (g *Gate) AdmitPaidEgress(w http.ResponseWriter, r *http.Request, p *auth.Principal, bytes int64) error {
+	return g.admitEgress(w, r, p, ratelimit.EgressCost(bytes)-PrepaidEgress, true)
+}
+
+func (g *Gate) admitEgress(w http.ResponseWriter, r *http.Request, p *auth.Principal, cost int64, paid bool) error {
 	if g.Auth != nil {
 		if raw, ok := credential(r); ok {
 			pk, err := g.Auth.Parse(raw)
@@ -432,7 +452,20 @@ func (g *Gate) AdmitEgress(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if p.Account.Status == auth.Limited {
 		return apierr.New(apierr.AccountLimited, "bucket", string(ratelimit.Egress))
 	}
-	return g.Admit(w, r, p, ratelimit.Egress, ratelimit.EgressCost(bytes))
+	if !paid {
+		return g.Admit(w, r, p, ratelimit.Egress, cost)
+	}
+	if g.Pacer == nil || cost <= 0 {
+		return nil
+	}
+	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: p.Key.ID, Plan: string(p.Account.Plan),
+		AccountCreated: p.Account.CreatedAt, Bucket: ratelimit.Egress, Cost: cost, Overdraw: true})
+	if err != nil {
+		g.Log.Warn("rate limiter unavailable: a paid run's output goes out uncounted", "err", err, "key_id", p.Key.ID)
+		return nil
+	}
+	setRateHeaders(w.Header(), d, g.Now())
+	return nil
 }
 
 func ceilSeconds(d time.Duration) int {

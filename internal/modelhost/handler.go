@@ -253,7 +253,7 @@ func (h *Queue) result() http.Handler {
 		if !j.Settled() {
 			return apierr.New(apierr.NotReady, "status", string(j.Status))
 		}
-		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now())
+		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now(), false)
 		if err != nil {
 			return err
 		}
@@ -266,8 +266,10 @@ func (h *Queue) result() http.Handler {
 // the synchronous host's run alike (spec 01: the run answers "the same document the result URL
 // would answer"): the job's failure; 410 output_expired once its outputs passed retention; else
 // its output document with freshly signed links, admitted as a download first (the egress
-// bucket takes the files' size, a limited account is refused), as the asset list is.
-func settledResult(w http.ResponseWriter, r *http.Request, gate *httpapi.Gate, signer jobview.Signer, j jobs.Job, retain time.Duration, now time.Time) (map[string]any, error) {
+// bucket takes the files' size, a limited account is refused), as the asset list is. A
+// synchronous run's output (paid) is admitted by Gate.AdmitPaidEgress: the run took
+// PrepaidEgress before it ran and its links go out whatever the bucket holds now.
+func settledResult(w http.ResponseWriter, r *http.Request, gate *httpapi.Gate, signer jobview.Signer, j jobs.Job, retain time.Duration, now time.Time, paid bool) (map[string]any, error) {
 	if j.Outcome != jobs.Succeeded {
 		return nil, jobview.Failure(j)
 	}
@@ -275,15 +277,20 @@ func settledResult(w http.ResponseWriter, r *http.Request, gate *httpapi.Gate, s
 		return nil, e
 	}
 	if j.Result != nil && len(j.Result.Files) > 0 {
-		if err := gate.AdmitEgress(w, r, httpapi.Principal(r), runners.FilesBytes(j.Result.Files)); err != nil {
+		admit := gate.AdmitEgress
+		if paid {
+			admit = gate.AdmitPaidEgress
+		}
+		if err := admit(w, r, httpapi.Principal(r), runners.FilesBytes(j.Result.Files)); err != nil {
 			return nil, &egressRefused{err}
 		}
 	}
 	return jobview.Result(r.Context(), j, signer)
 }
 
-// egressRefused is a settled job's links refused by the egress bucket: the job ran and its
-// charge stands whatever this answer says (the synchronous host says so, stands).
+// egressRefused is a settled job's links refused as a download (the egress bucket, a revoked
+// key, a limited account): the job ran and its charge stands whatever this answer says (the
+// synchronous host says so, stands).
 type egressRefused struct{ err error }
 
 func (e *egressRefused) Error() string { return e.err.Error() }

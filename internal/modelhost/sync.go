@@ -69,6 +69,11 @@ func (h *Sync) run() http.Handler {
 		if err != nil {
 			return err
 		}
+		// The output's first megabyte of egress, before the run is charged: a spent bucket
+		// refuses here, where a resend is safe (the rest is taken when the output goes out).
+		if err := h.Gate.AdmitEgress(w, r, p, httpapi.PrepaidEgress*1_000_000); err != nil {
+			return err
+		}
 		release, declined := h.Jobs.Seats().Acquire(p.Account.ID, m.Product)
 		if declined != "" {
 			return apierr.New(apierr.WaitCapacity, "wait_declined", declined).WithRetryAfter(1)
@@ -96,7 +101,7 @@ func (h *Sync) run() http.Handler {
 		}
 		w.Header().Set("X-Svc-Request-Id", j.RequestID)
 		w.Header().Set("x-fal-request-id", j.RequestID) // fal clients read the request id from here
-		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now())
+		doc, err := settledResult(w, r, h.Gate, h.Signer, j, h.RetainOutputs, h.Now(), true)
 		if late := (*egressRefused)(nil); errors.As(err, &late) {
 			return ranButNotSent(late, h.URLs.Status(j, 0, false))
 		}
@@ -114,7 +119,8 @@ func (h *Sync) run() http.Handler {
 	})
 }
 
-// ranButNotSent is the answer of a run whose output the egress bucket will not let out now: the
+// ranButNotSent is the answer of a run whose output may not go out (its key revoked or its
+// account limited while it ran; the egress bucket itself never refuses a paid run's output): the
 // run happened and its charge stands, so the refusal says so (charged stands, retry poll_first,
 // x-should-retry: false) and names where the output is read once the bucket allows, never
 // inviting a resend that would run and pay again (a resend under the same key replays it).

@@ -36,7 +36,7 @@ func (t Table) Resolve(r Request, now time.Time) (rate Rate, cost int64, d Decis
 		// read, write or egress at capacity 0: every request asks more than it can ever hold.
 		return rate, cost, Decision{Refusal: RequestTooLarge, Limit: 0}, true, nil
 	}
-	if cost > rate.Burst {
+	if cost > rate.Burst && !r.Overdraw {
 		return rate, cost, Decision{Refusal: RequestTooLarge, Limit: rate.Burst}, false, nil
 	}
 	return rate, cost, Decision{}, false, nil
@@ -63,10 +63,14 @@ type State struct {
 // the debt it holds is first rescaled to the rate in force (Rescale), so each token spent counts
 // once: 40 MB spent under a new free account's 40 MB/day leave 160 of the 200 MB/day that follow.
 //
+// With overdraw the cost is taken whatever the bucket holds (Request.Overdraw): the arrival
+// time may run past a full bucket's worth ahead, a debt that refuses what follows until it is
+// repaid.
+//
 // The Redis script is the same arithmetic in microseconds. The products saturate instead of
 // overflowing: figures outside Rate.Check's bounds give a bucket that never fills again, never a
 // wrapped one.
-func GCRA(rate Rate, s State, now, cost int64) (Decision, State) {
+func GCRA(rate Rate, s State, now, cost int64, overdraw bool) (Decision, State) {
 	interval := int64(rate.Interval())
 	tau := int64(rate.Fill()) // how far ahead of now the tat may run: a full bucket's worth
 	tat := max(s.TAT, now)
@@ -75,11 +79,11 @@ func GCRA(rate Rate, s State, now, cost int64) (Decision, State) {
 		tat, rescaled = now+Rescale(tat-now, s.Interval, interval, tau), true
 	}
 	newTAT := tat + min(mulSat(cost, interval), math.MaxInt64-tat)
-	if debt := newTAT - now; debt <= tau {
+	if debt := newTAT - now; debt <= tau || overdraw {
 		d := Decision{
 			Allowed:    true,
 			Limit:      rate.Burst,
-			Remaining:  (tau - debt) / interval,
+			Remaining:  max(tau-debt, 0) / interval,
 			ResetAfter: time.Duration(debt),
 		}
 		if cost == 0 && !rescaled {

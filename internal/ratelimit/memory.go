@@ -86,7 +86,7 @@ func (m *Memory) Admit(_ context.Context, r Request) (Decision, error) {
 	if pre.Refusal == RequestTooLarge {
 		cost = 0 // read the bucket, take nothing
 	}
-	d, next := GCRA(rate, st, now, cost)
+	d, next := GCRA(rate, st, now, cost, r.Overdraw)
 	if next != st {
 		if !held && len(s.buckets) >= s.sweepAt {
 			m.sweep(s, now)

@@ -33,6 +33,10 @@ type Request struct {
 	AccountCreated time.Time // limits are x0.2 for the account's first 24 hours
 	Bucket         Bucket
 	Cost           int64 // 1 per request; megabytes for egress
+	// Overdraw takes Cost even past empty, never refusing it for want of tokens or for its
+	// size: for what is already paid for and must go out (a synchronous run's output). The
+	// bucket runs into a debt it repays before it admits anything else.
+	Overdraw bool
 }
 
 // Decision is the limiter's answer and the figures for the RateLimit-* headers.

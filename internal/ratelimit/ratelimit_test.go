@@ -305,16 +305,16 @@ func TestI30_RateBounds(t *testing.T) {
 		{Burst: 1 << 62, Refill: 1, Period: 1 << 62},
 		{Burst: 1e12, Refill: 1e12, Period: time.Second},
 	} {
-		d, st := ratelimit.GCRA(rate, ratelimit.State{}, now, 1)
+		d, st := ratelimit.GCRA(rate, ratelimit.State{}, now, 1, false)
 		if !d.Allowed || d.Remaining < 0 || d.ResetAfter <= 0 || st.TAT <= now {
 			t.Errorf("%+v: first request %+v, state %+v", rate, d, st)
 		}
-		d, _ = ratelimit.GCRA(rate, st, now, rate.Burst)
+		d, _ = ratelimit.GCRA(rate, st, now, rate.Burst, false)
 		if d.Remaining < 0 || d.ResetAfter < 0 || d.RetryAfter < 0 {
 			t.Errorf("%+v: a whole bucket's worth %+v", rate, d)
 		}
 		// the same debt, written at one token a nanosecond, rescales to at most a full bucket
-		d, _ = ratelimit.GCRA(rate, ratelimit.State{TAT: st.TAT, Interval: 1}, now, 1)
+		d, _ = ratelimit.GCRA(rate, ratelimit.State{TAT: st.TAT, Interval: 1}, now, 1, false)
 		if d.Remaining < 0 || d.ResetAfter < 0 || d.RetryAfter < 0 {
 			t.Errorf("%+v: a whole bucket's worth %+v", rate, d)
 		}
@@ -362,7 +362,7 @@ func TestRL13_GCRAReadsDebtInTokens(t *testing.T) {
 			ratelimit.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 3 * time.Second},
 			ratelimit.State{TAT: now + 3*s, Interval: 3 * s}},
 	} {
-		d, st := ratelimit.GCRA(c.rate, c.st, now, c.cost)
+		d, st := ratelimit.GCRA(c.rate, c.st, now, c.cost, false)
 		if d != c.want || st != c.wantState {
 			t.Errorf("%s:\n got %+v %+v\nwant %+v %+v", c.name, d, st, c.want, c.wantState)
 		}

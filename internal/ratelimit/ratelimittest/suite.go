@@ -79,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"RL01_KeysAndBucketsAreSeparate", s.separate},
 		{"RL04_EgressWholeMegabytes", s.egress},
 		{"RL10_RequestTooLarge", s.tooLarge},
+		{"RL04_OverdrawTakesWhatIsPaidFor", s.overdraw},
 		{"RL11_ORD06_ZeroCapacity", s.zeroCapacity},
 		{"RL12_RL14_RetryAfterFromBucket", s.retryAfter},
 		{"RL13_NewAccountMultiplier", s.newAccount},
@@ -250,6 +251,27 @@ func (s *suite) egress(t *testing.T) {
 		if d := admit(t, l, req("e", "free", ratelimit.Egress, ratelimit.EgressCost(200*ratelimit.MB))); !d.Allowed || d.Remaining != 0 {
 			t.Fatalf("a day later, 200 MB = %+v", d)
 		}
+	}
+}
+
+// overdraw: a paid output's megabytes are taken whatever the bucket holds, past empty and past
+// its capacity, never refused; the debt refuses what follows until the bucket refills past it.
+func (s *suite) overdraw(t *testing.T) {
+	l := s.limiter(t)
+	paid := func(cost int64) ratelimit.Request {
+		r := req("o", "free", ratelimit.Egress, cost)
+		r.Overdraw = true
+		return r
+	}
+	if d := admit(t, l, req("o", "free", ratelimit.Egress, 190)); !d.Allowed || d.Remaining != 10 {
+		t.Fatalf("190 MB = %+v", d)
+	}
+	if d := admit(t, l, paid(250)); !d.Allowed || d.Remaining != 0 { // more than the bucket holds (200) and has (10)
+		t.Fatalf("a paid 250 MB = %+v, want taken", d)
+	}
+	d := admit(t, l, req("o", "free", ratelimit.Egress, 1))
+	if d.Refusal != ratelimit.BucketSpent || d.RetryAfter < 240*432*time.Second-time.Second {
+		t.Fatalf("1 MB after a 240 MB debt = %+v, want bucket_spent until the debt is repaid (~%v)", d, 240*432*time.Second)
 	}
 }
 

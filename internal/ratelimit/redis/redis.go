@@ -21,12 +21,14 @@ import (
 // %.0f, never the %.14g of Lua's number-to-string. The key expires when the bucket is full
 // again: a full bucket and a missing key are the same.
 //
-// ARGV: interval (µs per token), burst, cost (0 reads the bucket without taking).
+// ARGV: interval (µs per token), burst, cost (0 reads the bucket without taking), overdraw (1
+// takes the cost whatever the bucket holds, ratelimit.Request.Overdraw).
 // Returns {allowed, remaining, reset µs, retry µs}.
 var script = goredis.NewScript(`
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
+local overdraw = tonumber(ARGV[4]) == 1
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local tau = interval * burst
@@ -51,9 +53,11 @@ local function store(at)
 end
 local new_tat = tat + cost * interval
 local debt = new_tat - now
-if debt <= tau then
+if debt <= tau or overdraw then
   if cost > 0 or rescaled then store(new_tat) end
-  return {1, math.floor((tau - debt) / interval), debt, 0}
+  local left = tau - debt
+  if left < 0 then left = 0 end
+  return {1, math.floor(left / interval), debt, 0}
 end
 local held = tat - now
 local remaining = math.floor((tau - held) / interval)
@@ -120,7 +124,11 @@ func (l *Limiter) Admit(ctx context.Context, r ratelimit.Request) (ratelimit.Dec
 		cost = 0
 	}
 	interval := int64(math.Ceil(float64(rate.Interval()) / float64(time.Microsecond)))
-	res, err := script.Run(ctx, l.rdb, []string{l.Key(r.Key, r.Bucket)}, interval, rate.Burst, cost).Int64Slice()
+	overdraw := 0
+	if r.Overdraw {
+		overdraw = 1
+	}
+	res, err := script.Run(ctx, l.rdb, []string{l.Key(r.Key, r.Bucket)}, interval, rate.Burst, cost, overdraw).Int64Slice()
 	if err != nil {
 		if tooLarge {
 			// The refusal needs no stored state; only the headers' Remaining and Reset do. A 413

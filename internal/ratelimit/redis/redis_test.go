@@ -252,18 +252,22 @@ func TestRL13_RedisScriptIsGCRA(t *testing.T) {
 			young, _ := ratelimit.Policy(plan, b, ratelimittest.Start, ratelimittest.Start)
 			for _, was := range []ratelimit.Rate{young, ratelimit.Plans["free"][ratelimit.Read], ratelimit.Plans["max"][b]} {
 				for _, debt := range []int64{int64(was.Interval()) / 2, int64(was.Fill()), int64(rate.Fill()) * 3 / 2} {
-					for _, cost := range []int64{1, rate.Burst} {
+					for _, c := range []struct {
+						cost     int64
+						overdraw bool
+					}{{1, false}, {rate.Burst, false}, {1, true}, {rate.Burst, true}, {3 * rate.Burst, true}} {
+						cost := c.cost
 						st := ratelimit.State{TAT: now + debt, Interval: int64(was.Interval())}
 						key := fmt.Sprintf("k%d", n)
 						n++
 						stored := fmt.Sprintf("%d:%d", st.TAT/1000, st.Interval/1000)
 						m.Set(l.Key(key, b), stored)
-						want, wantState := ratelimit.GCRA(rate, st, now, cost)
-						got, err := l.Admit(context.Background(), ratelimit.Request{Key: key, Plan: plan, Bucket: b, Cost: cost})
+						want, wantState := ratelimit.GCRA(rate, st, now, cost, c.overdraw)
+						got, err := l.Admit(context.Background(), ratelimit.Request{Key: key, Plan: plan, Bucket: b, Cost: cost, Overdraw: c.overdraw})
 						if err != nil {
 							t.Fatal(err)
 						}
-						what := fmt.Sprintf("%s %s, stored %q (%+v), cost %d", plan, b, stored, st, cost)
+						what := fmt.Sprintf("%s %s, stored %q (%+v), cost %d, overdraw %v", plan, b, stored, st, cost, c.overdraw)
 						if got != want {
 							t.Errorf("%s:\nscript %+v\n  GCRA %+v", what, got, want)
 						}
