@@ -441,16 +441,11 @@ func (h *Handler) chatCompletion(w http.ResponseWriter, r *http.Request, p *auth
 	if err != nil {
 		return err
 	}
-	call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
-		IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
-	if err != nil {
-		return promptParam(err, "messages")
+	call, err := h.start(w, r, catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in, Stream: req.Stream}, "messages")
+	if call == nil {
+		return err
 	}
 	defer call.Close()
-	setCallHeaders(w, call) // a failure answered below names its job too
-	if call.Kind != catalog.KindChat {
-		return answerOtherKind(w, r, call)
-	}
 	if req.Stream {
 		usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		return h.stream(w, r, call, usage, chatChunks{id: "chatcmpl-" + call.Job.ID, model: call.Job.Model, created: created(call.Job)})
@@ -466,6 +461,23 @@ func (h *Handler) chatCompletion(w http.ResponseWriter, r *http.Request, p *auth
 // promptParam names the field of a chat call's refusal for a prompt over the model's context
 // window (input_too_long, which names no field of its own): the whole conversation, messages
 // (input on the Responses protocol, prompt on completions).
+// start starts a call of kind under the request's Idempotency-Key and names its job in the
+// headers. A refusal (its text too long named as field) or a key that answers a job of another
+// kind (answered here, as that job) returns no call; otherwise the caller closes the call.
+func (h *Handler) start(w http.ResponseWriter, r *http.Request, kind string, req chat.CallRequest, field string) (*chat.Call, error) {
+	req.IdempotencyKey = idempotencyKey(r)
+	call, err := h.Chat.Start(r.Context(), kind, req)
+	if err != nil {
+		return nil, promptParam(err, field)
+	}
+	setCallHeaders(w, call) // a failure answered after this names its job too
+	if call.Kind != kind {
+		defer call.Close()
+		return nil, answerOtherKind(w, r, call)
+	}
+	return call, nil
+}
+
 func promptParam(err error, field string) error {
 	if e, ok := apierr.As(err); ok && e.Code == apierr.InputTooLong && e.Fields["param"] == nil {
 		e.With("param", field)
@@ -605,16 +617,11 @@ func (h *Handler) completions() handlerFunc {
 			return e.With("param", "prompt")
 		}
 		in.Messages = []catalog.Message{{Role: "user", Content: prompt}}
-		call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
-			IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
-		if err != nil {
-			return promptParam(err, "prompt")
+		call, err := h.start(w, r, catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in, Stream: req.Stream}, "prompt")
+		if call == nil {
+			return err
 		}
 		defer call.Close()
-		setCallHeaders(w, call) // a failure answered below names its job too
-		if call.Kind != catalog.KindChat {
-			return answerOtherKind(w, r, call)
-		}
 		id := "cmpl-" + call.Job.ID
 		if req.Stream {
 			usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage

@@ -81,16 +81,12 @@ func (h *Handler) embeddings() handlerFunc {
 		if err != nil {
 			return err
 		}
-		call, err := h.Chat.Start(r.Context(), catalog.KindEmbeddings, chat.CallRequest{Principal: p, Model: req.Model,
-			Input: catalog.EmbeddingsInput{Input: texts, Dimensions: dims}, IdempotencyKey: idempotencyKey(r)})
-		if err != nil {
+		call, err := h.start(w, r, catalog.KindEmbeddings, chat.CallRequest{Principal: p, Model: req.Model,
+			Input: catalog.EmbeddingsInput{Input: texts, Dimensions: dims}}, "input")
+		if call == nil {
 			return err
 		}
 		defer call.Close()
-		setCallHeaders(w, call) // a failure answered below names its job too
-		if call.Kind != catalog.KindEmbeddings {
-			return answerOtherKind(w, r, call)
-		}
 		out, err := call.Result(r.Context())
 		if err != nil {
 			return err

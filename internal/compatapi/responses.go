@@ -169,16 +169,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	if err != nil {
 		return err
 	}
-	call, err := h.Chat.Start(r.Context(), catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in,
-		IdempotencyKey: idempotencyKey(r), Stream: req.Stream})
-	if err != nil {
-		return promptParam(err, "messages") // input, as asResponses spells it
+	call, err := h.start(w, r, catalog.KindChat, chat.CallRequest{Principal: p, Model: req.Model, Input: in, Stream: req.Stream}, "messages") // input, as asResponses spells it
+	if call == nil {
+		return err
 	}
 	defer call.Close()
-	setCallHeaders(w, call) // a failure answered below names its job too
-	if call.Kind != catalog.KindChat {
-		return answerOtherKind(w, r, call)
-	}
 	if req.Stream {
 		h.streamResponse(w, r, call, req)
 		return nil
