@@ -152,6 +152,9 @@ type chatRequest struct {
 	FunctionCall json.RawMessage `json:"function_call"`
 	Logprobs     json.RawMessage `json:"logprobs"`
 	LogitBias    json.RawMessage `json:"logit_bias"`
+	// Output other than text: the models here write text alone.
+	Modalities json.RawMessage `json:"modalities"`
+	Audio      json.RawMessage `json:"audio"`
 }
 
 // sampling checks the sampling settings' ranges, the protocol's own.
@@ -283,6 +286,8 @@ func (req chatRequest) unoffered() error {
 		{"function_call", req.FunctionCall, []string{"null", `"none"`, `"auto"`}},
 		{"logprobs", req.Logprobs, []string{"null", "false"}},
 		{"logit_bias", req.LogitBias, []string{"null", "{}"}},
+		{"modalities", req.Modalities, []string{"null", `["text"]`}},
+		{"audio", req.Audio, []string{"null"}},
 	}); err != nil {
 		return err
 	}

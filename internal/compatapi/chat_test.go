@@ -66,3 +66,30 @@ func TestCHAT01_CompatStopAtMostFour(t *testing.T) {
 		}
 	}
 }
+
+// TestCHAT01_CompatAudioOutputRefused: a chat completion asking for audio output (modalities
+// holding "audio", or audio settings) is refused 400 invalid_body naming the setting, before
+// any charge: the models here write text alone, and the call was answered with text as if
+// audio had not been asked for. modalities ["text"] is the default and is served.
+func TestCHAT01_CompatAudioOutputRefused(t *testing.T) {
+	e := newCompatEnv(t, httpapi.DefaultLimits())
+	body := `{"model":"qwen","messages":[{"role":"user","content":"hi"}],"max_tokens":5%s}`
+	before := e.balance()
+	for _, c := range []struct{ extra, param string }{
+		{`,"modalities":["text","audio"]`, "modalities"},
+		{`,"modalities":["audio"]`, "modalities"},
+		{`,"audio":{"voice":"alloy","format":"wav"}`, "audio"},
+	} {
+		a := e.do("POST", compatapi.Prefix+"/chat/completions", fmt.Sprintf(body, c.extra), "Authorization", "Bearer "+e.key)
+		refused(t, c.extra, a, http.StatusBadRequest, "invalid_body")
+		if a.err.Param != c.param {
+			t.Fatalf("%s: %s, want param %s", c.extra, a.raw, c.param)
+		}
+	}
+	if e.balance() != before {
+		t.Fatalf("refusals charged: balance %d, was %d", e.balance(), before)
+	}
+	if a := e.do("POST", compatapi.Prefix+"/chat/completions", fmt.Sprintf(body, `,"modalities":["text"],"audio":null`), "Authorization", "Bearer "+e.key); a.status != http.StatusOK {
+		t.Fatalf("modalities [text]: %d %s", a.status, a.raw)
+	}
+}
