@@ -463,9 +463,6 @@ func (h *Handler) chatCompletion(w http.ResponseWriter, r *http.Request, p *auth
 	return nil
 }
 
-// promptParam names the field of a chat call's refusal for a prompt over the model's context
-// window (input_too_long, which names no field of its own): the whole conversation, messages
-// (input on the Responses protocol, prompt on completions).
 // start starts a call of kind under the request's Idempotency-Key and names its job in the
 // headers. A refusal (its text too long named as field) or a key that answers a job of another
 // kind (answered here, as that job) returns no call; otherwise the caller closes the call.
@@ -483,6 +480,9 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, kind string, req
 	return call, nil
 }
 
+// promptParam names the field of a chat call's refusal for a prompt over the model's context
+// window (input_too_long, which names no field of its own): the whole conversation, messages
+// (input on the Responses protocol, prompt on completions).
 func promptParam(err error, field string) error {
 	if e, ok := apierr.As(err); ok && e.Code == apierr.InputTooLong && e.Fields["param"] == nil {
 		e.With("param", field)

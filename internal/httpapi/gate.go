@@ -285,8 +285,7 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 		return nil
 	}
 	now := g.Now()
-	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: p.Key.ID, Plan: string(p.Account.Plan),
-		AccountCreated: p.Account.CreatedAt, Bucket: bucket, Cost: cost})
+	d, err := g.Pacer.Admit(r.Context(), requestOf(p, bucket, cost))
 	setRateHeaders(w.Header(), d, now)
 	if err != nil {
 		g.Log.Warn("rate limiter unavailable", "err", err, "key_id", p.Key.ID)
@@ -320,6 +319,11 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, p *auth.Principal, 
 		}
 		return e
 	}
+}
+
+// requestOf is the limiter's request for cost of p's key's bucket.
+func requestOf(p *auth.Principal, bucket ratelimit.Bucket, cost int64) ratelimit.Request {
+	return ratelimit.Request{Key: p.Key.ID, Plan: string(p.Account.Plan), AccountCreated: p.Account.CreatedAt, Bucket: bucket, Cost: cost}
 }
 
 // newAccountUntil reports whether p's account is inside its first 24 hours (spec 02 rate-limit
@@ -458,8 +462,9 @@ func (g *Gate) admitEgress(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if g.Pacer == nil || cost <= 0 {
 		return nil
 	}
-	d, err := g.Pacer.Admit(r.Context(), ratelimit.Request{Key: p.Key.ID, Plan: string(p.Account.Plan),
-		AccountCreated: p.Account.CreatedAt, Bucket: ratelimit.Egress, Cost: cost, Overdraw: true})
+	req := requestOf(p, ratelimit.Egress, cost)
+	req.Overdraw = true
+	d, err := g.Pacer.Admit(r.Context(), req)
 	if err != nil {
 		g.Log.Warn("rate limiter unavailable: a paid run's output goes out uncounted", "err", err, "key_id", p.Key.ID)
 		return nil

@@ -71,7 +71,7 @@ func (h *Sync) run() http.Handler {
 		}
 		// The output's first megabyte of egress, before the run is charged: a spent bucket
 		// refuses here, where a resend is safe (the rest is taken when the output goes out).
-		if err := h.Gate.AdmitEgress(w, r, p, httpapi.PrepaidEgress*1_000_000); err != nil {
+		if err := h.Gate.AdmitEgress(w, r, p, httpapi.PrepaidEgress*ratelimit.MB); err != nil {
 			return err
 		}
 		release, declined := h.Jobs.Seats().Acquire(p.Account.ID, m.Product)

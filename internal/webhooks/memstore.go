@@ -82,15 +82,15 @@ func (m *MemStore) ListEndpoints(_ context.Context, account string) ([]Endpoint,
 	return out, nil
 }
 
-// full reports whether account already has max endpoints not dead (never when max is 0).
-func (m *MemStore) full(account string, max int) bool {
+// full reports whether account already has limit endpoints not dead (never when limit is 0).
+func (m *MemStore) full(account string, limit int) bool {
 	n := 0
 	for _, e := range m.endpoints {
 		if e.Account == account && e.Status != StatusDead {
 			n++
 		}
 	}
-	return max > 0 && n >= max
+	return limit > 0 && n >= limit
 }
 
 func (m *MemStore) RecordChallenge(_ context.Context, p RecordChallengeParams) (ChallengeRecord, error) {

@@ -165,11 +165,11 @@ func (s Webhooks) CreateEndpoint(ctx context.Context, p webhooks.CreateEndpointP
 	return out, err
 }
 
-// roomForEndpoint refuses ErrTooManyWebhooks when account already has max endpoints not dead
-// (never when max is 0), counted in the caller's transaction under a per-account lock on
+// roomForEndpoint refuses ErrTooManyWebhooks when account already has limit endpoints not dead
+// (never when limit is 0), counted in the caller's transaction under a per-account lock on
 // PostgreSQL, so that two transactions cannot both take the last place.
-func (tx *Tx) roomForEndpoint(ctx context.Context, account string, max int) error {
-	if max <= 0 {
+func (tx *Tx) roomForEndpoint(ctx context.Context, account string, limit int) error {
+	if limit <= 0 {
 		return nil
 	}
 	if lock := tx.sql.lockKey; lock != "" {
@@ -181,7 +181,7 @@ func (tx *Tx) roomForEndpoint(ctx context.Context, account string, max int) erro
 	if err := tx.q.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE account_id = $1 AND status <> 'dead'`, account).Scan(&n); err != nil {
 		return err
 	}
-	if n >= max {
+	if n >= limit {
 		return webhooks.ErrTooManyWebhooks
 	}
 	return nil
